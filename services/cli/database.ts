@@ -1,0 +1,33 @@
+import pg from 'pg';
+import { migrate } from '../core/db/migrate.ts';
+import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
+import type { Logger } from '../core/logging.ts';
+
+/** Resolves DATABASE_URL or starts the embedded PostgreSQL, announcing which. */
+export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
+  if (!process.env.DATABASE_URL?.trim()) {
+    logger.info(
+      { dir: `./${EMBEDDED_DIR}/` },
+      `DATABASE_URL is not set: starting an embedded PostgreSQL under ./${EMBEDDED_DIR}/ (for trying hookgate out, not for production)`,
+    );
+  }
+  const database = await resolveDatabase();
+  if (database.embedded)
+    logger.info({ dataDir: database.embedded.dataDir }, 'embedded PostgreSQL is running');
+  return database;
+}
+
+export async function runMigrations(url: string, logger: Logger): Promise<readonly string[]> {
+  const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
+  await client.connect();
+  try {
+    const report = await migrate(client, url);
+    logger.info(
+      { applied: report.applied },
+      report.applied.length ? 'migrations applied' : 'schema is up to date',
+    );
+    return report.applied;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+import { Command, Option } from 'commander';
+import { ZodError } from 'zod';
+import { describeError, HookgateError } from '../core/errors.ts';
+import { migrateCommand } from './commands/migrate.ts';
+import { sendTestCommand } from './commands/send-test.ts';
+import { serveCommand } from './commands/serve.ts';
+
+const DEFAULT_CONFIG = process.env.HOOKGATE_CONFIG ?? 'hookgate.yaml';
+
+const program = new Command()
+  .name('hookgate')
+  .description('Verified, exactly-once webhook ingestion into PostgreSQL.')
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description(
+    'run the gateway, the worker, or both (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/)',
+  )
+  .addOption(
+    new Option('--role <role>', 'what this process runs')
+      .choices(['gateway', 'worker', 'all'])
+      .default('all'),
+  )
+  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
+  .action((options: unknown) => serveCommand(options));
+
+program
+  .command('migrate')
+  .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
+  .action(() => migrateCommand());
+
+program
+  .command('send-test')
+  .description("sign a sample event with the endpoint's own scheme and post it to a running gateway")
+  .requiredOption('--endpoint <name>', 'endpoint to send to')
+  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
+  .option('--type <type>', 'event type of the sample')
+  .option('--duplicates <n>', 'send the same event this many more times', '1')
+  .option('--url <url>', 'gateway base URL (default http://127.0.0.1:$PORT)')
+  .action((options: unknown) => sendTestCommand(options));
+
+function fail(error: unknown): never {
+  if (error instanceof ZodError) {
+    const lines = error.issues.map((issue) => `--${issue.path.join('.')}: ${issue.message}`);
+    process.stderr.write(`hookgate: usage_invalid: ${lines.join('; ')}\n`);
+  } else {
+    process.stderr.write(`hookgate: ${describeError(error)}\n`);
+    if (!(error instanceof HookgateError) && error instanceof Error && error.stack) {
+      process.stderr.write(`${error.stack}\n`);
+    }
+  }
+  process.exit(error instanceof HookgateError || error instanceof ZodError ? 2 : 1);
+}
+
+program.parseAsync(process.argv).catch(fail);

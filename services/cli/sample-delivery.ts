@@ -1,0 +1,154 @@
+import { createHmac, randomUUID } from 'node:crypto';
+import type { EndpointConfig } from '../core/config/schema.ts';
+
+export interface SampleDelivery {
+  readonly eventId: string;
+  readonly body: string;
+  readonly headers: Record<string, string>;
+}
+
+const hmac = (algorithm: string, key: string | Buffer, content: string) =>
+  createHmac(algorithm, key).update(content);
+
+/** Sets `value` at an RFC 6901 pointer, creating objects on the way. */
+function setAtPointer(target: Record<string, unknown>, pointer: string, value: unknown): void {
+  const keys = pointer
+    .split('/')
+    .slice(1)
+    .map((key) => key.replaceAll('~1', '/').replaceAll('~0', '~'));
+  let node: Record<string, unknown> = target;
+  keys.forEach((key, index) => {
+    if (index === keys.length - 1) node[key] = value;
+    else {
+      const next = node[key];
+      if (next === null || typeof next !== 'object') node[key] = {};
+      node = node[key] as Record<string, unknown>;
+    }
+  });
+}
+
+/**
+ * A realistic sample event for the endpoint's provider, signed with the endpoint's first
+ * secret exactly as that provider would sign it.
+ */
+export function sampleDelivery(
+  endpoint: EndpointConfig,
+  type: string | undefined,
+  nowMs: number,
+): SampleDelivery {
+  const secret = endpoint.secrets[0]!;
+  const ts = Math.floor(nowMs / 1000);
+  const iso = new Date(nowMs).toISOString();
+  const suffix = randomUUID().replaceAll('-', '').slice(0, 20);
+  switch (endpoint.provider) {
+    case 'standard-webhooks':
+    case 'svix': {
+      const eventId = `msg_${suffix}`;
+      const body = JSON.stringify({
+        type: type ?? 'test.created',
+        timestamp: iso,
+        data: { id: `obj_${suffix}` },
+      });
+      const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+      const signature = hmac('sha256', key, `${eventId}.${ts}.${body}`).digest('base64');
+      const prefix = endpoint.provider === 'svix' ? 'svix' : 'webhook';
+      return {
+        eventId,
+        body,
+        headers: {
+          [`${prefix}-id`]: eventId,
+          [`${prefix}-timestamp`]: String(ts),
+          [`${prefix}-signature`]: `v1,${signature}`,
+        },
+      };
+    }
+    case 'stripe': {
+      const eventId = `evt_test_${suffix}`;
+      const body = JSON.stringify({
+        id: eventId,
+        object: 'event',
+        type: type ?? 'invoice.created',
+        created: ts,
+        livemode: false,
+        data: { object: { id: `in_test_${suffix}`, object: 'invoice', status: 'open' } },
+      });
+      const signature = hmac('sha256', secret, `${ts}.${body}`).digest('hex');
+      return { eventId, body, headers: { 'stripe-signature': `t=${ts},v1=${signature}` } };
+    }
+    case 'github': {
+      const eventId = randomUUID();
+      const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+      const signature = hmac('sha256', secret, body).digest('hex');
+      return {
+        eventId,
+        body,
+        headers: {
+          'x-github-delivery': eventId,
+          'x-github-event': type ?? 'ping',
+          'x-hub-signature-256': `sha256=${signature}`,
+        },
+      };
+    }
+    case 'shopify': {
+      const eventId = randomUUID();
+      const body = JSON.stringify({ id: Number.parseInt(suffix.slice(0, 12), 16), updated_at: iso });
+      const signature = hmac('sha256', secret, body).digest('base64');
+      return {
+        eventId,
+        body,
+        headers: {
+          'x-shopify-event-id': eventId,
+          'x-shopify-webhook-id': randomUUID(),
+          'x-shopify-topic': type ?? 'orders/create',
+          'x-shopify-triggered-at': iso,
+          'x-shopify-hmac-sha256': signature,
+        },
+      };
+    }
+    case 'slack': {
+      const eventId = `Ev${suffix.toUpperCase()}`;
+      const body = JSON.stringify({
+        type: 'event_callback',
+        event_id: eventId,
+        event_time: ts,
+        event: { type: type ?? 'app_mention', text: 'hello from hookgate send-test' },
+      });
+      const signature = hmac('sha256', secret, `v0:${ts}:${body}`).digest('hex');
+      return {
+        eventId,
+        body,
+        headers: { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${signature}` },
+      };
+    }
+    case 'paddle': {
+      const eventId = `evt_${suffix}`;
+      const body = JSON.stringify({
+        event_id: eventId,
+        event_type: type ?? 'transaction.completed',
+        occurred_at: iso,
+        data: { id: `txn_${suffix}`, updated_at: iso },
+      });
+      const signature = hmac('sha256', secret, `${ts}:${body}`).digest('hex');
+      return { eventId, body, headers: { 'paddle-signature': `ts=${ts};h1=${signature}` } };
+    }
+    case 'hmac': {
+      const options = endpoint.hmac!;
+      const eventId = `evt_${suffix}`;
+      const document: Record<string, unknown> = {
+        type: type ?? 'test.created',
+        data: { id: `obj_${suffix}` },
+      };
+      if (endpoint.extract?.eventId) setAtPointer(document, endpoint.extract.eventId, eventId);
+      if (endpoint.extract?.eventType)
+        setAtPointer(document, endpoint.extract.eventType, type ?? 'test.created');
+      const body = JSON.stringify(document);
+      const signature = hmac(options.algorithm, secret, body).digest(options.encoding);
+      const headers: Record<string, string> = {
+        [options.header.toLowerCase()]: `${options.prefix}${signature}`,
+      };
+      if (options.eventIdHeader) headers[options.eventIdHeader.toLowerCase()] = eventId;
+      if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = type ?? 'test.created';
+      return { eventId, body, headers };
+    }
+  }
+}

@@ -1,0 +1,37 @@
+/**
+ * Replaces `${NAME}` (and `${NAME:-fallback}`) inside string values of an already parsed
+ * document. Substituting after parsing means a secret containing YAML syntax cannot change
+ * the document's shape. `$${` escapes a literal `${`.
+ */
+const REFERENCE = /\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+export interface InterpolationProblem {
+  readonly path: readonly (string | number)[];
+  readonly variable: string;
+}
+
+export function interpolateEnv(
+  value: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  problems: InterpolationProblem[],
+  path: readonly (string | number)[] = [],
+): unknown {
+  if (typeof value === 'string') {
+    return value.replace(REFERENCE, (whole, escaped: string, name: string, fallback: string | undefined) => {
+      if (escaped) return whole.slice(1);
+      const resolved = env[name];
+      if (resolved !== undefined && resolved !== '') return resolved;
+      if (fallback !== undefined) return fallback;
+      problems.push({ path, variable: name });
+      return '';
+    });
+  }
+  if (Array.isArray(value))
+    return value.map((item, index) => interpolateEnv(item, env, problems, [...path, index]));
+  if (value !== null && typeof value === 'object') {
+    return Object.fromEntries(
+      Object.entries(value).map(([key, item]) => [key, interpolateEnv(item, env, problems, [...path, key])]),
+    );
+  }
+  return value;
+}

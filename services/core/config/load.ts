@@ -1,0 +1,76 @@
+import { readFileSync } from 'node:fs';
+import { parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { HookgateError } from '../errors.ts';
+import { type InterpolationProblem, interpolateEnv } from './interpolate.ts';
+import { type Config, configSchema } from './schema.ts';
+
+/** `endpoints.stripe.secrets[0]` */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const key of path) {
+    if (typeof key === 'number') out += `[${key}]`;
+    else out += out ? `.${String(key)}` : String(key);
+  }
+  return out || '(top level)';
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const path = formatPath(issue.path);
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((key) => formatPath([...issue.path, key])).join(', ');
+    return `${keys}: unknown key${issue.keys.length > 1 ? 's' : ''}`;
+  }
+  if (issue.code === 'invalid_value' && issue.path.at(-1) === 'provider') {
+    return `${path}: unknown provider; use one of ${issue.values.map(String).join(', ')}`;
+  }
+  return `${path}: ${issue.message}`;
+}
+
+/** Validates an already parsed document; every problem is reported with the path of its key. */
+export function parseConfig(document: unknown, env: Readonly<Record<string, string | undefined>>): Config {
+  const problems: InterpolationProblem[] = [];
+  const interpolated = interpolateEnv(document ?? {}, env, problems);
+  const lines = problems.map(
+    (problem) => `${formatPath(problem.path)}: environment variable ${problem.variable} is not set`,
+  );
+  const result = configSchema.safeParse(interpolated);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const line = describeIssue(issue);
+      // An unset variable already explains the empty string it left behind.
+      if (!problems.some((problem) => line.startsWith(`${formatPath(problem.path)}:`))) lines.push(line);
+    }
+  }
+  if (lines.length > 0 || !result.success) {
+    throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
+  }
+  return result.data;
+}
+
+export function loadConfig(
+  file: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new HookgateError('config_unreadable', `Cannot read the configuration file ${file}.`, {
+      cause: error,
+    });
+  }
+  const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
+  if (document.errors.length > 0) {
+    const details = document.errors.map((error) => error.message).join('\n  ');
+    throw new HookgateError('config_invalid', `${file} is not valid YAML:\n  ${details}`);
+  }
+  try {
+    return parseConfig(document.toJS(), env);
+  } catch (error) {
+    if (error instanceof HookgateError) {
+      throw new HookgateError(error.code, error.message.replace('The configuration', file));
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { hmacOptionsSchema } from '../providers/hmac-options.ts';
+import { PROVIDER_NAMES } from '../providers/index.ts';
+import { byteSize, durationMs } from './duration.ts';
+
+const ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const JSON_POINTER = /^(\/([^~/]|~[01])*)*$/;
+
+const jsonPointer = z.string().regex(JSON_POINTER, 'must be a JSON pointer such as /data/id');
+
+const extractSchema = z.strictObject({
+  eventId: jsonPointer.optional(),
+  eventType: jsonPointer.optional(),
+  entityType: jsonPointer.optional(),
+  entityId: jsonPointer.optional(),
+  version: jsonPointer.optional(),
+});
+
+/** `record`, `project`, `forward`, `billing`, `module:<path>` or `sql:<statement>`. */
+const handlerSchema = z
+  .string()
+  .regex(
+    /^(record|project|forward|billing|module:.+|sql:.+)$/s,
+    'must be record, project, forward, billing, module:<path> or sql:<statement>',
+  );
+
+const endpointSchema = z
+  .strictObject({
+    provider: z.enum(PROVIDER_NAMES),
+    /** Newest first. Deliveries signed with any of them are accepted (rotation). */
+    secrets: z.array(z.string().min(1, 'must not be empty')).min(1, 'needs at least one secret'),
+    tolerance: durationMs.default(300_000),
+    mode: z.enum(['async', 'sync']).default('async'),
+    handler: handlerSchema.default('record'),
+    /** Handler-specific settings, validated by the handler itself. */
+    options: z.record(z.string(), z.unknown()).default({}),
+    extract: extractSchema.optional(),
+    hmac: hmacOptionsSchema.optional(),
+  })
+  .superRefine((endpoint, ctx) => {
+    if (endpoint.provider === 'hmac' && !endpoint.hmac) {
+      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is required when provider is hmac' });
+    }
+    if (endpoint.provider !== 'hmac' && endpoint.hmac) {
+      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is only allowed when provider is hmac' });
+    }
+    if (
+      endpoint.provider === 'hmac' &&
+      endpoint.hmac &&
+      !endpoint.hmac.eventIdHeader &&
+      !endpoint.extract?.eventId
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['hmac', 'eventIdHeader'],
+        message: 'hmac endpoints need hmac.eventIdHeader or extract.eventId to find the event id',
+      });
+    }
+  });
+
+export const configSchema = z.strictObject({
+  server: z
+    .strictObject({
+      /** Largest accepted body; larger deliveries get 413 without being read further. */
+      bodyLimit: byteSize.default(1024 * 1024),
+      /** Largest accepted header block (Node's --max-http-header-size). */
+      headerLimit: byteSize.default(16 * 1024),
+      /** A request that has not been answered after this long is cut off. */
+      requestTimeout: durationMs.default(10_000),
+      /** How long SIGTERM waits for in-flight requests before closing anyway. */
+      shutdownTimeout: durationMs.default(15_000),
+    })
+    .prefault({}),
+  database: z
+    .strictObject({
+      /** Connections per process for the gateway's claims. */
+      poolSize: z.number().int().min(2).max(200).default(10),
+      /** Longest any single statement may run; protects the ack path from a stuck database. */
+      statementTimeout: durationMs.default(5_000),
+      /** Longest a request waits for a free pooled connection before answering 503. */
+      connectTimeout: durationMs.default(2_000),
+    })
+    .prefault({}),
+  claim: z
+    .strictObject({
+      /** Most deliveries committed together in one transaction. */
+      maxBatch: z.number().int().min(1).max(1_000).default(200),
+      /** Longest the first delivery of a batch waits for company before the batch commits. */
+      maxWait: durationMs.default(2),
+      /** Claim transactions that may be in flight at once (each holds one connection). */
+      concurrency: z.number().int().min(1).max(64).default(4),
+    })
+    .prefault({}),
+  endpoints: z
+    .record(
+      z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),
+      endpointSchema,
+    )
+    .refine((endpoints) => Object.keys(endpoints).length > 0, 'define at least one endpoint'),
+});
+
+export type Config = z.output<typeof configSchema>;
+export type EndpointConfig = Config['endpoints'][string];

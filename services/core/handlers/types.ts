@@ -1,0 +1,63 @@
+import type pg from 'pg';
+import type { Logger } from '../logging.ts';
+
+/** A claimed event as the worker reads it back from the inbox. */
+export interface InboxEvent {
+  readonly endpoint: string;
+  readonly eventId: string;
+  readonly provider: string;
+  readonly eventType: string;
+  readonly entityType: string | null;
+  readonly entityId: string | null;
+  /** Decimal integer string (integers as given, timestamps as epoch microseconds), or null. */
+  readonly entityVersion: string | null;
+  readonly payload: unknown;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly receivedAt: Date;
+  /** Attempts already counted, including the one now running. */
+  readonly attempts: number;
+  readonly traceparent: string | null;
+}
+
+/** How an applied event settles its inbox row. */
+export type ApplyOutcome = 'processed' | 'ignored' | 'stale';
+
+/** A downstream effect queued in the apply transaction; it exists only if the apply commits. */
+export interface OutboxMessage {
+  /** What delivers it (e.g. `forward`, `notify`). */
+  readonly kind: string;
+  /** Stable per effect, so a re-run of the same apply cannot queue it twice. */
+  readonly key: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+}
+
+export interface Outbox {
+  enqueue(message: OutboxMessage): Promise<void>;
+}
+
+export interface ApplyContext {
+  /** The batch transaction, inside this event's savepoint. Never COMMIT or ROLLBACK it. */
+  readonly tx: pg.ClientBase;
+  readonly outbox: Outbox;
+  readonly logger: Logger;
+}
+
+export interface Handler {
+  readonly name: string;
+  /** Returns how the event settles; returning nothing means `processed`. Throwing retries. */
+  apply(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome | undefined>;
+}
+
+/**
+ * The event is valid but refers to something not known yet (e.g. a payment for an invoice
+ * whose creation has not arrived). Retried like any failure; past the limit it is `parked`,
+ * not `dead`, because requeueing it once the parent exists will succeed.
+ */
+export class EntityNotYetKnown extends Error {
+  readonly code = 'entity_not_yet_known';
+
+  constructor(message: string) {
+    super(message);
+    this.name = 'EntityNotYetKnown';
+  }
+}

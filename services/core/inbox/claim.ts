@@ -1,0 +1,182 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { HookgateError } from '../errors.ts';
+import type { EventIdentity } from '../providers/types.ts';
+import { type ApplyJobData, applyQueue, jobIdFor } from '../queue/names.ts';
+import { CLAIM_INBOX_ROWS } from './claim-sql.ts';
+
+/** A verified delivery ready to be stored. */
+export interface Claim {
+  readonly endpoint: string;
+  readonly provider: string;
+  readonly event: EventIdentity;
+  /** The verified body as received; PostgreSQL parses it into jsonb. */
+  readonly body: string;
+  readonly traceparent: string | null;
+}
+
+export type ClaimOutcome = 'accepted' | 'duplicate';
+
+export type ClaimResult =
+  | { readonly ok: true; readonly outcome: ClaimOutcome }
+  | { readonly ok: false; readonly error: HookgateError };
+
+/** Where the claim transaction's extra work plugs in (sync-mode apply, tests' fault injection). */
+export interface ClaimHooks {
+  /** Runs inside the claim transaction after the inbox rows and jobs are written. */
+  readonly beforeCommit?: (client: pg.PoolClient, accepted: readonly Claim[]) => Promise<void>;
+}
+
+const keyOf = (endpoint: string, eventId: string): string => `${endpoint}\u0000${eventId}`;
+
+function byKey(a: Claim, b: Claim): number {
+  if (a.endpoint !== b.endpoint) return a.endpoint < b.endpoint ? -1 : 1;
+  if (a.event.eventId === b.event.eventId) return 0;
+  return a.event.eventId < b.event.eventId ? -1 : 1;
+}
+
+function columns(claims: readonly Claim[]): unknown[] {
+  return [
+    claims.map((c) => c.endpoint),
+    claims.map((c) => c.event.eventId),
+    claims.map((c) => c.provider),
+    claims.map((c) => c.event.eventType),
+    claims.map((c) => c.event.entityType),
+    claims.map((c) => c.event.entityId),
+    claims.map((c) => c.event.entityVersion),
+    claims.map((c) => c.body),
+    claims.map((c) => JSON.stringify(c.event.headers)),
+    claims.map((c) => c.traceparent),
+  ];
+}
+
+/** PostgreSQL refused this one delivery's data (e.g. a \u0000 in JSON); retrying cannot help. */
+function isDataError(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' && code.startsWith('22');
+}
+
+function failureFor(error: unknown): HookgateError {
+  if (error instanceof HookgateError) return error;
+  if (isDataError(error)) {
+    return new HookgateError(
+      'payload_unstorable',
+      `PostgreSQL cannot store this payload: ${(error as Error).message}.`,
+    );
+  }
+  return new HookgateError(
+    'database_unavailable',
+    'The event could not be stored right now; it was not accepted. Retry later.',
+    { cause: error },
+  );
+}
+
+const executorFor = (client: pg.PoolClient) => ({
+  executeSql: async (text: string, values?: unknown[]) => {
+    const result = await client.query(text, values);
+    return { rows: result.rows };
+  },
+});
+
+async function enqueueJobs(boss: PgBoss, client: pg.PoolClient, accepted: readonly Claim[]): Promise<void> {
+  const byEndpoint = new Map<string, Claim[]>();
+  for (const claim of accepted) {
+    const list = byEndpoint.get(claim.endpoint) ?? [];
+    list.push(claim);
+    byEndpoint.set(claim.endpoint, list);
+  }
+  const db = executorFor(client);
+  for (const [endpoint, claims] of byEndpoint) {
+    const jobs = claims.map((claim) => ({
+      id: jobIdFor(endpoint, claim.event.eventId),
+      data: { endpoint, eventId: claim.event.eventId } satisfies ApplyJobData,
+    }));
+    await boss.insert(applyQueue(endpoint), jobs, { db });
+  }
+}
+
+/**
+ * Claims a batch in one transaction: inbox rows and their jobs commit together or not at all.
+ * If the batch statement fails, each claim is retried behind its own savepoint so that one
+ * unstorable delivery does not fail its neighbours. Results are in the order of `claims`.
+ */
+export async function claimBatch(
+  pool: pg.Pool,
+  boss: PgBoss,
+  claims: readonly Claim[],
+  hooks: ClaimHooks = {},
+): Promise<ClaimResult[]> {
+  // A fixed lock order across concurrent batches prevents deadlocks on shared keys.
+  const sorted = [...claims].sort(byKey);
+  let client: pg.PoolClient;
+  try {
+    client = await pool.connect();
+  } catch (error) {
+    const failure = failureFor(error);
+    return claims.map(() => ({ ok: false, error: failure }));
+  }
+  let broken = false;
+  try {
+    const failed = new Map<string, HookgateError>();
+    let inserted: Set<string>;
+    try {
+      await client.query('BEGIN');
+      inserted = await insertRows(client, sorted);
+    } catch (error) {
+      await client.query('ROLLBACK');
+      if (sorted.length === 1) throw error;
+      await client.query('BEGIN');
+      inserted = new Set();
+      for (const claim of sorted) {
+        const key = keyOf(claim.endpoint, claim.event.eventId);
+        await client.query('SAVEPOINT claim');
+        try {
+          for (const row of await insertRows(client, [claim])) inserted.add(row);
+          await client.query('RELEASE SAVEPOINT claim');
+        } catch (rowError) {
+          await client.query('ROLLBACK TO SAVEPOINT claim');
+          failed.set(key, failureFor(rowError));
+        }
+      }
+    }
+    const accepted = sorted.filter((c) => inserted.has(keyOf(c.endpoint, c.event.eventId)));
+    // A batch may carry the same key twice; only its first copy is "accepted".
+    const acceptedOnce = new Set<string>();
+    const firsts = accepted.filter((c) => {
+      const key = keyOf(c.endpoint, c.event.eventId);
+      if (acceptedOnce.has(key)) return false;
+      acceptedOnce.add(key);
+      return true;
+    });
+    await enqueueJobs(boss, client, firsts);
+    if (hooks.beforeCommit) await hooks.beforeCommit(client, firsts);
+    await client.query('COMMIT');
+    const reported = new Set<string>();
+    return claims.map((claim): ClaimResult => {
+      const key = keyOf(claim.endpoint, claim.event.eventId);
+      const failure = failed.get(key);
+      if (failure) return { ok: false, error: failure };
+      if (inserted.has(key) && !reported.has(key)) {
+        reported.add(key);
+        return { ok: true, outcome: 'accepted' };
+      }
+      return { ok: true, outcome: 'duplicate' };
+    });
+  } catch (error) {
+    broken = true;
+    await client.query('ROLLBACK').catch(() => {});
+    const failure = failureFor(error);
+    return claims.map(() => ({ ok: false, error: failure }));
+  } finally {
+    // A connection that saw an error mid-transaction is discarded rather than reused.
+    client.release(broken);
+  }
+}
+
+async function insertRows(client: pg.PoolClient, claims: readonly Claim[]): Promise<Set<string>> {
+  const result = await client.query<{ endpoint: string; event_id: string }>(
+    CLAIM_INBOX_ROWS,
+    columns(claims),
+  );
+  return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
+}

@@ -1,0 +1,96 @@
+export interface GroupCommitOptions<In, Out> {
+  /** Most items handed to one `commit` call. */
+  readonly maxBatch: number;
+  /** Longest the oldest waiting item waits for company while a commit slot is free. */
+  readonly maxWaitMs: number;
+  /** `commit` calls that may run at once. */
+  readonly concurrency: number;
+  /** Commits a batch; returns one result per item, in order. Must not throw. */
+  readonly commit: (items: readonly In[]) => Promise<readonly Out[]>;
+  /** Told the size of every batch, for metrics. */
+  readonly onBatch?: (size: number) => void;
+}
+
+interface Waiting<In, Out> {
+  readonly item: In;
+  readonly resolve: (out: Out) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: callers submit one item and await its own result, while items arriving
+ * close together share one transaction. A batch leaves when it is full, when its oldest item
+ * has waited `maxWaitMs`, or, if every slot was busy, as soon as a slot frees up — so under
+ * load batches grow by themselves and at rest a lone item waits at most `maxWaitMs`.
+ */
+export class GroupCommitter<In, Out> {
+  readonly #options: GroupCommitOptions<In, Out>;
+  #queue: Waiting<In, Out>[] = [];
+  #inFlight = 0;
+  #timer: NodeJS.Timeout | undefined;
+  #due = false;
+  #idle: (() => void)[] = [];
+
+  constructor(options: GroupCommitOptions<In, Out>) {
+    this.#options = options;
+  }
+
+  submit(item: In): Promise<Out> {
+    return new Promise<Out>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      if (this.#queue.length >= this.#options.maxBatch) this.#due = true;
+      else if (this.#queue.length === 1 && !this.#timer) this.#arm();
+      this.#pump();
+    });
+  }
+
+  /** Resolves once nothing is waiting or committing (for graceful shutdown). */
+  async drain(): Promise<void> {
+    if (this.#queue.length === 0 && this.#inFlight === 0) return;
+    this.#due = true;
+    this.#pump();
+    await new Promise<void>((resolve) => this.#idle.push(resolve));
+  }
+
+  #arm(): void {
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#due = true;
+      this.#pump();
+    }, this.#options.maxWaitMs);
+  }
+
+  #pump(): void {
+    while (this.#due && this.#queue.length > 0 && this.#inFlight < this.#options.concurrency) {
+      const batch = this.#queue.splice(0, this.#options.maxBatch);
+      this.#due = this.#queue.length >= this.#options.maxBatch;
+      if (this.#queue.length === 0 && this.#timer) {
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+      }
+      void this.#run(batch);
+    }
+    if (this.#queue.length > 0 && !this.#timer && !this.#due) this.#arm();
+  }
+
+  async #run(batch: Waiting<In, Out>[]): Promise<void> {
+    this.#inFlight += 1;
+    this.#options.onBatch?.(batch.length);
+    try {
+      const results = await this.#options.commit(batch.map((waiting) => waiting.item));
+      batch.forEach((waiting, index) => {
+        waiting.resolve(results[index] as Out);
+      });
+    } catch (error) {
+      for (const waiting of batch) waiting.reject(error);
+    } finally {
+      this.#inFlight -= 1;
+      // Items that queued while every slot was busy have waited long enough.
+      if (this.#queue.length > 0) this.#due = true;
+      this.#pump();
+      if (this.#queue.length === 0 && this.#inFlight === 0) {
+        for (const resolve of this.#idle.splice(0)) resolve();
+      }
+    }
+  }
+}

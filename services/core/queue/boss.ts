@@ -1,0 +1,27 @@
+import { PgBoss } from 'pg-boss';
+import { PGBOSS_SCHEMA } from './names.ts';
+
+export interface BossOptions {
+  readonly connectionString: string;
+  /** Connections pg-boss may hold for its own polling and maintenance. */
+  readonly max: number;
+  /** Only instances that consume jobs supervise (expire stalled jobs, run maintenance). */
+  readonly supervise: boolean;
+  readonly applicationName: string;
+}
+
+/**
+ * pg-boss over hookgate's database. It never migrates on its own: `hookgate migrate` owns the
+ * schema, so start() fails with a clear error on an unmigrated database.
+ */
+export function createBoss(options: BossOptions): PgBoss {
+  return new PgBoss({
+    connectionString: options.connectionString,
+    schema: PGBOSS_SCHEMA,
+    max: options.max,
+    application_name: options.applicationName,
+    migrate: false,
+    supervise: options.supervise,
+    schedule: false,
+  });
+}

@@ -1,0 +1,28 @@
+import { createHash } from 'node:crypto';
+
+export const PGBOSS_SCHEMA = 'pgboss';
+
+/** One queue per endpoint, so a noisy provider cannot starve another. */
+export function applyQueue(endpoint: string): string {
+  return `hookgate.apply.${endpoint}`;
+}
+
+export function deadLetterQueue(endpoint: string): string {
+  return `hookgate.dead.${endpoint}`;
+}
+
+/**
+ * The job id is derived from the dedupe key, so enqueueing the same event twice (a retried
+ * claim, a requeue racing a redelivery) can never create a second job while the first exists.
+ */
+export function jobIdFor(endpoint: string, eventId: string): string {
+  const hex = createHash('sha256').update(endpoint).update('\0').update(eventId).digest('hex');
+  // Shaped as a version-8 (custom) RFC 9562 UUID.
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((Number.parseInt(hex[16]!, 16) & 0x3) | 0x8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** What a job carries: only the key; the worker reads the verified event from the inbox. */
+export interface ApplyJobData {
+  readonly endpoint: string;
+  readonly eventId: string;
+}

@@ -1,0 +1,18 @@
+import type { Config, EndpointConfig } from '../core/config/schema.ts';
+import { createProvider } from '../core/providers/index.ts';
+import type { Provider } from '../core/providers/types.ts';
+
+/** An endpoint as the gateway serves it: config resolved into a ready verifier. */
+export interface Endpoint {
+  readonly name: string;
+  readonly config: EndpointConfig;
+  readonly provider: Provider;
+}
+
+export function buildEndpoints(config: Config): ReadonlyMap<string, Endpoint> {
+  const endpoints = new Map<string, Endpoint>();
+  for (const [name, endpoint] of Object.entries(config.endpoints)) {
+    endpoints.set(name, { name, config: endpoint, provider: createProvider(endpoint) });
+  }
+  return endpoints;
+}

@@ -1,0 +1,76 @@
+import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
+import type { HeaderBag } from '../core/providers/types.ts';
+import type { Endpoint } from './endpoints.ts';
+import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
+
+export interface Answer {
+  readonly status: number;
+  /** `accepted`, `duplicate`, `replied`, or the refusal code: the metrics label. */
+  readonly outcome: string;
+  readonly body: unknown;
+  readonly eventId?: string;
+}
+
+export function refuse(code: GatewayErrorCode, message: string): Answer {
+  return { status: STATUS_BY_CODE[code], outcome: code, body: { error: code, message } };
+}
+
+const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+export interface ReceiveDeps {
+  readonly claim: (claim: Claim) => Promise<ClaimResult>;
+  readonly now: () => number;
+}
+
+/**
+ * Verify, identify, claim: everything a delivery goes through between its last byte and its
+ * answer. Nothing is parsed before the signature checks out, and nothing is answered 2xx
+ * before the claim has committed.
+ */
+export async function receive(
+  deps: ReceiveDeps,
+  endpoint: Endpoint,
+  rawBody: Buffer,
+  headers: HeaderBag,
+): Promise<Answer> {
+  const verdict = endpoint.provider.verify({
+    rawBody,
+    headers,
+    secrets: endpoint.config.secrets,
+    nowMs: deps.now(),
+    toleranceSeconds: endpoint.config.tolerance / 1000,
+  });
+  if (!verdict.ok) return refuse(verdict.code, verdict.message);
+
+  const text = rawBody.toString('utf8');
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return refuse('body_not_json', 'The signature is valid but the body is not JSON.');
+  }
+
+  const identity = endpoint.provider.identify({ headers, body });
+  if (!identity.ok) return refuse(identity.code, identity.message);
+  if ('reply' in identity)
+    return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
+
+  const traceparent = headers.traceparent;
+  const result = await deps.claim({
+    endpoint: endpoint.name,
+    provider: endpoint.provider.name,
+    event: identity.event,
+    body: text,
+    traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
+  });
+  if (!result.ok) {
+    const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
+    return { ...refuse(code, result.error.message), eventId: identity.event.eventId };
+  }
+  return {
+    status: 200,
+    outcome: result.outcome,
+    body: { status: result.outcome, endpoint: endpoint.name, event_id: identity.event.eventId },
+    eventId: identity.event.eventId,
+  };
+}

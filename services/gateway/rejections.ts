@@ -1,0 +1,33 @@
+import type { RejectionCode } from '../core/providers/types.ts';
+
+export type GatewayErrorCode =
+  | RejectionCode
+  | 'endpoint_unknown'
+  | 'body_too_large'
+  | 'body_unreadable'
+  | 'payload_unstorable'
+  | 'database_unavailable'
+  | 'shutting_down';
+
+/** HTTP status per refusal. 401 says "not from who it claims"; 400 says "malformed". */
+export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
+  signature_missing: 401,
+  signature_invalid: 401,
+  timestamp_missing: 401,
+  timestamp_invalid: 401,
+  timestamp_out_of_tolerance: 401,
+  event_id_missing: 400,
+  event_type_missing: 400,
+  version_invalid: 400,
+  body_not_json: 400,
+  body_unreadable: 400,
+  endpoint_unknown: 404,
+  body_too_large: 413,
+  payload_unstorable: 422,
+  database_unavailable: 503,
+  shutting_down: 503,
+};
+
+export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
+  return Object.hasOwn(STATUS_BY_CODE, code);
+}

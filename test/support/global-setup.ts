@@ -1,0 +1,31 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres } from '../../services/core/db/embedded.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** A superuser URL; each test file creates its own database from it. */
+    adminDatabaseUrl: string;
+  }
+}
+
+/**
+ * One real PostgreSQL for the whole run: DATABASE_URL if set (e.g. the system server),
+ * otherwise an embedded PostgreSQL 18 in a temporary directory, removed afterwards.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const given = process.env.DATABASE_URL?.trim();
+  if (given) {
+    project.provide('adminDatabaseUrl', given);
+    return async () => {};
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-test-pg-'));
+  const database = await startEmbeddedPostgres(dir);
+  project.provide('adminDatabaseUrl', database.url);
+  return async () => {
+    await database.stop();
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
