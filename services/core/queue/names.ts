@@ -26,3 +26,13 @@ export interface ApplyJobData {
   readonly endpoint: string;
   readonly eventId: string;
 }
+
+/** Downstream effects queued by handlers, one queue per kind (`forward`, `notify`, ...). */
+export function outboxQueue(kind: string): string {
+  return `hookgate.outbox.${kind}`;
+}
+
+/** Outbox job ids derive from the effect's key: a re-run apply cannot queue an effect twice. */
+export function outboxJobIdFor(kind: string, key: string): string {
+  return jobIdFor(`outbox:${kind}`, key);
+}
