@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -22,6 +22,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
     return async () => {};
   }
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-test-pg-'));
+  // Run as root, PostgreSQL drops to the `postgres` user, which must be able to enter the directory.
+  chmodSync(dir, 0o755);
   const database = await startEmbeddedPostgres(dir);
   project.provide('adminDatabaseUrl', database.url);
   return async () => {

@@ -21,6 +21,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     const keys = issue.keys.map((key) => formatPath([...issue.path, key])).join(', ');
     return `${keys}: unknown key${issue.keys.length > 1 ? 's' : ''}`;
   }
+  if (issue.code === 'invalid_key') {
+    return `${path}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
+  }
   if (issue.code === 'invalid_value' && issue.path.at(-1) === 'provider') {
     return `${path}: unknown provider; use one of ${issue.values.map(String).join(', ')}`;
   }

@@ -91,6 +91,29 @@ export const configSchema = z.strictObject({
       concurrency: z.number().int().min(1).max(64).default(4),
     })
     .prefault({}),
+  worker: z
+    .strictObject({
+      /** Most jobs fetched and applied together in one transaction. */
+      batchSize: z.number().int().min(1).max(500).default(50),
+      /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
+      concurrency: z.number().int().min(1).max(16).default(2),
+      /** Connections per worker process for apply transactions. */
+      poolSize: z.number().int().min(2).max(200).default(10),
+      /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
+      pollingInterval: durationMs.pipe(z.number().min(100).max(60_000)).default(500),
+      /** Attempts per event are retryLimit + 1; past that the event is `parked` or `dead`. */
+      retryLimit: z.number().int().min(0).max(50).default(7),
+      /** First retry delay; doubles per attempt with jitter (pg-boss retryBackoff), capped below. */
+      retryDelay: durationMs.pipe(z.number().min(0).max(3_600_000)).default(2_000),
+      retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
+      /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
+      expireIn: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(120_000),
+      /** How often a worker runs pg-boss supervision (expiry, dead-lettering of expired jobs). */
+      superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
+      /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
+      shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
+    })
+    .prefault({}),
   endpoints: z
     .record(
       z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),

@@ -55,6 +55,8 @@ export async function startEmbeddedPostgres(
     password,
     port,
     persistent: true,
+    // PostgreSQL refuses to run as root; as root, run it as a (created if missing) postgres user.
+    createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
     onLog: (line) => logs.push(String(line)),
     onError: (line) => logs.push(String(line)),

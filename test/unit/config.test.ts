@@ -1,0 +1,97 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from '../../services/core/config/load.ts';
+import { HookgateError } from '../../services/core/errors.ts';
+
+const endpoint = { provider: 'stripe', secrets: ['whsec_x'] };
+
+function problem(document: unknown, env: Record<string, string> = {}): string {
+  try {
+    parseConfig(document, env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(HookgateError);
+    expect((error as HookgateError).code).toBe('config_invalid');
+    return (error as HookgateError).message;
+  }
+  throw new Error('expected the configuration to be refused');
+}
+
+describe('configuration', () => {
+  it('fills documented defaults', () => {
+    const config = parseConfig({ endpoints: { pay: endpoint } }, {});
+    expect(config.server.bodyLimit).toBe(1024 * 1024);
+    expect(config.claim).toEqual({ maxBatch: 200, maxWait: 2, concurrency: 4 });
+    expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });
+  });
+
+  it('names an unknown key by its path', () => {
+    expect(problem({ endpoints: { pay: { ...endpoint, secret: 'x' } } })).toContain(
+      'endpoints.pay.secret: unknown key',
+    );
+    expect(problem({ endpoints: { pay: endpoint }, sever: {} })).toContain('sever: unknown key');
+  });
+
+  it('names missing secrets', () => {
+    expect(problem({ endpoints: { pay: { provider: 'stripe' } } })).toContain('endpoints.pay.secrets');
+    expect(problem({ endpoints: { pay: { provider: 'stripe', secrets: [] } } })).toContain(
+      'endpoints.pay.secrets: needs at least one secret',
+    );
+  });
+
+  it('names a bad duration', () => {
+    expect(problem({ endpoints: { pay: { ...endpoint, tolerance: '5 minutes' } } })).toMatch(
+      /endpoints\.pay\.tolerance: "5 minutes" is not a duration/,
+    );
+  });
+
+  it('names an unknown provider and lists the known ones', () => {
+    expect(problem({ endpoints: { pay: { ...endpoint, provider: 'paypal' } } })).toMatch(
+      /endpoints\.pay\.provider: unknown provider; use one of standard-webhooks, .*stripe/,
+    );
+  });
+
+  it('interpolates ${ENV} in secrets and names an unset variable', () => {
+    const config = parseConfig(
+      { endpoints: { pay: { provider: 'stripe', secrets: ['${PAY_SECRET}', 'old'] } } },
+      {
+        PAY_SECRET: 'whsec_from_env',
+      },
+    );
+    expect(config.endpoints.pay?.secrets).toEqual(['whsec_from_env', 'old']);
+    expect(problem({ endpoints: { pay: { provider: 'stripe', secrets: ['${PAY_SECRET}'] } } })).toContain(
+      'endpoints.pay.secrets[0]: environment variable PAY_SECRET is not set',
+    );
+  });
+
+  it('requires hmac options exactly for the hmac provider', () => {
+    expect(problem({ endpoints: { h: { provider: 'hmac', secrets: ['s'] } } })).toContain(
+      'endpoints.h.hmac: is required when provider is hmac',
+    );
+    expect(
+      problem({ endpoints: { h: { provider: 'hmac', secrets: ['s'], hmac: { header: 'X-Sig' } } } }),
+    ).toContain('endpoints.h.hmac.eventIdHeader');
+    expect(problem({ endpoints: { s: { ...endpoint, hmac: { header: 'X-Sig' } } } })).toContain(
+      'endpoints.s.hmac: is only allowed when provider is hmac',
+    );
+  });
+
+  it('refuses endpoint names that cannot be URL path segments and queue names', () => {
+    expect(problem({ endpoints: { 'Pay Ments': endpoint } })).toContain('endpoint names use a-z');
+  });
+
+  it('reads YAML files and reports YAML errors and duplicate keys with the file name', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-config-'));
+    const good = join(dir, 'good.yaml');
+    writeFileSync(good, 'endpoints:\n  pay:\n    provider: stripe\n    secrets: ["${S}"]\n');
+    expect(loadConfig(good, { S: 'whsec_1' }).endpoints.pay?.secrets).toEqual(['whsec_1']);
+    const duplicated = join(dir, 'dup.yaml');
+    writeFileSync(
+      duplicated,
+      'endpoints:\n  pay: {provider: stripe, secrets: [a]}\n  pay: {provider: github, secrets: [b]}\n',
+    );
+    expect(() => loadConfig(duplicated, {})).toThrow(/dup\.yaml is not valid YAML/);
+    expect(() => loadConfig(join(dir, 'missing.yaml'), {})).toThrow(/Cannot read the configuration file/);
+  });
+});

@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { GroupCommitter } from '../../services/core/inbox/group-commit.ts';
+
+function recorder(options: {
+  maxBatch: number;
+  maxWaitMs: number;
+  concurrency: number;
+  fail?: (n: number[]) => boolean;
+}) {
+  const batches: number[][] = [];
+  let running = 0;
+  let peak = 0;
+  const committer = new GroupCommitter<number, string>({
+    ...options,
+    commit: async (items) => {
+      running += 1;
+      peak = Math.max(peak, running);
+      batches.push([...items]);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running -= 1;
+      if (options.fail?.([...items])) throw new Error('commit failed');
+      return items.map((item) => `done ${item}`);
+    },
+  });
+  return { committer, batches, peak: () => peak };
+}
+
+describe('group commit', () => {
+  it('gives every caller its own result', async () => {
+    const { committer } = recorder({ maxBatch: 10, maxWaitMs: 1, concurrency: 2 });
+    const results = await Promise.all([1, 2, 3].map((n) => committer.submit(n)));
+    expect(results).toEqual(['done 1', 'done 2', 'done 3']);
+  });
+
+  it('shares one commit among items submitted together, up to maxBatch', async () => {
+    const { committer, batches } = recorder({ maxBatch: 4, maxWaitMs: 50, concurrency: 1 });
+    await Promise.all(Array.from({ length: 10 }, (_, i) => committer.submit(i)));
+    expect(batches.map((b) => b.length)).toEqual([4, 4, 2]);
+    expect(batches.flat()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
+  it('never runs more commits at once than its concurrency', async () => {
+    const { committer, peak } = recorder({ maxBatch: 1, maxWaitMs: 1, concurrency: 3 });
+    await Promise.all(Array.from({ length: 20 }, (_, i) => committer.submit(i)));
+    expect(peak()).toBe(3);
+  });
+
+  it('sends a lone item once its wait is over', async () => {
+    const { committer, batches } = recorder({ maxBatch: 100, maxWaitMs: 5, concurrency: 1 });
+    expect(await committer.submit(7)).toBe('done 7');
+    expect(batches).toEqual([[7]]);
+  });
+
+  it('fails only the callers of a failed commit', async () => {
+    const { committer } = recorder({
+      maxBatch: 2,
+      maxWaitMs: 50,
+      concurrency: 1,
+      fail: (items) => items.includes(1),
+    });
+    const settled = await Promise.allSettled([0, 1, 2, 3].map((n) => committer.submit(n)));
+    expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'fulfilled', 'fulfilled']);
+  });
+
+  it('drains waiting and in-flight items', async () => {
+    const { committer, batches } = recorder({ maxBatch: 100, maxWaitMs: 10_000, concurrency: 1 });
+    const pending = [committer.submit(1), committer.submit(2)];
+    await committer.drain();
+    expect(batches).toEqual([[1, 2]]);
+    expect(await Promise.all(pending)).toEqual(['done 1', 'done 2']);
+  });
+});
