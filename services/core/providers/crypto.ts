@@ -1,0 +1,70 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export type HmacAlgorithm = 'sha256' | 'sha512';
+
+/** HMAC over the concatenation of `parts`, so signed content never needs a string round trip of the body. */
+export function hmac(
+  algorithm: HmacAlgorithm,
+  key: string | Uint8Array,
+  parts: readonly (string | Uint8Array)[],
+): Buffer {
+  const mac = createHmac(algorithm, key);
+  for (const part of parts) mac.update(part);
+  return mac.digest();
+}
+
+/**
+ * Constant-time equality of two byte strings. The length check leaks only the length, which
+ * is public (a digest size); `timingSafeEqual` throws on unequal lengths, hence the check.
+ */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  return timingSafeEqual(a, b);
+}
+
+/** True when any candidate signature equals any expected digest; every pair is compared. */
+export function anyMatch(candidates: readonly Uint8Array[], expected: readonly Uint8Array[]): boolean {
+  let matched = false;
+  for (const candidate of candidates) {
+    for (const digest of expected) {
+      // No early exit: the time taken should not reveal which secret or entry matched.
+      if (bytesEqual(candidate, digest)) matched = true;
+    }
+  }
+  return matched;
+}
+
+const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+
+/** Strict hex: Buffer.from(…, 'hex') silently stops at the first bad digit, so validate first. */
+export function decodeHex(text: string): Buffer | null {
+  if (!HEX.test(text)) return null;
+  return Buffer.from(text, 'hex');
+}
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * Strict, canonical, padded standard base64 for signatures: Node's decoder skips invalid
+ * characters, which would let mangled input decode to something.
+ */
+export function decodeBase64(text: string): Buffer | null {
+  if (text.length === 0 || !BASE64.test(text)) return null;
+  const bytes = Buffer.from(text, 'base64');
+  // Non-zero trailing bits would make several spellings decode to the same bytes.
+  if (bytes.toString('base64') !== text) return null;
+  return bytes;
+}
+
+const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;
+
+/**
+ * Lenient base64 for configured keys (padding optional, url alphabet allowed): a key is
+ * operator input, not attacker input, and refusing a spelling the provider's SDK accepts
+ * would fail every delivery.
+ */
+export function decodeBase64Key(text: string): Buffer | null {
+  if (!BASE64_KEY.test(text)) return null;
+  const bytes = Buffer.from(text.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  return bytes.length === 0 ? null : bytes;
+}

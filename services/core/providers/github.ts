@@ -1,0 +1,54 @@
+import { anyMatch, decodeHex, hmac } from './crypto.ts';
+import { identifyEvent } from './extract.ts';
+import { headerValue, keepHeaders } from './headers.ts';
+import { evaluatePointer } from './json-pointer.ts';
+import { reject } from './rejection.ts';
+import type { ExtractOverrides, Provider } from './types.ts';
+
+const SIGNATURE_HEADER = 'x-hub-signature-256';
+const PREFIX = 'sha256=';
+const KEPT_HEADERS = ['x-github-event', 'x-github-hook-id'];
+
+/** GitHub signs the body alone, with no timestamp: replay is bounded only by deduplication. */
+export function createGithubProvider(overrides?: ExtractOverrides): Provider {
+  return {
+    name: 'github',
+    verify(request) {
+      const value = headerValue(request.headers, SIGNATURE_HEADER);
+      if (value === undefined)
+        return reject('signature_missing', 'The request has no X-Hub-Signature-256 header.');
+      const signature = value.startsWith(PREFIX) ? decodeHex(value.slice(PREFIX.length)) : null;
+      if (signature === null) {
+        return reject('signature_invalid', 'The X-Hub-Signature-256 header is not of the form sha256=<hex>.');
+      }
+      const expected = request.secrets.map((secret) => hmac('sha256', secret, [request.rawBody]));
+      if (!anyMatch([signature], expected)) {
+        return reject(
+          'signature_invalid',
+          'The X-Hub-Signature-256 header does not match any configured secret.',
+        );
+      }
+      return { ok: true };
+    },
+    identify({ headers, body }) {
+      return identifyEvent(body, overrides, {
+        eventId: {
+          label: 'the X-GitHub-Delivery header',
+          read: () => headerValue(headers, 'x-github-delivery'),
+        },
+        eventType: {
+          label: 'the X-GitHub-Event header',
+          read: () => {
+            const event = headerValue(headers, 'x-github-event');
+            const action = evaluatePointer(body, '/action');
+            // `issues` alone says little; `issues.opened` is what handlers route on.
+            return event !== undefined && typeof action === 'string' && action !== ''
+              ? `${event}.${action}`
+              : event;
+          },
+        },
+        headers: keepHeaders(headers, KEPT_HEADERS),
+      });
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { anyMatch, decodeBase64, decodeBase64Key, hmac } from './crypto.ts';
+import { identifyEvent } from './extract.ts';
+import { headerValue } from './headers.ts';
+import { evaluatePointer } from './json-pointer.ts';
+import { reject } from './rejection.ts';
+import { checkTolerance, parseUnixSeconds } from './timestamp.ts';
+import type { ExtractOverrides, HeaderBag, Provider } from './types.ts';
+
+const SECRET_PREFIX = 'whsec_';
+
+interface HeaderSet {
+  readonly id: string;
+  readonly timestamp: string;
+  readonly signature: string;
+}
+
+const SVIX: HeaderSet = { id: 'svix-id', timestamp: 'svix-timestamp', signature: 'svix-signature' };
+const STANDARD: HeaderSet = {
+  id: 'webhook-id',
+  timestamp: 'webhook-timestamp',
+  signature: 'webhook-signature',
+};
+
+/**
+ * Svix sends `svix-*`, other senders `webhook-*`. The three headers are taken as one set
+ * (never mixed) because they are signed together; `svix-*` wins, as Svix's SDK does.
+ */
+function headerSet(headers: HeaderBag): HeaderSet {
+  const anySvix = [SVIX.id, SVIX.timestamp, SVIX.signature].some((name) => headers[name] !== undefined);
+  return anySvix ? SVIX : STANDARD;
+}
+
+/** `whsec_<base64>`, or bare base64 as some senders hand it out; null when it is not base64. */
+export function standardWebhooksKey(secret: string): Buffer | null {
+  return decodeBase64Key(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret);
+}
+
+/** The `v1` entries of a space-separated signature list; other versions (`v1a`, ...) are ignored. */
+function v1Signatures(list: string): Buffer[] {
+  const signatures: Buffer[] = [];
+  for (const entry of list.split(' ')) {
+    const comma = entry.indexOf(',');
+    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
+    const bytes = decodeBase64(entry.slice(comma + 1));
+    // A malformed entry cannot match; another entry still may.
+    if (bytes !== null) signatures.push(bytes);
+  }
+  return signatures;
+}
+
+export function createStandardWebhooksProvider(name: string, overrides?: ExtractOverrides): Provider {
+  return {
+    name,
+    verify(request) {
+      const names = headerSet(request.headers);
+      const signatureList = headerValue(request.headers, names.signature);
+      if (signatureList === undefined) {
+        return reject('signature_missing', `The request has no ${names.signature} header.`);
+      }
+      const id = headerValue(request.headers, names.id);
+      if (id === undefined) return reject('event_id_missing', `The request has no ${names.id} header.`);
+      const rawTimestamp = headerValue(request.headers, names.timestamp);
+      const timestamp = parseUnixSeconds(rawTimestamp, `${names.timestamp} header`);
+      if (!timestamp.ok) return timestamp;
+
+      const candidates = v1Signatures(signatureList);
+      if (candidates.length === 0) {
+        return reject('signature_invalid', `The ${names.signature} header has no well-formed v1 signature.`);
+      }
+      const keys = request.secrets.map(standardWebhooksKey).filter((key) => key !== null);
+      const signedPrefix = `${id}.${rawTimestamp}.`;
+      const expected = keys.map((key) => hmac('sha256', key, [signedPrefix, request.rawBody]));
+      if (!anyMatch(candidates, expected)) {
+        const hint =
+          keys.length < request.secrets.length ? ' (some configured secrets are not valid base64)' : '';
+        return reject(
+          'signature_invalid',
+          `The ${names.signature} header has no v1 signature that matches any configured secret${hint}.`,
+        );
+      }
+      // Checked after the signature so that this code always means an authentic but stale or early delivery.
+      return (
+        checkTolerance(
+          timestamp.seconds,
+          request.nowMs,
+          request.toleranceSeconds,
+          `${names.timestamp} header`,
+        ) ?? {
+          ok: true,
+        }
+      );
+    },
+    identify({ headers, body }) {
+      const names = headerSet(headers);
+      return identifyEvent(body, overrides, {
+        eventId: { label: `the ${names.id} header`, read: () => headerValue(headers, names.id) },
+        eventType: { label: 'the body field /type', read: () => evaluatePointer(body, '/type') },
+        headers: {},
+      });
+    },
+  };
+}

@@ -1,0 +1,82 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+export const CLI = join(ROOT, 'services/cli/main.ts');
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  /** Everything written so far to stdout and stderr. */
+  output(): string;
+  /** Resolves with the first output line matching `pattern`. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Resolves with the exit code (or signal name) once the process has ended. */
+  exited(): Promise<number | string>;
+}
+
+/** Starts `hookgate <args>` as a real process on the pinned Node.js. */
+export function startHookgate(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): RunningProcess {
+  const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...options.env };
+  const child = spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: env as NodeJS.ProcessEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const listeners = new Set<() => void>();
+  const append = (chunk: Buffer) => {
+    text += chunk.toString('utf8');
+    for (const listener of listeners) listener();
+  };
+  child.stdout?.on('data', append);
+  child.stderr?.on('data', append);
+  const exit = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  return {
+    child,
+    output: () => text,
+    exited: () => exit,
+    waitFor(pattern, timeoutMs = 30_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = text.split('\n').find((candidate) => pattern.test(candidate));
+          if (line !== undefined) {
+            cleanup();
+            resolve(line);
+          }
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`timed out waiting for ${pattern}; output so far:\n${text}`));
+        }, timeoutMs);
+        const ended = () => {
+          cleanup();
+          reject(new Error(`process ended before ${pattern}; output:\n${text}`));
+        };
+        const cleanup = () => {
+          clearTimeout(timer);
+          listeners.delete(check);
+          child.off('exit', ended);
+        };
+        listeners.add(check);
+        child.once('exit', ended);
+        check();
+      });
+    },
+  };
+}
+
+/** Runs a hookgate command to completion. */
+export async function runHookgate(
+  args: readonly string[],
+  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+): Promise<{ code: number | string; output: string }> {
+  const running = startHookgate(args, options);
+  const code = await running.exited();
+  return { code, output: running.output() };
+}
