@@ -1,0 +1,115 @@
+import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Webhook } from 'standardwebhooks';
+import { freePort } from '../services/core/db/embedded.ts';
+import { drive, type LoadResult, type PreparedRequest } from './load.ts';
+import { type BenchDatabase, ROOT, startProcess, stopProcess } from './processes.ts';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+export interface IngestReport {
+  readonly scenario: 'ingest';
+  readonly settings: { connections: number; seconds: number; rounds: number; duplicateShare: number };
+  readonly baseline: readonly LoadResult[];
+  readonly gateway: readonly LoadResult[];
+  readonly meanClaimBatch: number;
+  readonly ratio: number;
+}
+
+/** Signed Standard Webhooks deliveries, 20% of them repeats of an earlier one. */
+function prepare(count: number, duplicateShare: number): PreparedRequest[] {
+  const webhook = new Webhook(SECRET);
+  const now = new Date();
+  const unique: PreparedRequest[] = [];
+  const list: PreparedRequest[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const earlier = unique[Math.floor(Math.random() * unique.length)];
+    if (earlier && Math.random() < duplicateShare) {
+      list.push(earlier);
+      continue;
+    }
+    const id = `msg_${randomUUID()}`;
+    const body = JSON.stringify({
+      type: 'invoice.paid',
+      timestamp: now.toISOString(),
+      data: { id: `in_${i}`, amount_paid: 4200, currency: 'eur', customer: `cus_${i % 977}` },
+    });
+    const delivery = {
+      body,
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(now.getTime() / 1000)),
+        'webhook-signature': webhook.sign(id, now, body),
+      },
+    };
+    unique.push(delivery);
+    list.push(delivery);
+  }
+  return list;
+}
+
+const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+
+export async function ingestScenario(
+  database: BenchDatabase,
+  settings: { connections: number; seconds: number; rounds: number },
+): Promise<IngestReport> {
+  const duplicateShare = 0.2;
+  // Enough distinct deliveries that the list never wraps around within a round.
+  const requests = prepare(Math.max(50_000, settings.seconds * 25_000), duplicateShare);
+  const configFile = join(ROOT, 'bench', 'ingest.yaml');
+  writeFileSync(
+    configFile,
+    `${process.env.BENCH_EXTRA_CONFIG ?? ''}endpoints:\n  bench:\n    provider: standard-webhooks\n    secrets: ["${SECRET}"]\n    handler: record\n`,
+  );
+
+  const barePort = await freePort();
+  const bare = await startProcess(['bench/bare-express.ts'], { PORT: String(barePort) }, /listening/);
+  const gatewayPort = await freePort();
+  const metricsPort = await freePort();
+  const gateway = await startProcess(
+    [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), 'services/cli/main.ts', 'serve', '--role', 'gateway', '--config', configFile],
+    {
+      DATABASE_URL: database.url,
+      PORT: String(gatewayPort),
+      METRICS_PORT: String(metricsPort),
+      LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+    },
+    `http://127.0.0.1:${gatewayPort}/readyz`,
+  );
+  const baseline: LoadResult[] = [];
+  const measured: LoadResult[] = [];
+  let meanBatch = Number.NaN;
+  try {
+    const bareUrl = `http://127.0.0.1:${barePort}/webhooks/bench`;
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}/webhooks/bench`;
+    // Warm both (JIT, pools), then alternate so drift on the machine hits both alike.
+    await drive(bareUrl, requests.slice(0, 5000), { connections: settings.connections, seconds: 2 });
+    await drive(gatewayUrl, prepare(5000, duplicateShare), { connections: settings.connections, seconds: 2 });
+    let offset = 0;
+    for (let round = 0; round < settings.rounds; round += 1) {
+      baseline.push(await drive(bareUrl, requests, settings));
+      const slice = requests.slice(offset).concat(requests.slice(0, offset));
+      const result = await drive(gatewayUrl, slice, settings);
+      measured.push(result);
+      offset += result.requests;
+    }
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    const sum = Number(/hookgate_claim_batch_size_sum (\S+)/.exec(metrics)?.[1]);
+    const count = Number(/hookgate_claim_batch_size_count (\S+)/.exec(metrics)?.[1]);
+    meanBatch = sum / count;
+  } finally {
+    await stopProcess(gateway);
+    await stopProcess(bare);
+  }
+  return {
+    scenario: 'ingest',
+    settings: { ...settings, duplicateShare },
+    baseline,
+    gateway: measured,
+    meanClaimBatch: meanBatch,
+    ratio: mean(measured.map((r) => r.okPerSecond)) / mean(baseline.map((r) => r.okPerSecond)),
+  };
+}

@@ -1,0 +1,93 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { startEmbeddedPostgres } from '../services/core/db/embedded.ts';
+import { migrate } from '../services/core/db/migrate.ts';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export interface BenchDatabase {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** DATABASE_URL if set, else a throwaway embedded PostgreSQL; migrated either way. */
+export async function benchDatabase(): Promise<BenchDatabase> {
+  const given = process.env.DATABASE_URL?.trim();
+  let url: string;
+  let stop = async () => {};
+  if (given) url = given;
+  else {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
+    chmodSync(dir, 0o755);
+    const database = await startEmbeddedPostgres(dir);
+    url = database.url;
+    stop = async () => {
+      await database.stop();
+      rmSync(dir, { recursive: true, force: true });
+    };
+  }
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await migrate(client, url);
+  await client.end();
+  return { url, stop };
+}
+
+/** Starts a Node.js script and resolves once it prints a line matching `ready` or `readyUrl` answers 200. */
+export async function startProcess(
+  args: readonly string[],
+  env: Record<string, string>,
+  ready: RegExp | string,
+): Promise<ChildProcess> {
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not start:\n${output}`)), 60_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      if (typeof ready !== 'string' && ready.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    if (typeof ready === 'string') {
+      const poll = setInterval(() => {
+        fetch(ready)
+          .then((response) => {
+            if (response.ok) {
+              clearInterval(poll);
+              clearTimeout(timer);
+              resolve();
+            }
+          })
+          .catch(() => {});
+      }, 100);
+      child.once('exit', () => clearInterval(poll));
+    }
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${args.join(' ')} exited with ${code}:\n${output}`));
+    });
+  });
+  // Keep draining output so the child never blocks on a full pipe.
+  child.stdout?.resume();
+  child.stderr?.resume();
+  return child;
+}
+
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
