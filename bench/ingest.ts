@@ -70,7 +70,15 @@ export async function ingestScenario(
   const gatewayPort = await freePort();
   const metricsPort = await freePort();
   const gateway = await startProcess(
-    [...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []), 'services/cli/main.ts', 'serve', '--role', 'gateway', '--config', configFile],
+    [
+      ...(process.env.BENCH_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
+      'services/cli/main.ts',
+      'serve',
+      '--role',
+      'gateway',
+      '--config',
+      configFile,
+    ],
     {
       DATABASE_URL: database.url,
       PORT: String(gatewayPort),

@@ -27,10 +27,12 @@ try {
     `ingest: ${settings.BENCH_CONNECTIONS} connections, ${settings.BENCH_SECONDS}s x ${settings.BENCH_ROUNDS} rounds, 20% duplicates`,
     '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors',
     ...ingest.baseline.map(
-      (r) => `  bare express  ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
+      (r) =>
+        `  bare express  ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
     ),
     ...ingest.gateway.map(
-      (r) => `  hookgate      ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
+      (r) =>
+        `  hookgate      ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
     ),
     `  mean claim batch: ${ingest.meanClaimBatch.toFixed(1)} deliveries per transaction`,
     `  ratio (hookgate accepted/s ÷ bare express 2xx/s): ${ingest.ratio.toFixed(2)}   (issue target ≥ 0.5, goal ≥ 0.6)`,

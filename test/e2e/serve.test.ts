@@ -18,7 +18,9 @@ beforeAll(async () => {
   configFile = join(dir, 'hookgate.yaml');
   writeFileSync(
     configFile,
-    ['endpoints:', '  demo:', '    provider: standard-webhooks', '    secrets: ["${DEMO_SECRET}"]', ''].join('\n'),
+    ['endpoints:', '  demo:', '    provider: standard-webhooks', '    secrets: ["${DEMO_SECRET}"]', ''].join(
+      '\n',
+    ),
   );
 });
 
@@ -59,14 +61,19 @@ describe('hookgate serve (real processes)', () => {
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
       expect((await fetch(`${url}/readyz`)).status).toBe(200);
 
-      const sent = await runHookgate(['send-test', '--endpoint', 'demo', '--config', configFile, '--duplicates', '2', '--url', url], {
-        env: { DEMO_SECRET: SECRET },
-      });
+      const sent = await runHookgate(
+        ['send-test', '--endpoint', 'demo', '--config', configFile, '--duplicates', '2', '--url', url],
+        {
+          env: { DEMO_SECRET: SECRET },
+        },
+      );
       expect(sent.code).toBe(0);
       expect(sent.output).toMatch(/delivery: HTTP 200 .*"status":"accepted"/);
       expect(sent.output).toMatch(/duplicate 1: HTTP 200 .*"status":"duplicate"/);
       expect(sent.output).toMatch(/duplicate 2: HTTP 200 .*"status":"duplicate"/);
-      const rows = await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'demo'`);
+      const rows = await db.pool.query(
+        `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'demo'`,
+      );
       expect(rows.rows[0].n).toBe(1);
 
       // SIGTERM while deliveries are in flight: each one either gets its 200 after commit, or
