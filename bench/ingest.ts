@@ -121,3 +121,19 @@ export async function ingestScenario(
     ratio: mean(measured.map((r) => r.okPerSecond)) / mean(baseline.map((r) => r.okPerSecond)),
   };
 }
+
+const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
+
+export function renderIngest(report: IngestReport): string[] {
+  const { connections, seconds, rounds } = report.settings;
+  const row = (label: string, r: LoadResult) =>
+    `  ${label}${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`;
+  return [
+    `ingest: ${connections} connections, ${seconds}s x ${rounds} rounds, 20% duplicates, signed Standard Webhooks`,
+    '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors',
+    ...report.baseline.map((r) => row('bare express ', r)),
+    ...report.gateway.map((r) => row('hookgate     ', r)),
+    `  mean claim batch: ${report.meanClaimBatch.toFixed(1)} deliveries per transaction`,
+    `  ratio (hookgate accepted/s / bare express 2xx/s): ${report.ratio.toFixed(2)}   (target >= 0.5, goal >= 0.6)`,
+  ];
+}

@@ -1,46 +1,51 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
+// BENCH_SCENARIOS=ingest,apply picks scenarios (default: all).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ingestScenario } from './ingest.ts';
-import { benchDatabase, ROOT } from './processes.ts';
+import { ingestScenario, renderIngest } from './ingest.ts';
+import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 
 const settings = z
   .object({
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(2),
+    BENCH_SCENARIOS: z.string().default('ingest,apply'),
   })
   .parse(process.env);
 
-const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
+export interface Scenario {
+  readonly name: string;
+  /** Runs against a fresh migrated database; returns the lines to print and the JSON to keep. */
+  run(database: BenchDatabase): Promise<{ lines: string[]; report: unknown }>;
+}
 
-const database = await benchDatabase();
-try {
-  const ingest = await ingestScenario(database, {
-    connections: settings.BENCH_CONNECTIONS,
-    seconds: settings.BENCH_SECONDS,
-    rounds: settings.BENCH_ROUNDS,
-  });
-  const lines = [
-    `ingest: ${settings.BENCH_CONNECTIONS} connections, ${settings.BENCH_SECONDS}s x ${settings.BENCH_ROUNDS} rounds, 20% duplicates`,
-    '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors',
-    ...ingest.baseline.map(
-      (r) =>
-        `  bare express  ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
-    ),
-    ...ingest.gateway.map(
-      (r) =>
-        `  hookgate      ${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`,
-    ),
-    `  mean claim batch: ${ingest.meanClaimBatch.toFixed(1)} deliveries per transaction`,
-    `  ratio (hookgate accepted/s ÷ bare express 2xx/s): ${ingest.ratio.toFixed(2)}   (issue target ≥ 0.5, goal ≥ 0.6)`,
-  ];
-  process.stdout.write(`${lines.join('\n')}\n`);
-  const dir = join(ROOT, 'bench', 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'ingest.json'), `${JSON.stringify(ingest, null, 2)}\n`);
-} finally {
-  await database.stop();
+const scenarios: Scenario[] = [
+  {
+    name: 'ingest',
+    run: async (database) => {
+      const report = await ingestScenario(database, {
+        connections: settings.BENCH_CONNECTIONS,
+        seconds: settings.BENCH_SECONDS,
+        rounds: settings.BENCH_ROUNDS,
+      });
+      return { lines: renderIngest(report), report };
+    },
+  },
+];
+
+const wanted = new Set(settings.BENCH_SCENARIOS.split(',').map((name) => name.trim()));
+const dir = join(ROOT, 'bench', 'results');
+mkdirSync(dir, { recursive: true });
+for (const scenario of scenarios.filter((s) => wanted.has(s.name))) {
+  const database = await benchDatabase();
+  try {
+    const { lines, report } = await scenario.run(database);
+    process.stdout.write(`${lines.join('\n')}\n`);
+    writeFileSync(join(dir, `${scenario.name}.json`), `${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    await database.stop();
+  }
 }
