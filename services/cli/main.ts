@@ -1,10 +1,15 @@
 #!/usr/bin/env node
+// First: starts tracing (when OTEL_* asks for it) before pg, express and http load.
+import '../core/tracing-init.ts';
 import { Command, Option } from 'commander';
 import { ZodError } from 'zod';
 import { describeError, HookgateError } from '../core/errors.ts';
+import { eventsCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { requeueCommand } from './commands/requeue.ts';
 import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
+import { statsCommand } from './commands/stats.ts';
 
 const DEFAULT_CONFIG = process.env.HOOKGATE_CONFIG ?? 'hookgate.yaml';
 
@@ -40,6 +45,28 @@ program
   .option('--duplicates <n>', 'send the same event this many more times', '1')
   .option('--url <url>', 'gateway base URL (default http://127.0.0.1:$PORT)')
   .action((options: unknown) => sendTestCommand(options));
+
+program
+  .command('requeue')
+  .description('move parked/dead events back to pending and queue them again')
+  .requiredOption('--endpoint <name>', 'endpoint whose events to requeue')
+  .addOption(new Option('--status <status>', 'only this status (default: both)').choices(['parked', 'dead']))
+  .option('--event-id <id>', 'only this event')
+  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
+  .action((options: unknown) => requeueCommand(options));
+
+program
+  .command('events')
+  .description("list an endpoint's inbox rows, newest first (one JSON line each)")
+  .requiredOption('--endpoint <name>', 'endpoint to list')
+  .option('--status <status>', 'only this status')
+  .option('--limit <n>', 'at most this many rows', '100')
+  .action((options: unknown) => eventsCommand(options));
+
+program
+  .command('stats')
+  .description('backlog per endpoint and status (pending, parked, dead) with the oldest age')
+  .action(() => statsCommand());
 
 function fail(error: unknown): never {
   if (error instanceof ZodError) {

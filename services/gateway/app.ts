@@ -2,6 +2,7 @@ import express, { type ErrorRequestHandler, type Request, type Response } from '
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
+import { activeTraceId } from '../core/tracing.ts';
 import type { Endpoint } from './endpoints.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
 
@@ -43,12 +44,24 @@ export function createGatewayApp(deps: GatewayAppDeps): express.Express {
       { endpoint: name, outcome: result.outcome },
       Number(process.hrtime.bigint() - started) / 1e9,
     );
-    const line = { endpoint: name, outcome: result.outcome, status: result.status, event_id: result.eventId };
+    const line = {
+      endpoint: name,
+      outcome: result.outcome,
+      status: result.status,
+      event_id: result.eventId,
+      trace_id: activeTraceId(),
+    };
     if (result.status >= 500) deps.logger.warn(line, 'delivery not accepted');
     else deps.logger.info(line, 'delivery answered');
     if (result.outcome === 'database_unavailable' || result.outcome === 'shutting_down')
       res.set('Retry-After', '5');
-    res.status(result.status).json(result.body);
+    // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
+    const payload = JSON.stringify(result.body);
+    res.writeHead(result.status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(payload),
+    });
+    res.end(payload);
   };
 
   const rawBody = express.raw({ type: () => true, limit: deps.bodyLimit });

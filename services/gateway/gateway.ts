@@ -4,12 +4,23 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { pendingMigrations } from '../core/db/migrate.ts';
+import { createHandler } from '../core/handlers/index.ts';
+import type { Handler } from '../core/handlers/types.ts';
 import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../core/inbox/claim.ts';
 import { GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
+import {
+  inSpan,
+  inSpanSync,
+  setOutcome,
+  spanAttributes,
+  traceparentOf,
+  tracingEnabled,
+} from '../core/tracing.ts';
+import { applyInClaim } from '../worker/sync.ts';
 import { createGatewayApp } from './app.ts';
-import { buildEndpoints } from './endpoints.ts';
+import { buildEndpoints, type Endpoint } from './endpoints.ts';
 
 export interface GatewayOptions {
   readonly config: Config;
@@ -21,6 +32,8 @@ export interface GatewayOptions {
   readonly host?: string;
   readonly hooks?: ClaimHooks;
   readonly now?: () => number;
+  /** Directory of the config file, for sync-mode `module:` handlers (default: cwd). */
+  readonly configDir?: string;
 }
 
 export interface RunningGateway {
@@ -42,12 +55,52 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     onBatch: (size) => metrics.claimBatchSize.observe(size),
   });
 
+  // Sync-mode endpoints bypass the group committer: each delivery is claimed and applied in its
+  // own transaction, so a handler failure rolls back only that delivery (answered 5xx).
+  const syncHandlers = new Map<string, Handler>();
+  for (const [name, endpoint] of Object.entries(config.endpoints)) {
+    if (endpoint.mode !== 'sync') continue;
+    syncHandlers.set(
+      name,
+      await createHandler(endpoint.handler, endpoint.options, {
+        endpoint: name,
+        logger: logger.child({ endpoint: name }),
+        configDir: options.configDir ?? process.cwd(),
+      }),
+    );
+  }
+  const syncHooks: ClaimHooks = {
+    beforeCommit: async (client, accepted) => {
+      await options.hooks?.beforeCommit?.(client, accepted);
+      await applyInClaim(client, boss, syncHandlers, logger, accepted);
+    },
+  };
+  const claimSync = async (claim: Claim): Promise<ClaimResult> =>
+    (await claimBatch(pool, boss, [claim], syncHooks))[0]!;
+
+  // webhook.claim: its own traceparent is what the inbox row stores, so the worker's apply span
+  // continues this trace (without tracing, the delivery's own traceparent header is kept).
+  const plainClaim = (claim: Claim): Promise<ClaimResult> =>
+    syncHandlers.has(claim.endpoint) ? claimSync(claim) : committer.submit(claim);
+  const tracedClaim = (claim: Claim): Promise<ClaimResult> =>
+    inSpan(
+      'webhook.claim',
+      spanAttributes({ endpoint: claim.endpoint, event_id: claim.event.eventId }),
+      async (span) => {
+        const result = await plainClaim({ ...claim, traceparent: traceparentOf(span) ?? claim.traceparent });
+        if (result.ok) setOutcome(span, result.outcome);
+        else setOutcome(span, result.error.code, result.error.message);
+        return result;
+      },
+    );
+  const claim = tracingEnabled() ? tracedClaim : plainClaim;
+
   const app = createGatewayApp({
-    endpoints: buildEndpoints(config),
+    endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
     bodyLimit: config.server.bodyLimit,
     metrics,
     logger,
-    claim: (claim) => committer.submit(claim),
+    claim,
     now: options.now ?? Date.now,
     shuttingDown: () => shuttingDown,
     readiness: async () => {
@@ -94,4 +147,30 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       logger.info('gateway stopped');
     },
   };
+}
+
+/** Wraps each endpoint's verify in a webhook.verify span (only when tracing is on). */
+function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<string, Endpoint> {
+  const traced = new Map<string, Endpoint>();
+  for (const [name, endpoint] of endpoints) {
+    const { provider } = endpoint;
+    traced.set(name, {
+      ...endpoint,
+      provider: {
+        name: provider.name,
+        identify: (delivery) => provider.identify(delivery),
+        verify: (request) =>
+          inSpanSync(
+            'webhook.verify',
+            spanAttributes({ endpoint: name, provider: provider.name }),
+            (span) => {
+              const verdict = provider.verify(request);
+              setOutcome(span, verdict.ok ? 'verified' : verdict.code);
+              return verdict;
+            },
+          ),
+      },
+    });
+  }
+  return traced;
 }

@@ -1,14 +1,19 @@
+import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
-import { createGatewayMetrics, createRegistry } from '../../core/metrics.ts';
+import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
 import { createBoss } from '../../core/queue/boss.ts';
-import { ensureQueues } from '../../core/queue/queues.ts';
-import { startGateway } from '../../gateway/gateway.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { stopTracing } from '../../core/tracing.ts';
+import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
+import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
+import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
 
 export const serveOptionsSchema = z.strictObject({
@@ -32,9 +37,9 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const config = loadConfig(options.config);
   const port = envPort('PORT', 8080);
   const metricsPort = envPort('METRICS_PORT', 9464);
-  if (options.role === 'worker') {
-    throw new HookgateError('role_unavailable', 'The worker role is not part of this build yet.');
-  }
+  const runsGateway = options.role !== 'worker';
+  const runsWorker = options.role !== 'gateway';
+  const configDir = dirname(resolve(options.config));
 
   const database = await openDatabase(logger);
   if (database.embedded) {
@@ -42,7 +47,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   }
   const pool = createPool({
     connectionString: database.url,
-    max: config.database.poolSize,
+    max: runsGateway ? config.database.poolSize : config.worker.poolSize,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,
@@ -60,22 +65,61 @@ export async function serveCommand(raw: unknown): Promise<void> {
     );
   }
 
+  // Workers supervise pg-boss (expiry, dead-lettering of expired attempts), so any running worker
+  // keeps stalled jobs moving; a gateway-only process does not.
   const boss = createBoss({
     connectionString: database.url,
-    max: 2,
-    supervise: false,
+    max: runsWorker ? 6 : 2,
+    supervise: runsWorker,
+    superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
     applicationName: `hookgate-${options.role}-queue`,
   });
   boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
   await boss.start();
-  await ensureQueues(boss, Object.keys(config.endpoints));
+  await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
 
   const registry = createRegistry();
-  const metrics = createGatewayMetrics(registry);
+  // The worker gets its own pool in `all` so apply batches never starve the ack path.
+  const workerPool =
+    runsWorker && runsGateway
+      ? createPool({
+          connectionString: database.url,
+          max: config.worker.poolSize,
+          statementTimeoutMs: config.database.statementTimeout,
+          connectTimeoutMs: config.database.connectTimeout,
+          applicationName: 'hookgate-worker',
+        })
+      : pool;
+  registerPoolMetrics(
+    registry,
+    workerPool === pool ? { [options.role]: pool } : { gateway: pool, worker: workerPool },
+  );
+  // Every role reports the backlog (cached per process), so it is visible wherever pods run.
+  registerBacklogMetrics(registry, {
+    db: pool,
+    endpoints: Object.keys(config.endpoints),
+    onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
+  });
   const metricsServer = await startMetricsServer(registry, metricsPort);
-  const gateway = await startGateway({ config, pool, boss, logger, metrics, port });
+  let worker: RunningWorker | null = null;
+  let relays: { stop(): Promise<void> } | null = null;
+  let gateway: RunningGateway | null = null;
+  if (runsWorker) {
+    worker = await startWorker({ config, pool: workerPool, boss, logger, configDir, registry });
+    relays = await startRelays({
+      boss,
+      pool: workerPool,
+      logger,
+      metrics: createRelayMetrics(registry),
+      stopTimeoutMs: config.worker.shutdownTimeout,
+    });
+  }
+  if (runsGateway) {
+    const metrics = createGatewayMetrics(registry);
+    gateway = await startGateway({ config, pool, boss, logger, metrics, port, configDir });
+  }
   logger.info(
-    { role: options.role, port: gateway.port, metricsPort: metricsServer.port },
+    { role: options.role, port: gateway?.port ?? null, metricsPort: metricsServer.port },
     'hookgate is serving',
   );
 
@@ -85,11 +129,20 @@ export async function serveCommand(raw: unknown): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     try {
-      await gateway.stop();
+      // Whatever still hangs after both grace periods is left to expire and retry.
+      setTimeout(
+        () => process.exit(0),
+        Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000,
+      ).unref();
+      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop()]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
+      if (workerPool !== pool) await workerPool.end();
       await pool.end();
       await database.embedded?.stop();
+      await stopTracing().catch((error: Error) =>
+        logger.warn({ err: error }, 'trace export failed on shutdown'),
+      );
       logger.info('stopped cleanly');
       process.exit(0);
     } catch (error) {

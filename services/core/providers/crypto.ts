@@ -1,14 +1,30 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 export type HmacAlgorithm = 'sha256' | 'sha512';
+
+// Turning key material into a KeyObject is most of the cost of a short HMAC; configured
+// secrets are few and fixed, so each is prepared once. Bounded in case of many endpoints.
+const KEY_CACHE_LIMIT = 1024;
+const keyCache = new Map<string, KeyObject>();
+
+/** A prepared HMAC key for a UTF-8 secret (Stripe, GitHub, Shopify, Slack, Paddle, hmac). */
+export function utf8Key(secret: string): KeyObject {
+  let key = keyCache.get(secret);
+  if (key === undefined) {
+    key = createSecretKey(Buffer.from(secret, 'utf8'));
+    if (keyCache.size >= KEY_CACHE_LIMIT) keyCache.clear();
+    keyCache.set(secret, key);
+  }
+  return key;
+}
 
 /** HMAC over the concatenation of `parts`, so signed content never needs a string round trip of the body. */
 export function hmac(
   algorithm: HmacAlgorithm,
-  key: string | Uint8Array,
+  key: string | Uint8Array | KeyObject,
   parts: readonly (string | Uint8Array)[],
 ): Buffer {
-  const mac = createHmac(algorithm, key);
+  const mac = createHmac(algorithm, typeof key === 'string' ? utf8Key(key) : key);
   for (const part of parts) mac.update(part);
   return mac.digest();
 }

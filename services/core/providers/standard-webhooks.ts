@@ -1,3 +1,4 @@
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { anyMatch, decodeBase64, decodeBase64Key, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
 import { headerValue } from './headers.ts';
@@ -35,6 +36,20 @@ export function standardWebhooksKey(secret: string): Buffer | null {
   return decodeBase64Key(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret);
 }
 
+const preparedKeys = new Map<string, KeyObject | null>();
+
+/** The decoded key, prepared once per configured secret (see crypto.ts). */
+function preparedKey(secret: string): KeyObject | null {
+  let key = preparedKeys.get(secret);
+  if (key === undefined) {
+    const bytes = standardWebhooksKey(secret);
+    key = bytes === null ? null : createSecretKey(bytes);
+    if (preparedKeys.size >= 1024) preparedKeys.clear();
+    preparedKeys.set(secret, key);
+  }
+  return key;
+}
+
 /** The `v1` entries of a space-separated signature list; other versions (`v1a`, ...) are ignored. */
 function v1Signatures(list: string): Buffer[] {
   const signatures: Buffer[] = [];
@@ -67,7 +82,7 @@ export function createStandardWebhooksProvider(name: string, overrides?: Extract
       if (candidates.length === 0) {
         return reject('signature_invalid', `The ${names.signature} header has no well-formed v1 signature.`);
       }
-      const keys = request.secrets.map(standardWebhooksKey).filter((key) => key !== null);
+      const keys = request.secrets.map(preparedKey).filter((key) => key !== null);
       const signedPrefix = `${id}.${rawTimestamp}.`;
       const expected = keys.map((key) => hmac('sha256', key, [signedPrefix, request.rawBody]));
       if (!anyMatch(candidates, expected)) {

@@ -8,6 +8,8 @@ export interface BossOptions {
   /** Only instances that consume jobs supervise (expire stalled jobs, run maintenance). */
   readonly supervise: boolean;
   readonly applicationName: string;
+  /** Seconds between supervision passes (expiry, dead-lettering of expired jobs); default 60. */
+  readonly superviseIntervalSeconds?: number;
 }
 
 /**
@@ -23,5 +25,11 @@ export function createBoss(options: BossOptions): PgBoss {
     migrate: false,
     supervise: options.supervise,
     schedule: false,
+    ...(options.superviseIntervalSeconds
+      ? {
+          superviseIntervalSeconds: options.superviseIntervalSeconds,
+          monitorIntervalSeconds: options.superviseIntervalSeconds,
+        }
+      : {}),
   });
 }

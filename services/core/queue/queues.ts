@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
-import { applyQueue, deadLetterQueue } from './names.ts';
+import type { Config } from '../config/schema.ts';
+import { applyQueue, deadLetterQueue, outboxQueue } from './names.ts';
 
 /** How pg-boss retries an apply job; attempts = retryLimit + 1. */
 export interface RetryPolicy {
@@ -17,9 +18,27 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   expireInSeconds: 120,
 };
 
+/** The `worker` section of the config as pg-boss queue options (pg-boss counts whole seconds). */
+export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
+  return {
+    retryLimit: worker.retryLimit,
+    retryDelaySeconds: Math.round(worker.retryDelay / 1000),
+    retryDelayMaxSeconds: Math.max(1, Math.round(worker.retryDelayMax / 1000)),
+    expireInSeconds: Math.max(1, Math.ceil(worker.expireIn / 1000)),
+  };
+}
+
+/** Outbox kinds whose queues always exist, so a handler can enqueue to them in any transaction. */
+export const OUTBOX_KINDS = ['forward', 'notify'] as const;
+
+/** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
+const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
+
 /**
- * Creates (or brings up to date) each endpoint's apply queue and its dead-letter queue.
- * createQueue leaves an existing queue untouched, so the policy is applied with updateQueue.
+ * Creates (or brings up to date) each endpoint's apply queue and its dead-letter queue, and the
+ * outbox queues. createQueue leaves an existing queue untouched, so the apply policy is applied
+ * with updateQueue. Outbox queues are only created if missing: their delivery policy belongs to
+ * the relay.
  */
 export async function ensureQueues(
   boss: PgBoss,
@@ -28,7 +47,17 @@ export async function ensureQueues(
 ): Promise<void> {
   for (const endpoint of endpoints) {
     const dead = deadLetterQueue(endpoint);
-    await boss.createQueue(dead, { retryLimit: 0, retentionSeconds: 14 * 24 * 3600 });
+    // The dead-letter consumer settles the inbox row; it gets a few quick retries of its own.
+    const deadOptions = {
+      retryLimit: 5,
+      retryDelay: 1,
+      retryBackoff: true,
+      retryDelayMax: 60,
+      expireInSeconds: policy.expireInSeconds,
+      retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
+    };
+    await boss.createQueue(dead, deadOptions);
+    await boss.updateQueue(dead, deadOptions);
     const options = {
       retryLimit: policy.retryLimit,
       retryDelay: policy.retryDelaySeconds,
@@ -39,5 +68,11 @@ export async function ensureQueues(
     };
     await boss.createQueue(applyQueue(endpoint), options);
     await boss.updateQueue(applyQueue(endpoint), options);
+  }
+  for (const kind of OUTBOX_KINDS) {
+    const name = outboxQueue(kind);
+    if (!(await boss.getQueue(name))) {
+      await boss.createQueue(name, { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 600 });
+    }
   }
 }

@@ -1,0 +1,44 @@
+import { createPool } from '../../core/db/pool.ts';
+import { createLogger } from '../../core/logging.ts';
+import { openDatabase } from '../database.ts';
+
+/**
+ * Backlog per endpoint and unsettled status from the inbox's partial indexes (so it costs the
+ * size of the backlog), plus settled totals.
+ */
+export const BACKLOG = `
+  SELECT endpoint, status, count(*)::bigint AS events,
+         EXTRACT(EPOCH FROM now() - min(received_at))::float8 AS oldest_age_seconds
+    FROM hookgate.inbox
+   WHERE status IN ('pending', 'parked', 'dead')
+   GROUP BY endpoint, status
+   ORDER BY endpoint, status`;
+
+/** `hookgate stats`: one JSON line per (endpoint, status) with unsettled events. */
+export async function statsCommand(): Promise<void> {
+  const logger = createLogger('warn');
+  const database = await openDatabase(logger);
+  const pool = createPool({
+    connectionString: database.url,
+    max: 1,
+    statementTimeoutMs: 30_000,
+    connectTimeoutMs: 5_000,
+    applicationName: 'hookgate-stats',
+  });
+  try {
+    const result = await pool.query<{
+      endpoint: string;
+      status: string;
+      events: string;
+      oldest_age_seconds: number;
+    }>(BACKLOG);
+    for (const row of result.rows) {
+      process.stdout.write(
+        `${JSON.stringify({ endpoint: row.endpoint, status: row.status, events: Number(row.events), oldest_age_seconds: Math.round(row.oldest_age_seconds * 1000) / 1000 })}\n`,
+      );
+    }
+  } finally {
+    await pool.end();
+    await database.embedded?.stop();
+  }
+}

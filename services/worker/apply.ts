@@ -1,0 +1,275 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { HookgateError } from '../core/errors.ts';
+import {
+  type ApplyContext,
+  type ApplyOutcome,
+  EntityNotYetKnown,
+  type Handler,
+  type InboxEvent,
+} from '../core/handlers/types.ts';
+import type { Logger } from '../core/logging.ts';
+import { applyQueue } from '../core/queue/names.ts';
+import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
+import { executorFor } from './db.ts';
+import { createOutbox } from './outbox.ts';
+import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from './sql.ts';
+
+/** An apply job as fetched: which event, and which attempt (for fencing and counting). */
+export interface ApplyJob {
+  readonly id: string;
+  readonly retryCount: number;
+  readonly eventId: string;
+}
+
+export interface InboxRow {
+  readonly event_id: string;
+  readonly provider: string;
+  readonly event_type: string;
+  readonly entity_type: string | null;
+  readonly entity_id: string | null;
+  readonly entity_version: string | null;
+  readonly payload: unknown;
+  readonly headers: Record<string, string>;
+  readonly received_at: Date;
+  readonly status: string;
+  readonly attempts: number;
+  readonly requeued_attempts: number;
+  readonly last_error: string | null;
+  readonly traceparent: string | null;
+}
+
+/** What happened to each event of a batch, for metrics and logs. */
+export interface AppliedEvent {
+  readonly eventId: string;
+  readonly eventType: string;
+  /** `already_settled` and `missing` complete the job without running the handler. */
+  readonly outcome: ApplyOutcome | 'failed' | 'already_settled' | 'missing';
+  readonly receivedAt: Date | null;
+  readonly error?: string;
+  /** The inbox row's traceparent: its trace id joins the event's log lines to its trace. */
+  readonly traceparent?: string | null;
+}
+
+export interface BatchResult {
+  readonly events: readonly AppliedEvent[];
+  readonly durationSeconds: number;
+}
+
+const LAST_ERROR_MAX = 2_000;
+
+/** `code: message`, the code first so operators (and the dead-letter consumer) can match on it. */
+export function describeFailure(error: unknown): { code: string; text: string } {
+  let code = 'handler_error';
+  if (error instanceof EntityNotYetKnown) code = error.code;
+  else if (error instanceof HookgateError) code = error.code;
+  else if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
+    const pgCode = (error as { code: string }).code;
+    code = /^[0-9A-Z]{5}$/.test(pgCode) ? `sqlstate_${pgCode}` : pgCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { code, text: `${code}: ${message}`.slice(0, LAST_ERROR_MAX) };
+}
+
+export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): InboxEvent {
+  return {
+    endpoint,
+    eventId: row.event_id,
+    provider: row.provider,
+    eventType: row.event_type,
+    entityType: row.entity_type,
+    entityId: row.entity_id,
+    entityVersion: row.entity_version,
+    payload: row.payload,
+    headers: row.headers,
+    receivedAt: row.received_at,
+    attempts,
+    traceparent: row.traceparent,
+  };
+}
+
+/** Sorting by entity, then version, keeps entity writes in one order across batches. */
+function byEntity(a: InboxRow, b: InboxRow): number {
+  const ka = `${a.entity_type ?? ''}\u0000${a.entity_id ?? ''}`;
+  const kb = `${b.entity_type ?? ''}\u0000${b.entity_id ?? ''}`;
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  const va = BigInt(a.entity_version ?? '0');
+  const vb = BigInt(b.entity_version ?? '0');
+  if (va !== vb) return va < vb ? -1 : 1;
+  return a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0;
+}
+
+export async function runHandler(
+  client: pg.ClientBase,
+  boss: PgBoss,
+  handler: Handler,
+  logger: Logger,
+  event: InboxEvent,
+): Promise<ApplyOutcome> {
+  const context: ApplyContext = {
+    tx: client,
+    outbox: createOutbox(boss, executorFor(client), event),
+    logger: logger.child({ endpoint: event.endpoint, event_id: event.eventId }),
+  };
+  return (await handler.apply(context, event)) ?? 'processed';
+}
+
+export interface ApplyBatchDeps {
+  readonly pool: pg.Pool;
+  readonly boss: PgBoss;
+  readonly logger: Logger;
+}
+
+/**
+ * Applies one fetched batch in one transaction on its own connection: lock the rows, skip the
+ * settled ones, run each pending event's handler in a savepoint, settle or record the failure,
+ * then complete the good jobs and fail the bad ones with the same connection, and COMMIT once.
+ * Completion and failure are fenced by `{ id, retryCount }`: an attempt whose job was meanwhile
+ * expired and handed to another worker changes nothing in pg-boss, and the inbox row lock makes
+ * the two attempts apply the event at most once between them.
+ *
+ * Throws only if the transaction itself failed (nothing was committed); the jobs then stay
+ * active until they expire, or the caller fails them.
+ */
+export async function applyBatch(
+  deps: ApplyBatchDeps,
+  endpoint: string,
+  handler: Handler,
+  jobs: readonly ApplyJob[],
+): Promise<BatchResult> {
+  const started = process.hrtime.bigint();
+  const queue = applyQueue(endpoint);
+  const client = await deps.pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
+    const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
+    const jobsByEvent = new Map<string, ApplyJob[]>();
+    for (const job of jobs) {
+      const list = jobsByEvent.get(job.eventId) ?? [];
+      list.push(job);
+      jobsByEvent.set(job.eventId, list);
+    }
+
+    const events: AppliedEvent[] = [];
+    const good: ApplyJob[] = [];
+    const bad: { job: ApplyJob; code: string; text: string }[] = [];
+    const settled: { eventId: string; status: ApplyOutcome; attempts: number }[] = [];
+    const failures: { eventId: string; attempts: number; text: string }[] = [];
+
+    for (const job of jobs) {
+      if (!byEvent.has(job.eventId)) {
+        // Pruned or never committed: nothing to apply, and retrying cannot change that.
+        deps.logger.warn({ endpoint, event_id: job.eventId }, 'apply job has no inbox row; completing it');
+        good.push(job);
+        events.push({ eventId: job.eventId, eventType: '', outcome: 'missing', receivedAt: null });
+      }
+    }
+    const pending = [...byEvent.values()].sort(byEntity);
+    for (const row of pending) {
+      const rowJobs = jobsByEvent.get(row.event_id) ?? [];
+      if (row.status !== 'pending') {
+        good.push(...rowJobs);
+        events.push({
+          eventId: row.event_id,
+          eventType: row.event_type,
+          outcome: 'already_settled',
+          receivedAt: row.received_at,
+        });
+        continue;
+      }
+      const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
+      await client.query('SAVEPOINT apply_event');
+      try {
+        // webhook.apply continues the trace whose claim span the gateway stored on the row.
+        const outcome = await inSpan(
+          'webhook.apply',
+          spanAttributes({ endpoint, event_id: row.event_id, event_type: row.event_type, attempt: attempts }),
+          async (span) => {
+            try {
+              const settled = await runHandler(
+                client,
+                deps.boss,
+                handler,
+                deps.logger,
+                inboxEvent(endpoint, row, attempts),
+              );
+              setOutcome(span, settled === 'processed' ? 'applied' : settled);
+              return settled;
+            } catch (error) {
+              setOutcome(span, 'retried');
+              throw error;
+            }
+          },
+          contextFromTraceparent(row.traceparent),
+        );
+        await client.query('RELEASE SAVEPOINT apply_event');
+        settled.push({ eventId: row.event_id, status: outcome, attempts });
+        good.push(...rowJobs);
+        events.push({
+          eventId: row.event_id,
+          eventType: row.event_type,
+          outcome,
+          receivedAt: row.received_at,
+          traceparent: row.traceparent,
+        });
+      } catch (error) {
+        await client.query('ROLLBACK TO SAVEPOINT apply_event');
+        const { code, text } = describeFailure(error);
+        failures.push({ eventId: row.event_id, attempts, text });
+        for (const job of rowJobs) bad.push({ job, code, text });
+        events.push({
+          eventId: row.event_id,
+          eventType: row.event_type,
+          outcome: 'failed',
+          receivedAt: row.received_at,
+          error: text,
+          traceparent: row.traceparent,
+        });
+      }
+    }
+
+    if (settled.length > 0) {
+      await client.query(SETTLE_APPLIED, [
+        endpoint,
+        settled.map((s) => s.eventId),
+        settled.map((s) => s.status),
+        settled.map((s) => s.attempts),
+      ]);
+    }
+    if (failures.length > 0) {
+      await client.query(RECORD_FAILURES, [
+        endpoint,
+        failures.map((f) => f.eventId),
+        failures.map((f) => f.attempts),
+        failures.map((f) => f.text),
+      ]);
+    }
+    const db = executorFor(client);
+    if (good.length > 0) {
+      await deps.boss.complete(
+        queue,
+        good.map(({ id, retryCount }) => ({ id, retryCount })),
+        null,
+        { db },
+      );
+    }
+    for (const { job, code, text } of bad) {
+      await deps.boss.fail(
+        queue,
+        { id: job.id, retryCount: job.retryCount },
+        { code, message: text },
+        { db },
+      );
+    }
+    await client.query('COMMIT');
+    return { events, durationSeconds: Number(process.hrtime.bigint() - started) / 1e9 };
+  } catch (error) {
+    broken = true;
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

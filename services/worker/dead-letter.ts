@@ -1,0 +1,131 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import type { Logger } from '../core/logging.ts';
+import { deadLetterQueue } from '../core/queue/names.ts';
+import { traceIdOf } from '../core/tracing.ts';
+import type { InboxRow } from './apply.ts';
+import { executorFor } from './db.ts';
+import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from './sql.ts';
+
+/** A dead-lettered apply job: the source job's last attempt and how it ended. */
+export interface DeadLetterJob {
+  readonly id: string;
+  readonly retryCount: number;
+  readonly eventId: string;
+  /** Retries the source job used; its attempts were this + 1. */
+  readonly sourceRetryCount: number;
+  /** The source job's last output: what `fail` recorded, or pg-boss's expiry message. */
+  readonly sourceOutput: unknown;
+}
+
+export const ENTITY_NOT_YET_KNOWN_PREFIX = 'entity_not_yet_known:';
+
+export interface Exhausted {
+  readonly eventId: string;
+  readonly status: 'parked' | 'dead';
+  readonly attempts: number;
+  readonly lastError: string;
+  /** For metrics and logs (set by settleDeadLetters). */
+  readonly eventType?: string;
+  readonly traceparent?: string | null;
+}
+
+/**
+ * How an event that ran out of attempts settles. When the last attempt failed through `fail`,
+ * the apply transaction recorded its error on the row in the same commit, so the row's
+ * last_error names the final failure: `entity_not_yet_known: …` parks, anything else is dead.
+ * When the last attempt never reported (the process died or stalled past expireIn), pg-boss
+ * expired it: that is dead, whatever earlier attempts said.
+ */
+export function exhaustedStatus(row: InboxRow, job: DeadLetterJob): Exhausted {
+  const attempts = row.requeued_attempts + job.sourceRetryCount + 1;
+  const output = job.sourceOutput as { code?: unknown } | null;
+  const reported = output !== null && typeof output === 'object' && typeof output.code === 'string';
+  if (reported) {
+    const lastError = row.last_error ?? `${String(output.code)}: (no message recorded)`;
+    const parked = lastError.startsWith(ENTITY_NOT_YET_KNOWN_PREFIX);
+    return { eventId: row.event_id, status: parked ? 'parked' : 'dead', attempts, lastError };
+  }
+  const expired =
+    'attempt_expired: an attempt did not finish within worker.expireIn (the worker crashed, was killed or stalled)';
+  return {
+    eventId: row.event_id,
+    status: 'dead',
+    attempts,
+    lastError: (row.last_error ? `${expired}; earlier: ${row.last_error}` : expired).slice(0, 2_000),
+  };
+}
+
+export interface DeadLetterDeps {
+  readonly pool: pg.Pool;
+  readonly boss: PgBoss;
+  readonly logger: Logger;
+}
+
+/**
+ * Settles dead-lettered events as `parked` or `dead` and completes their dead-letter jobs in one
+ * transaction. Rows no longer pending (a stalled attempt committed after all, or an operator
+ * acted) are left as they are.
+ */
+export async function settleDeadLetters(
+  deps: DeadLetterDeps,
+  endpoint: string,
+  jobs: readonly DeadLetterJob[],
+): Promise<Exhausted[]> {
+  const client = await deps.pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
+    const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
+    const exhausted: Exhausted[] = [];
+    const seen = new Set<string>();
+    for (const job of jobs) {
+      const row = byEvent.get(job.eventId);
+      if (row?.status !== 'pending' || seen.has(job.eventId)) continue;
+      seen.add(job.eventId);
+      exhausted.push({
+        ...exhaustedStatus(row, job),
+        eventType: row.event_type,
+        traceparent: row.traceparent,
+      });
+    }
+    if (exhausted.length > 0) {
+      await client.query(SETTLE_EXHAUSTED, [
+        endpoint,
+        exhausted.map((e) => e.eventId),
+        exhausted.map((e) => e.status),
+        exhausted.map((e) => e.attempts),
+        exhausted.map((e) => e.lastError),
+      ]);
+    }
+    await deps.boss.complete(
+      deadLetterQueue(endpoint),
+      jobs.map(({ id, retryCount }) => ({ id, retryCount })),
+      null,
+      { db: executorFor(client) },
+    );
+    await client.query('COMMIT');
+    for (const e of exhausted) {
+      deps.logger.warn(
+        {
+          endpoint,
+          event_id: e.eventId,
+          event_type: e.eventType,
+          outcome: e.status,
+          attempts: e.attempts,
+          last_error: e.lastError,
+          trace_id: traceIdOf(e.traceparent),
+        },
+        'event ran out of attempts',
+      );
+    }
+    return exhausted;
+  } catch (error) {
+    broken = true;
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,0 +1,51 @@
+import type { Db as IDatabase, PgBoss } from 'pg-boss';
+import { HookgateError } from '../core/errors.ts';
+import type { InboxEvent, Outbox, OutboxMessage } from '../core/handlers/types.ts';
+import { outboxJobIdFor, outboxQueue } from '../core/queue/names.ts';
+import { activeTraceparent } from '../core/tracing.ts';
+
+/** What an outbox job carries; the relay for `kind` consumes it. */
+export interface OutboxJobData {
+  readonly kind: string;
+  readonly key: string;
+  /** The event whose apply queued the effect. */
+  readonly endpoint: string;
+  readonly eventId: string;
+  readonly payload: Readonly<Record<string, unknown>>;
+  /** The apply span's traceparent (tracing on), so the relay's webhook.forward joins the trace. */
+  readonly traceparent?: string;
+}
+
+const KIND = /^[a-z][a-z0-9_-]{0,62}$/;
+
+/**
+ * An Outbox bound to the apply transaction: the job is inserted with the transaction's own
+ * connection, so it exists only if the apply commits. Its id derives from (kind, key), so a
+ * re-run of the same apply (or the same effect queued by a second event) is a no-op while the
+ * first job is retained.
+ */
+export function createOutbox(
+  boss: PgBoss,
+  db: IDatabase,
+  event: Pick<InboxEvent, 'endpoint' | 'eventId'>,
+): Outbox {
+  return {
+    async enqueue(message: OutboxMessage): Promise<void> {
+      if (!KIND.test(message.kind)) {
+        throw new HookgateError('outbox_kind_invalid', `outbox kind "${message.kind}" must match ${KIND}`);
+      }
+      if (message.key.length === 0)
+        throw new HookgateError('outbox_key_invalid', 'outbox key must not be empty');
+      const data: OutboxJobData = {
+        kind: message.kind,
+        key: message.key,
+        endpoint: event.endpoint,
+        eventId: event.eventId,
+        payload: message.payload,
+      };
+      const traceparent = activeTraceparent();
+      if (traceparent) Object.assign(data, { traceparent });
+      await boss.send(outboxQueue(message.kind), data, { id: outboxJobIdFor(message.kind, message.key), db });
+    },
+  };
+}

@@ -1,0 +1,66 @@
+/** How one POST to a downstream ended, classified for the relay's retry decision. */
+export type SendResult =
+  | { readonly outcome: 'delivered'; readonly status: number }
+  /** 5xx, 429, 408, a timeout or a network failure: pg-boss retries it with backoff. */
+  | { readonly outcome: 'retry'; readonly status: number | null; readonly error: string }
+  /** Any other answer (other 4xx, an unfollowed 3xx): sending again cannot help. */
+  | { readonly outcome: 'dead'; readonly status: number; readonly error: string };
+
+export interface SendRequest {
+  readonly url: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string;
+  readonly timeoutMs: number;
+  /** Aborts the request when the job is cancelled or the relay stops. */
+  readonly signal?: AbortSignal;
+}
+
+const SNIPPET = 300;
+
+async function snippetOf(response: Response): Promise<string> {
+  try {
+    const text = await response.text();
+    return text.length > SNIPPET ? `${text.slice(0, SNIPPET)}…` : text;
+  } catch {
+    return '';
+  }
+}
+
+function isRetryableStatus(status: number): boolean {
+  return status >= 500 || status === 429 || status === 408;
+}
+
+/** POSTs once. Never throws: every ending is a SendResult. */
+export async function postOnce(request: SendRequest): Promise<SendResult> {
+  const timeout = AbortSignal.timeout(request.timeoutMs);
+  const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
+  let response: Response;
+  try {
+    response = await fetch(request.url, {
+      method: 'POST',
+      headers: request.headers,
+      body: request.body,
+      signal,
+      // A POST is not silently re-sent elsewhere: a 3xx is reported, not followed.
+      redirect: 'manual',
+    });
+  } catch (error) {
+    if (timeout.aborted) {
+      return { outcome: 'retry', status: null, error: `timed out after ${request.timeoutMs} ms` };
+    }
+    if (request.signal?.aborted) {
+      return { outcome: 'retry', status: null, error: 'aborted: the relay stopped or the job expired' };
+    }
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    const detail = cause?.code ?? cause?.message ?? (error as Error).message;
+    return { outcome: 'retry', status: null, error: `request failed: ${detail}` };
+  }
+  if (response.status >= 200 && response.status < 300) {
+    await response.body?.cancel().catch(() => {});
+    return { outcome: 'delivered', status: response.status };
+  }
+  const snippet = await snippetOf(response);
+  const error = `HTTP ${response.status}${snippet ? `: ${snippet}` : ''}`;
+  if (isRetryableStatus(response.status)) return { outcome: 'retry', status: response.status, error };
+  return { outcome: 'dead', status: response.status, error };
+}

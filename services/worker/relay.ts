@@ -1,0 +1,340 @@
+import type pg from 'pg';
+import type { JobResult, JobWithMetadata, PgBoss } from 'pg-boss';
+import { Counter, type Registry } from 'prom-client';
+import { z } from 'zod';
+import type { Logger } from '../core/logging.ts';
+import { outboxQueue } from '../core/queue/names.ts';
+import {
+  activeTraceId,
+  contextFromTraceparent,
+  inSpan,
+  setOutcome,
+  spanAttributes,
+  traceIdOf,
+} from '../core/tracing.ts';
+import { postOnce, type SendResult } from './relay-http.ts';
+import { BEGIN_ATTEMPT, DELIVERY_STATUS, FINISH_ATTEMPT, RECORD_NOWHERE } from './relay-sql.ts';
+
+/** The outbox kinds the relay delivers over HTTP. */
+export const RELAY_KINDS = ['forward', 'notify'] as const;
+
+/** Where pg-boss moves an outbox job whose retries are exhausted or that was refused for good. */
+export function outboxDeadLetterQueue(kind: string): string {
+  return `${outboxQueue(kind)}.dead`;
+}
+
+export interface OutboxQueueSettings {
+  /** Retries after the first attempt (a job gets retryLimit + 1 tries). */
+  readonly retryLimit: number;
+  /** Seconds before the first retry; doubled per retry (with jitter) when backoff is on. */
+  readonly retryDelaySeconds: number;
+  readonly retryBackoff: boolean;
+  readonly retryDelayMaxSeconds: number;
+  /** A job active longer than this is retried; above the longest request timeout. */
+  readonly expireInSeconds: number;
+}
+
+/** Dead-lettered outbox jobs are kept this long; hookgate.outbox_deliveries is the durable record. */
+const DEAD_LETTER_RETENTION_SECONDS = 30 * 86_400;
+
+export const DEFAULT_OUTBOX_QUEUE_SETTINGS: OutboxQueueSettings = {
+  retryLimit: 10,
+  retryDelaySeconds: 5,
+  retryBackoff: true,
+  retryDelayMaxSeconds: 900,
+  expireInSeconds: 300,
+};
+
+/**
+ * Creates the outbox queues and their dead-letter queues, and brings their delivery policy up
+ * to date (updateQueue: a queue created earlier by the worker's ensureQueues, which creates
+ * missing outbox queues with defaults, gets the relay's retry policy and dead-letter queue).
+ * Must run before any handler's transaction sends to them.
+ */
+export async function ensureOutboxQueues(
+  boss: PgBoss,
+  settings: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
+  kinds: readonly string[] = RELAY_KINDS,
+): Promise<void> {
+  for (const kind of kinds) {
+    const dead = outboxDeadLetterQueue(kind);
+    await boss.createQueue(dead, { retentionSeconds: DEAD_LETTER_RETENTION_SECONDS });
+    const options = {
+      retryLimit: settings.retryLimit,
+      retryDelay: settings.retryDelaySeconds,
+      retryBackoff: settings.retryBackoff,
+      expireInSeconds: settings.expireInSeconds,
+    };
+    const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
+    await boss.createQueue(outboxQueue(kind), {
+      ...options,
+      ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
+      deadLetter: dead,
+    });
+    await boss.updateQueue(outboxQueue(kind), {
+      ...options,
+      retryDelayMax: retryDelayMax ?? null,
+      deadLetter: dead,
+    });
+  }
+}
+
+export interface RelayMetrics {
+  /** hookgate_forward_deliveries_total{endpoint,outcome}; outcome: delivered|retry|dead|duplicate|nowhere */
+  readonly deliveries: Counter<'endpoint' | 'outcome'>;
+}
+
+export function createRelayMetrics(registry: Registry): RelayMetrics {
+  return {
+    deliveries: new Counter({
+      name: 'hookgate_forward_deliveries_total',
+      help: 'Downstream deliveries by the relay (forward and notify), by outcome.',
+      labelNames: ['endpoint', 'outcome'],
+      registers: [registry],
+    }),
+  };
+}
+
+export interface RelayOptions {
+  readonly boss: PgBoss;
+  readonly pool: pg.Pool;
+  readonly logger: Logger;
+  readonly kinds?: readonly string[];
+  /** Queue settings used when the relay creates its queues. */
+  readonly queues?: OutboxQueueSettings;
+  /** Jobs fetched at once per queue; they are sent concurrently. */
+  readonly batchSize?: number;
+  /** Independent fetch loops per queue, so one slow batch does not hold up the next. */
+  readonly concurrency?: number;
+  readonly pollingIntervalSeconds?: number;
+  /** Timeout for messages that carry none. */
+  readonly defaultTimeoutMs?: number;
+  /** Upper bound on any message's timeout (keep it below the queue's expireInSeconds). */
+  readonly maxTimeoutMs?: number;
+  /** How long stop() waits for in-flight deliveries. */
+  readonly stopTimeoutMs?: number;
+  readonly metrics?: RelayMetrics;
+}
+
+/** The traceparent an outbox job carries (see OutboxJobData), if any. */
+function traceparentOf(job: { data: unknown }): string | null {
+  const data = job.data as { traceparent?: unknown } | null;
+  return typeof data?.traceparent === 'string' ? data.traceparent : null;
+}
+
+/** What a handler puts in an outbox message for the relay. */
+const messageSchema = z.looseObject({
+  /** null: nowhere to deliver (e.g. billing without notifyUrl); recorded as settled. */
+  url: z.url({ protocol: /^https?$/ }).nullable(),
+  idempotencyKey: z.string().min(1),
+  endpoint: z.string().optional(),
+  eventId: z.string().optional(),
+  eventType: z.string().optional(),
+  timeoutMs: z.number().int().positive().optional(),
+  body: z.unknown(),
+});
+
+type RelayMessage = z.output<typeof messageSchema>;
+
+/**
+ * Accepts the payload itself, or the outbox's envelope `{ kind, key, endpoint, eventId, payload }`
+ * (services/worker/outbox.ts); the envelope's key, endpoint and event id fill in what the
+ * payload leaves out.
+ */
+function unwrap(data: unknown): unknown {
+  if (typeof data !== 'object' || data === null) return data;
+  const record = data as Record<string, unknown>;
+  if ('idempotencyKey' in record || typeof record.payload !== 'object' || record.payload === null)
+    return data;
+  const fromEnvelope: Record<string, unknown> = {};
+  if (typeof record.key === 'string') fromEnvelope.idempotencyKey = record.key;
+  if (typeof record.endpoint === 'string') fromEnvelope.endpoint = record.endpoint;
+  if (typeof record.eventId === 'string') fromEnvelope.eventId = record.eventId;
+  return { ...fromEnvelope, ...(record.payload as Record<string, unknown>) };
+}
+
+/**
+ * Delivers the outbox queues (`forward`, `notify`) over HTTP. Each message is POSTed as JSON
+ * with `Idempotency-Key`; the result is recorded in hookgate.outbox_deliveries, which also stops
+ * a later replay of a delivered key from sending again.
+ *
+ * - 2xx → `delivered`, job completed.
+ * - 5xx, 429, 408, timeout, network error → job failed; pg-boss retries with backoff. On the
+ *   last attempt the record becomes `dead` and pg-boss moves the job to `<queue>.dead`.
+ * - other 4xx / 3xx → `dead` at once: the job is settled as `deadletter` (pg-boss skips the
+ *   remaining retries and moves it to `<queue>.dead`).
+ */
+export async function startRelays(options: RelayOptions): Promise<{ stop(): Promise<void> }> {
+  const { boss, pool, logger } = options;
+  const kinds = options.kinds ?? RELAY_KINDS;
+  const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
+  const maxTimeoutMs = options.maxTimeoutMs ?? 120_000;
+  const stopTimeoutMs = options.stopTimeoutMs ?? 15_000;
+  const stopping = new AbortController();
+  await ensureOutboxQueues(boss, options.queues ?? DEFAULT_OUTBOX_QUEUE_SETTINGS, kinds);
+
+  const count = (message: RelayMessage | null, outcome: string) =>
+    options.metrics?.deliveries.inc({ endpoint: message?.endpoint ?? '', outcome });
+
+  async function deliver(kind: string, job: JobWithMetadata<unknown>): Promise<JobResult> {
+    const parsed = messageSchema.safeParse(unwrap(job.data));
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const error = `outbox message is malformed at /${issue.path.join('/')}: ${issue.message}`;
+      logger.error({ kind, jobId: job.id, error }, 'relay: malformed outbox message dead-lettered');
+      count(null, 'dead');
+      return { id: job.id, status: 'deadletter', output: { error } };
+    }
+    const message = parsed.data;
+    const key = message.idempotencyKey;
+    const log = {
+      kind,
+      key,
+      endpoint: message.endpoint,
+      eventId: message.eventId,
+      jobId: job.id,
+      trace_id: activeTraceId() ?? traceIdOf(traceparentOf(job)),
+    };
+
+    if (message.url === null) {
+      await pool.query(RECORD_NOWHERE, [kind, key, message.endpoint ?? null]);
+      logger.info(log, 'relay: no URL configured; recorded as delivered nowhere');
+      count(message, 'nowhere');
+      return { id: job.id, status: 'completed', output: { outcome: 'nowhere' } };
+    }
+
+    const timeoutMs = Math.min(message.timeoutMs ?? defaultTimeoutMs, maxTimeoutMs);
+    const leaseSeconds = timeoutMs / 1000 + 5;
+    const begun = await pool.query(BEGIN_ATTEMPT, [
+      kind,
+      key,
+      message.endpoint ?? null,
+      message.url,
+      leaseSeconds,
+    ]);
+    if (begun.rowCount === 0) {
+      const current = await pool.query<{ status: string; leased: boolean }>(DELIVERY_STATUS, [kind, key]);
+      const status = current.rows[0]?.status;
+      if (status === 'delivered' || status === 'nowhere') {
+        logger.info({ ...log, status }, 'relay: already delivered; not sending again');
+        count(message, 'duplicate');
+        return { id: job.id, status: 'completed', output: { outcome: 'duplicate', previously: status } };
+      }
+      // Another attempt holds the lease (an expired job running late): try again later.
+      count(message, 'retry');
+      return { id: job.id, status: 'failed', output: { error: 'another attempt is in flight' } };
+    }
+
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'idempotency-key': key,
+      'user-agent': 'hookgate-relay',
+      'x-hookgate-kind': kind,
+    };
+    if (message.endpoint) headers['x-hookgate-endpoint'] = message.endpoint;
+    if (message.eventId) headers['x-hookgate-event-id'] = message.eventId;
+    if (message.eventType) headers['x-hookgate-event-type'] = message.eventType;
+    const result: SendResult = await postOnce({
+      url: message.url,
+      headers,
+      body: JSON.stringify(message.body ?? null),
+      timeoutMs,
+      signal: AbortSignal.any([job.signal, stopping.signal]),
+    });
+
+    if (result.outcome === 'delivered') {
+      await pool.query(FINISH_ATTEMPT, [kind, key, 'delivered', result.status, null]);
+      logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
+      count(message, 'delivered');
+      return { id: job.id, status: 'completed', output: { outcome: 'delivered', status: result.status } };
+    }
+    if (result.outcome === 'dead') {
+      await pool.query(FINISH_ATTEMPT, [kind, key, 'dead', result.status, result.error]);
+      logger.error({ ...log, httpStatus: result.status, error: result.error }, 'relay: refused; dead');
+      count(message, 'dead');
+      return { id: job.id, status: 'deadletter', output: { outcome: 'dead', error: result.error } };
+    }
+    const last = job.retryCount >= job.retryLimit;
+    await pool.query(FINISH_ATTEMPT, [kind, key, last ? 'dead' : 'retrying', result.status, result.error]);
+    if (last) {
+      logger.error(
+        { ...log, attempts: job.retryCount + 1, error: result.error },
+        'relay: retries exhausted; dead',
+      );
+      count(message, 'dead');
+    } else {
+      logger.warn(
+        { ...log, attempt: job.retryCount + 1, error: result.error },
+        'relay: delivery failed; retrying',
+      );
+      count(message, 'retry');
+    }
+    return {
+      id: job.id,
+      status: 'failed',
+      output: { outcome: last ? 'dead' : 'retry', error: result.error },
+    };
+  }
+
+  async function settle(kind: string, job: JobWithMetadata<unknown>): Promise<JobResult> {
+    const data = (typeof job.data === 'object' ? job.data : null) as Record<string, unknown> | null;
+    const text = (value: unknown) => (typeof value === 'string' ? value : undefined);
+    // webhook.forward continues the apply's trace (the outbox job carries its traceparent).
+    return inSpan(
+      'webhook.forward',
+      spanAttributes({ kind, endpoint: text(data?.endpoint), event_id: text(data?.eventId), job_id: job.id }),
+      async (span) => {
+        const result = await settleOnce(kind, job);
+        const output = result.output as { outcome?: unknown } | undefined;
+        setOutcome(span, typeof output?.outcome === 'string' ? output.outcome : result.status);
+        return result;
+      },
+      contextFromTraceparent(traceparentOf(job)),
+    );
+  }
+
+  async function settleOnce(kind: string, job: JobWithMetadata<unknown>): Promise<JobResult> {
+    try {
+      return await deliver(kind, job);
+    } catch (error) {
+      // The record could not be read or written (database trouble): retry the job.
+      logger.error(
+        { kind, jobId: job.id, error: (error as Error).message },
+        'relay: delivery bookkeeping failed',
+      );
+      return { id: job.id, status: 'failed', output: { error: (error as Error).message } };
+    }
+  }
+
+  for (const kind of kinds) {
+    await boss.work(
+      outboxQueue(kind),
+      {
+        batchSize: options.batchSize ?? 10,
+        localConcurrency: options.concurrency ?? 2,
+        pollingIntervalSeconds: options.pollingIntervalSeconds ?? 1,
+        includeMetadata: true,
+        perJobResults: true,
+      },
+      async (jobs: JobWithMetadata<unknown>[]) => Promise.all(jobs.map((job) => settle(kind, job))),
+    );
+  }
+
+  return {
+    async stop() {
+      const drained = Promise.allSettled(
+        kinds.map((kind) => boss.offWork(outboxQueue(kind), { wait: true })),
+      );
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), stopTimeoutMs);
+      });
+      if ((await Promise.race([drained, late])) === 'late') {
+        // Abort in-flight requests; their jobs are failed back to retry.
+        stopping.abort();
+        await drained;
+      }
+      clearTimeout(timer);
+    },
+  };
+}

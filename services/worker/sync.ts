@@ -1,0 +1,62 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { HookgateError } from '../core/errors.ts';
+import type { Handler } from '../core/handlers/types.ts';
+import type { Claim } from '../core/inbox/claim.ts';
+import type { Logger } from '../core/logging.ts';
+import { applyQueue, jobIdFor } from '../core/queue/names.ts';
+import { describeFailure, type InboxRow, inboxEvent, runHandler } from './apply.ts';
+import { executorFor } from './db.ts';
+import { LOCK_INBOX_ROWS, SETTLE_APPLIED } from './sql.ts';
+
+/**
+ * Sync mode: applies freshly claimed events inside the claim transaction (the request's own),
+ * settles their rows and completes their just-inserted jobs, so the 2xx means "applied". Any
+ * handler failure throws, the claim rolls back, and the provider gets a 5xx and retries: nothing
+ * of the delivery is stored.
+ */
+export async function applyInClaim(
+  client: pg.PoolClient,
+  boss: PgBoss,
+  handlers: ReadonlyMap<string, Handler>,
+  logger: Logger,
+  accepted: readonly Claim[],
+): Promise<void> {
+  const byEndpoint = new Map<string, string[]>();
+  for (const claim of accepted) {
+    if (!handlers.has(claim.endpoint)) continue;
+    const list = byEndpoint.get(claim.endpoint) ?? [];
+    list.push(claim.event.eventId);
+    byEndpoint.set(claim.endpoint, list);
+  }
+  const db = executorFor(client);
+  for (const [endpoint, eventIds] of byEndpoint) {
+    const handler = handlers.get(endpoint)!;
+    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, eventIds]);
+    const settled: { eventId: string; status: string }[] = [];
+    for (const row of rows.rows) {
+      try {
+        const outcome = await runHandler(client, boss, handler, logger, inboxEvent(endpoint, row, 1));
+        settled.push({ eventId: row.event_id, status: outcome });
+      } catch (error) {
+        const { text } = describeFailure(error);
+        throw new HookgateError('apply_failed', `The event could not be applied (${text}); retry.`, {
+          cause: error,
+        });
+      }
+    }
+    await client.query(SETTLE_APPLIED, [
+      endpoint,
+      settled.map((s) => s.eventId),
+      settled.map((s) => s.status),
+      settled.map(() => 1),
+    ]);
+    // The job was inserted by this same transaction; completing it keeps a worker from re-running it.
+    await boss.complete(
+      applyQueue(endpoint),
+      settled.map((s) => jobIdFor(endpoint, s.eventId)),
+      null,
+      { db, includeQueued: true },
+    );
+  }
+}

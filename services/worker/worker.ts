@@ -1,0 +1,191 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import type { Registry } from 'prom-client';
+import type { Config } from '../core/config/schema.ts';
+import { createHandler } from '../core/handlers/index.ts';
+import type { Handler } from '../core/handlers/types.ts';
+import type { Logger } from '../core/logging.ts';
+import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
+import { traceIdOf } from '../core/tracing.ts';
+import { type ApplyJob, applyBatch } from './apply.ts';
+import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
+import { appliedOutcome, createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+
+export interface WorkerOptions {
+  readonly config: Config;
+  /** Apply transactions run on this pool (one connection per in-flight batch). */
+  readonly pool: pg.Pool;
+  /** A started pg-boss; a worker's instance should supervise (expiry, dead-lettering). */
+  readonly boss: PgBoss;
+  readonly logger: Logger;
+  /** Directory of the config file, for `module:` handlers. */
+  readonly configDir: string;
+  readonly registry?: Registry;
+  /** Only these endpoints (default: all configured). */
+  readonly endpoints?: readonly string[];
+}
+
+export interface RunningWorker {
+  /**
+   * Stops fetching and waits up to worker.shutdownTimeout for in-flight batches. Anything still
+   * running after that is abandoned uncommitted: its jobs expire and are retried.
+   */
+  stop(): Promise<void>;
+}
+
+/** An interruptible sleep: stop() wakes every idle loop at once. */
+class Waker {
+  #sleepers = new Set<() => void>();
+
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#sleepers.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#sleepers.add(done);
+    });
+  }
+
+  wakeAll(): void {
+    for (const wake of [...this.#sleepers]) wake();
+  }
+}
+
+const ERROR_BACKOFF_MS = 1_000;
+
+export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
+  const { config, pool, boss, logger } = options;
+  const metrics: WorkerMetrics | null = options.registry ? createWorkerMetrics(options.registry) : null;
+  const names = options.endpoints ?? Object.keys(config.endpoints);
+  const handlers = new Map<string, Handler>();
+  for (const name of names) {
+    const endpoint = config.endpoints[name];
+    if (!endpoint) throw new Error(`unknown endpoint ${name}`);
+    handlers.set(
+      name,
+      await createHandler(endpoint.handler, endpoint.options, {
+        endpoint: name,
+        logger: logger.child({ endpoint: name }),
+        configDir: options.configDir,
+      }),
+    );
+  }
+
+  const { batchSize, concurrency, pollingInterval } = config.worker;
+  let stopping = false;
+  const waker = new Waker();
+
+  /** One fetch-and-apply step; returns how many jobs it fetched. */
+  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+    const queue = applyQueue(endpoint);
+    // fetch commits on its own: the attempt is counted before any work, so an event that kills
+    // the process every time still runs out of attempts.
+    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize });
+    if (fetched.length === 0) return 0;
+    const jobs: ApplyJob[] = fetched.map((job) => ({
+      id: job.id,
+      retryCount: job.retryCount,
+      eventId: job.data.eventId,
+    }));
+    try {
+      const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
+      const now = Date.now();
+      metrics?.applyDuration.observe({ endpoint }, result.durationSeconds);
+      for (const event of result.events) {
+        const outcome = appliedOutcome(event.outcome);
+        metrics?.eventsApplied.inc({ endpoint, event_type: event.eventType, outcome });
+        if (event.receivedAt && (outcome === 'applied' || outcome === 'stale' || outcome === 'ignored')) {
+          metrics?.endToEnd.observe({ endpoint }, (now - event.receivedAt.getTime()) / 1000);
+        }
+        // One line per apply outcome: identifiers and the outcome, never the payload.
+        const line = {
+          endpoint,
+          event_id: event.eventId,
+          event_type: event.eventType,
+          outcome,
+          trace_id: traceIdOf(event.traceparent),
+        };
+        if (outcome === 'retried') logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
+        else logger.info(line, 'event applied');
+      }
+    } catch (error) {
+      // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
+      logger.error({ err: error, endpoint, jobs: jobs.length }, 'apply batch failed; retrying its jobs');
+      await boss
+        .fail(
+          queue,
+          jobs.map(({ id, retryCount }) => ({ id, retryCount })),
+          { code: 'batch_failed', message: (error as Error).message },
+        )
+        .catch((failError: unknown) =>
+          logger.error({ err: failError }, 'could not fail jobs; they will expire'),
+        );
+    }
+    return fetched.length;
+  };
+
+  const deadLetterStep = async (endpoint: string): Promise<number> => {
+    const fetched = await boss.fetch<ApplyJobData>(deadLetterQueue(endpoint), {
+      batchSize,
+      includeMetadata: true,
+    });
+    if (fetched.length === 0) return 0;
+    const jobs: DeadLetterJob[] = fetched.map((job) => ({
+      id: job.id,
+      retryCount: job.retryCount,
+      eventId: job.data.eventId,
+      sourceRetryCount: job.sourceRetryCount ?? 0,
+      sourceOutput: job.sourceOutput,
+    }));
+    const exhausted = await settleDeadLetters({ pool, boss, logger }, endpoint, jobs);
+    for (const e of exhausted) {
+      metrics?.eventsApplied.inc({ endpoint, event_type: e.eventType ?? '', outcome: e.status });
+    }
+    return fetched.length;
+  };
+
+  const loop = async (what: string, endpoint: string, step: () => Promise<number>): Promise<void> => {
+    while (!stopping) {
+      let fetched = 0;
+      try {
+        fetched = await step();
+      } catch (error) {
+        if (stopping) break;
+        logger.error({ err: error, endpoint, loop: what }, 'worker step failed');
+        await waker.sleep(ERROR_BACKOFF_MS);
+        continue;
+      }
+      // A full batch means more is waiting: fetch again at once.
+      if (fetched < batchSize && !stopping) await waker.sleep(pollingInterval);
+    }
+  };
+
+  const loops: Promise<void>[] = [];
+  for (const [endpoint, handler] of handlers) {
+    for (let i = 0; i < concurrency; i += 1) {
+      loops.push(loop('apply', endpoint, () => applyStep(endpoint, handler)));
+    }
+    loops.push(loop('dead-letter', endpoint, () => deadLetterStep(endpoint)));
+  }
+  logger.info({ endpoints: names, batchSize, concurrency }, 'worker started');
+
+  return {
+    async stop() {
+      stopping = true;
+      waker.wakeAll();
+      let timer: NodeJS.Timeout | undefined;
+      const finished = await Promise.race([
+        Promise.all(loops).then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), config.worker.shutdownTimeout);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (finished) logger.info('worker stopped');
+      else logger.warn('worker stopped with batches still in flight; their jobs will expire and retry');
+    },
+  };
+}

@@ -1,0 +1,239 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
+import {
+  Claimer,
+  spawnWorkerProcess,
+  statusCounts,
+  type WorkerProcess,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
+
+const endpoints = {
+  bulk: { handler: 'project' },
+  crash: { handler: 'project' },
+  loop: { handler: 'project' },
+  lease: { handler: 'project' },
+  poison: { handler: 'project' },
+};
+const worker = { batchSize: 10, concurrency: 2 };
+const config = workerConfig(endpoints, worker);
+
+let db: TestDatabase;
+let claimer: Claimer;
+let configFile: string;
+let holder: pg.Client;
+const running = new Set<WorkerProcess>();
+
+function spawnWorker(): WorkerProcess {
+  const proc = spawnWorkerProcess(configFile, db.url);
+  running.add(proc);
+  void proc.exited.then(() => running.delete(proc));
+  return proc;
+}
+
+async function kill(proc: WorkerProcess): Promise<void> {
+  proc.child.kill('SIGKILL');
+  await proc.exited;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await installEffects(db.pool);
+  // A killed worker's backend may be waiting on a lock and never write to its dead socket; this
+  // makes PostgreSQL notice the closed connection within 100 ms and roll the transaction back.
+  await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
+  claimer = await Claimer.start(db.url, config);
+  configFile = writeConfigFile(workerConfigDocument(endpoints, worker));
+  holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+});
+
+afterEach(async () => {
+  await Promise.all([...running].map((proc) => kill(proc)));
+});
+
+afterAll(async () => {
+  await holder?.end();
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const entity = (eventId: string, entityId: string, version = 1) => ({
+  eventId,
+  entityType: 'thing',
+  entityId,
+  version,
+});
+
+async function row(endpoint: string, eventId: string) {
+  const result = await db.pool.query(
+    'SELECT status, attempts, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
+    [endpoint, eventId],
+  );
+  return result.rows[0] as { status: string; attempts: number; last_error: string | null } | undefined;
+}
+
+async function stall(eventId: string): Promise<void> {
+  await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
+  await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
+}
+
+async function unstall(eventId: string): Promise<void> {
+  await db.pool.query('DELETE FROM public.stall_control WHERE event_id = $1', [eventId]);
+  await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
+}
+
+describe('worker processes', { timeout: 150_000 }, () => {
+  it('500 events across 4 worker processes: exactly 500 applied, none pending, one attempt each', async () => {
+    const procs = Array.from({ length: 4 }, () => spawnWorker());
+    const events = Array.from({ length: 500 }, (_, i) => entity(`bulk_${i}`, `b_${i}`));
+    for (let i = 0; i < events.length; i += 50) await claimer.claim('bulk', events.slice(i, i + 50));
+    await waitFor('all applied', async () => (await statusCounts(db.pool, 'bulk')).processed === 500, 60_000);
+    const counts = await statusCounts(db.pool, 'bulk');
+    expect(counts).toEqual({ processed: 500 });
+    const attempts = await db.pool.query(
+      `SELECT attempts, count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'bulk' GROUP BY attempts`,
+    );
+    expect(attempts.rows).toEqual([{ attempts: 1, n: 500 }]);
+    const effects = await effectCounts(db.pool, 'bulk');
+    expect(effects.size).toBe(500);
+    expect([...effects.values()].every((n) => n === 1)).toBe(true);
+    // Every job completed in the same transactions that applied its event.
+    const applications = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'completed'`,
+      [applyQueue('bulk')],
+    );
+    expect(applications.rows[0].n).toBe(500);
+    expect(procs.every((p) => p.child.exitCode === null)).toBe(true);
+  });
+
+  it('SIGKILL after the business write, before COMMIT: after restart exactly one effect', async () => {
+    await stall('victim');
+    await claimer.claim('crash', [entity('victim', 'c_1')]);
+    const first = spawnWorker();
+    await waitFor(
+      'worker stalled inside its business write',
+      async () => (await stalledBackends(db.pool)).length === 1,
+    );
+    await kill(first);
+    await waitFor(
+      'killed transaction rolled back',
+      async () => (await stalledBackends(db.pool)).length === 0,
+    );
+    expect((await effectCounts(db.pool, 'crash')).get('victim')).toBeUndefined();
+    expect((await row('crash', 'victim'))?.status).toBe('pending');
+    await unstall('victim');
+
+    spawnWorker();
+    const done = await waitFor('applied after restart', async () => {
+      const r = await row('crash', 'victim');
+      return r?.status === 'processed' ? r : null;
+    });
+    // The killed attempt was counted (fetch commits before the work).
+    expect(done.attempts).toBe(2);
+    expect((await effectCounts(db.pool, 'crash')).get('victim')).toBe(1);
+  });
+
+  it('workers SIGKILLed at arbitrary moments (before, during, after COMMIT) never double-apply', async () => {
+    const total = 300;
+    const small = { batchSize: 5, concurrency: 2 };
+    const smallFile = writeConfigFile(workerConfigDocument(endpoints, small));
+    const events = Array.from({ length: total }, (_, i) => entity(`loop_${i}`, `l_${i}`));
+    for (let i = 0; i < events.length; i += 100) await claimer.claim('loop', events.slice(i, i + 100));
+    for (let round = 0; round < 3; round += 1) {
+      const before = (await statusCounts(db.pool, 'loop')).processed ?? 0;
+      if (before >= total) break;
+      const proc = spawnWorkerProcess(smallFile, db.url);
+      running.add(proc);
+      await waitFor(
+        'some progress',
+        async () => ((await statusCounts(db.pool, 'loop')).processed ?? 0) >= Math.min(total, before + 15),
+        60_000,
+        10,
+      );
+      await kill(proc);
+    }
+    const finisher = spawnWorker();
+    await waitFor(
+      'all applied',
+      async () => (await statusCounts(db.pool, 'loop')).processed === total,
+      60_000,
+    );
+    expect(finisher.child.exitCode).toBeNull();
+    const effects = await effectCounts(db.pool, 'loop');
+    expect(effects.size).toBe(total);
+    expect([...effects.entries()].filter(([, n]) => n !== 1)).toEqual([]);
+  });
+
+  it('a worker stalled past its expiry while another takes the job: one effect', async () => {
+    await stall('leased');
+    await claimer.claim('lease', [entity('leased', 'le_1')]);
+    const stalled = spawnWorker();
+    await waitFor('first worker stalled', async () => (await stalledBackends(db.pool)).length === 1);
+    // Its job expires (expireIn 3s) and is retried; a second worker takes it and waits on the row.
+    spawnWorker();
+    await waitFor(
+      'second worker holds the retried job',
+      async () => {
+        const job = await claimer.boss.getJobById(applyQueue('lease'), jobIdFor('lease', 'leased'));
+        return job?.state === 'active' && job.retryCount === 1;
+      },
+      60_000,
+    );
+    await waitFor('second worker waits for the row', async () => {
+      const r = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = $1 AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`,
+        [db.name],
+      );
+      return r.rows[0].n >= 1;
+    });
+    await unstall('leased');
+    await waitFor('processed', async () => (await row('lease', 'leased'))?.status === 'processed');
+    await waitFor('retried job completed by the second worker', async () => {
+      const job = await claimer.boss.getJobById(applyQueue('lease'), jobIdFor('lease', 'leased'));
+      return job?.state === 'completed';
+    });
+    expect((await effectCounts(db.pool, 'lease')).get('leased')).toBe(1);
+    expect(stalled.child.exitCode).toBeNull();
+  });
+
+  it('a poison event that kills the worker every time stops at its limit as dead', async () => {
+    await stall('poison_pill');
+    await claimer.claim('poison', [entity('poison_pill', 'pp_1')]);
+    let kills = 0;
+    try {
+      for (let i = 0; i < config.worker.retryLimit + 3; i += 1) {
+        const proc = spawnWorker();
+        // Either the worker reaches the poison (and is killed, as a crashing handler would be),
+        // or the event has gone dead and there is nothing left to reach.
+        const reached = await waitFor(
+          'poison reached or dead',
+          async () => {
+            if ((await stalledBackends(db.pool)).length > 0) return 'stalled';
+            if ((await row('poison', 'poison_pill'))?.status === 'dead') return 'dead';
+            return null;
+          },
+          60_000,
+        );
+        if (reached === 'dead') break;
+        await kill(proc);
+        kills += 1;
+        await waitFor('rolled back', async () => (await stalledBackends(db.pool)).length === 0);
+      }
+    } finally {
+      await unstall('poison_pill');
+    }
+    const dead = await row('poison', 'poison_pill');
+    expect(kills).toBe(config.worker.retryLimit + 1);
+    expect(dead).toMatchObject({ status: 'dead', attempts: config.worker.retryLimit + 1 });
+    expect(dead?.last_error).toMatch(/^attempt_expired:/);
+    expect((await effectCounts(db.pool, 'poison')).get('poison_pill')).toBeUndefined();
+  });
+});

@@ -1,0 +1,304 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../services/core/db/pool.ts';
+import { createHandler } from '../../services/core/handlers/index.ts';
+import { createLogger } from '../../services/core/logging.ts';
+import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import {
+  effectCounts,
+  installEffects,
+  rowLockWaiters,
+  STALL_LOCK,
+  stalledBackends,
+} from '../support/worker-effects.ts';
+import {
+  Claimer,
+  inboxRows,
+  startTestWorker,
+  statusCounts,
+  waitFor,
+  workerConfig,
+} from '../support/worker-harness.ts';
+
+const config = workerConfig({
+  proj: { handler: 'project' },
+  other: { handler: 'project' },
+  rec: { handler: 'record' },
+});
+
+let db: TestDatabase;
+let claimer: Claimer;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await installEffects(db.pool);
+  claimer = await Claimer.start(db.url, config);
+});
+
+afterAll(async () => {
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const entity = (eventId: string, entityId: string, version: number) => ({
+  eventId,
+  entityType: 'thing',
+  entityId,
+  version,
+  body: { id: entityId, version },
+});
+
+async function statusOf(endpoint: string, eventId: string) {
+  const result = await db.pool.query(
+    'SELECT status, attempts, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
+    [endpoint, eventId],
+  );
+  return result.rows[0] as { status: string; attempts: number; last_error: string | null };
+}
+
+/** A job for an event that already has one, as a redelivery would present it. */
+async function extraJobs(endpoint: string, eventId: string, n: number): Promise<string[]> {
+  const ids = Array.from({ length: n }, () => randomUUID());
+  await claimer.boss.insert(
+    applyQueue(endpoint),
+    ids.map((id) => ({ id, data: { endpoint, eventId } })),
+  );
+  return ids;
+}
+
+/** Fetches jobs one at a time, the way separate workers would each hold one. */
+async function fetchEach(endpoint: string, n: number): Promise<ApplyJob[]> {
+  const jobs: ApplyJob[] = [];
+  for (let i = 0; i < n; i += 1) {
+    const [job] = await claimer.boss.fetch<{ eventId: string }>(applyQueue(endpoint), { batchSize: 1 });
+    if (!job) break;
+    jobs.push({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId });
+  }
+  return jobs;
+}
+
+const logger = createLogger('silent');
+
+describe('worker apply', { timeout: 90_000 }, () => {
+  it('applies a backlog with the record and project handlers and completes every job', async () => {
+    const recIds = Array.from({ length: 30 }, (_, i) => `rec_${i}`);
+    await claimer.claim(
+      'rec',
+      recIds.map((eventId) => ({ eventId })),
+    );
+    await claimer.claim('proj', [entity('p_1', 'e_basic', 1)]);
+    const worker = await startTestWorker(db.url, config, { endpoints: ['rec', 'proj'] });
+    try {
+      await waitFor('all processed', async () => (await statusCounts(db.pool, 'rec')).processed === 30);
+      await waitFor('projected', async () => (await statusOf('proj', 'p_1'))?.status === 'processed');
+      const rows = await inboxRows(db.pool, 'rec');
+      expect(rows.every((r) => r.attempts === 1 && r.last_error === null)).toBe(true);
+      const state = await db.pool.query(
+        `SELECT version, state FROM hookgate.entity_state WHERE endpoint = 'proj' AND entity_id = 'e_basic'`,
+      );
+      expect(state.rows[0]).toMatchObject({ version: '1', state: { id: 'e_basic', version: 1 } });
+      const open = await db.pool.query(
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state <> 'completed'`,
+        [applyQueue('rec')],
+      );
+      expect(open.rows[0].n).toBe(0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('same event twice (duplicate claim, then a redelivered job) has one effect', async () => {
+    await claimer.claim('proj', [entity('twice', 'e_twice', 1)]);
+    await claimer.claim('proj', [entity('twice', 'e_twice', 1)]);
+    const worker = await startTestWorker(db.url, config, { endpoints: ['proj'] });
+    try {
+      await waitFor('processed', async () => (await statusOf('proj', 'twice'))?.status === 'processed');
+      const [redelivery] = await extraJobs('proj', 'twice', 1);
+      await waitFor('redelivered job completed', async () => {
+        const job = await claimer.boss.getJobById(applyQueue('proj'), redelivery!);
+        return job?.state === 'completed';
+      });
+      expect((await effectCounts(db.pool, 'proj')).get('twice')).toBe(1);
+      expect(await statusOf('proj', 'twice')).toMatchObject({ status: 'processed', attempts: 1 });
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('same event from 8 concurrent connections: one row, one job, one effect', async () => {
+    const eventId = 'eight';
+    const claimers = await Promise.all(Array.from({ length: 8 }, () => Claimer.start(db.url, config)));
+    try {
+      await Promise.all(claimers.map((c) => c.claim('proj', [entity(eventId, 'e_eight', 1)])));
+    } finally {
+      await Promise.all(claimers.map((c) => c.stop()));
+    }
+    const jobs = await db.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE id = $1`, [
+      jobIdFor('proj', eventId),
+    ]);
+    expect(jobs.rows[0].n).toBe(1);
+    // And 8 deliveries of its job applied at once on 8 connections.
+    await extraJobs('proj', eventId, 7);
+    const fetched = await fetchEach('proj', 8);
+    expect(fetched).toHaveLength(8);
+    const pool = createPool({
+      connectionString: db.url,
+      max: 8,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-eight',
+    });
+    try {
+      const handler = await createHandler('project', {}, { endpoint: 'proj', logger, configDir: '.' });
+      const results = await Promise.all(
+        fetched.map((job) => applyBatch({ pool, boss: claimer.boss, logger }, 'proj', handler, [job])),
+      );
+      const outcomes = results.flatMap((r) => r.events.map((e) => e.outcome)).sort();
+      expect(outcomes.filter((o) => o === 'processed')).toHaveLength(1);
+      expect(outcomes.filter((o) => o === 'already_settled')).toHaveLength(7);
+    } finally {
+      await pool.end();
+    }
+    expect((await effectCounts(db.pool, 'proj')).get(eventId)).toBe(1);
+  });
+
+  it('first attempt fails mid-apply while a second waits: the second applies, one effect', async () => {
+    const eventId = 'fail_then_wait';
+    await claimer.claim('proj', [entity(eventId, 'e_fw', 1)]);
+    await extraJobs('proj', eventId, 1);
+    const [first, second] = await fetchEach('proj', 2);
+    await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
+    const failing = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-failing',
+    });
+    const waiting = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-waiting',
+    });
+    try {
+      const handler = await createHandler('project', {}, { endpoint: 'proj', logger, configDir: '.' });
+      const a = applyBatch({ pool: failing, boss: claimer.boss, logger }, 'proj', handler, [first!]);
+      await waitFor('A stalled mid-apply', async () => (await stalledBackends(db.pool)).length === 1);
+      const b = applyBatch({ pool: waiting, boss: claimer.boss, logger }, 'proj', handler, [second!]);
+      await waitFor(
+        'B waiting on the row',
+        async () => (await rowLockWaiters(db.pool, 'test-waiting')) === 1,
+      );
+      await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
+      const [ra, rb] = await Promise.all([a, b]);
+      expect(ra.events[0]?.outcome).toBe('failed');
+      expect(rb.events[0]?.outcome).toBe('processed');
+    } finally {
+      await holder.end();
+      await failing.end();
+      await waiting.end();
+    }
+    expect((await effectCounts(db.pool, 'proj')).get(eventId)).toBe(1);
+    const row = await statusOf('proj', eventId);
+    expect(row.status).toBe('processed');
+    expect(row.last_error).toMatch(/^sqlstate_P0001: injected failure/);
+  });
+
+  it('apply fails, then redelivery applies it; attempts=1 and last_error were recorded first', async () => {
+    const eventId = 'fails_once';
+    await db.pool.query('INSERT INTO public.fail_control VALUES ($1)', [eventId]);
+    await claimer.claim('proj', [entity(eventId, 'e_fo', 1)]);
+    const worker = await startTestWorker(db.url, config, { endpoints: ['proj'] });
+    try {
+      const failed = await waitFor('first attempt recorded', async () => {
+        const row = await statusOf('proj', eventId);
+        return row?.attempts === 1 && row.last_error ? row : null;
+      });
+      expect(failed.status).toBe('pending');
+      expect(failed.last_error).toMatch(/injected failure for fails_once/);
+      expect((await effectCounts(db.pool, 'proj')).get(eventId)).toBeUndefined();
+      await db.pool.query('DELETE FROM public.fail_control WHERE event_id = $1', [eventId]);
+      const done = await waitFor('redelivery applied', async () => {
+        const row = await statusOf('proj', eventId);
+        return row?.status === 'processed' ? row : null;
+      });
+      expect(done.attempts).toBe(2);
+      expect((await effectCounts(db.pool, 'proj')).get(eventId)).toBe(1);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('version guard: versions 1..N shuffled across concurrent workers end at N, older arrivals stale', async () => {
+    const n = 40;
+    const versions = Array.from({ length: n }, (_, i) => i + 1);
+    for (let i = versions.length - 1; i > 0; i -= 1) {
+      const j = Math.floor(Math.random() * (i + 1));
+      [versions[i], versions[j]] = [versions[j]!, versions[i]!];
+    }
+    const small = workerConfig({ proj: { handler: 'project' } }, { batchSize: 3, concurrency: 2 });
+    const workers = await Promise.all(
+      Array.from({ length: 3 }, () => startTestWorker(db.url, small, { endpoints: ['proj'] })),
+    );
+    try {
+      // Arrivals keep coming while workers apply.
+      for (let i = 0; i < n; i += 5) {
+        await claimer.claim(
+          'proj',
+          versions.slice(i, i + 5).map((v) => entity(`vg_${v}`, 'e_versioned', v)),
+        );
+      }
+      await waitFor('all settled', async () => {
+        const r = await db.pool.query(
+          `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'proj' AND event_id LIKE 'vg\\_%' AND status = 'pending'`,
+        );
+        return r.rows[0].n === 0;
+      });
+    } finally {
+      await Promise.all(workers.map((w) => w.stop()));
+    }
+    const state = await db.pool.query(
+      `SELECT version::int AS version, event_id FROM hookgate.entity_state WHERE endpoint = 'proj' AND entity_id = 'e_versioned'`,
+    );
+    expect(state.rows[0]).toEqual({ version: n, event_id: `vg_${n}` });
+    const statuses = await db.pool.query<{ status: string; n: number }>(
+      `SELECT status, count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'proj' AND event_id LIKE 'vg\\_%' GROUP BY status`,
+    );
+    const byStatus = Object.fromEntries(statuses.rows.map((r) => [r.status, r.n]));
+    expect((byStatus.processed ?? 0) + (byStatus.stale ?? 0)).toBe(n);
+    // Every effect moved the version forward: the applied versions are strictly increasing.
+    const applied = await db.pool.query<{ version: string }>(
+      `SELECT version FROM public.effects WHERE entity_id = 'e_versioned' ORDER BY seq`,
+    );
+    const seq = applied.rows.map((r) => Number(r.version));
+    expect(seq).toEqual([...seq].sort((a, b) => a - b));
+    expect(new Set(seq).size).toBe(seq.length);
+    expect(seq.length).toBe(byStatus.processed);
+    expect(seq.at(-1)).toBe(n);
+  });
+
+  it('the same event id on two endpoints is applied on both', async () => {
+    await claimer.claim('proj', [entity('shared_id', 'e_shared', 1)]);
+    await claimer.claim('other', [entity('shared_id', 'e_shared', 1)]);
+    const worker = await startTestWorker(db.url, config, { endpoints: ['proj', 'other'] });
+    try {
+      await waitFor('both processed', async () => {
+        const a = await statusOf('proj', 'shared_id');
+        const b = await statusOf('other', 'shared_id');
+        return a?.status === 'processed' && b?.status === 'processed';
+      });
+    } finally {
+      await worker.stop();
+    }
+    expect((await effectCounts(db.pool, 'proj')).get('shared_id')).toBe(1);
+    expect((await effectCounts(db.pool, 'other')).get('shared_id')).toBe(1);
+  });
+});
