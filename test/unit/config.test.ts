@@ -22,6 +22,7 @@ describe('configuration', () => {
   it('fills documented defaults', () => {
     const config = parseConfig({ endpoints: { pay: endpoint } }, {});
     expect(config.server.bodyLimit).toBe(1024 * 1024);
+    expect(config.relay).toMatchObject({ retryLimit: 10, retryDelay: 5_000, expireIn: 300_000 });
     expect(config.claim).toEqual({ maxBatch: 200, maxWait: 2, concurrency: 4 });
     expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });
   });
@@ -75,6 +76,12 @@ describe('configuration', () => {
     expect(problem({ endpoints: { s: { ...endpoint, hmac: { header: 'X-Sig' } } } })).toContain(
       'endpoints.s.hmac: is only allowed when provider is hmac',
     );
+  });
+
+  it('keeps claim concurrency below the pool size', () => {
+    expect(
+      problem({ endpoints: { pay: endpoint }, claim: { concurrency: 10 }, database: { poolSize: 10 } }),
+    ).toContain('claim.concurrency: must be below database.poolSize (10)');
   });
 
   it('refuses endpoint names that cannot be URL path segments and queue names', () => {

@@ -112,6 +112,15 @@ export async function serveCommand(raw: unknown): Promise<void> {
       logger,
       metrics: createRelayMetrics(registry),
       stopTimeoutMs: config.worker.shutdownTimeout,
+      batchSize: config.relay.batchSize,
+      concurrency: config.relay.concurrency,
+      queues: {
+        retryLimit: config.relay.retryLimit,
+        retryDelaySeconds: Math.ceil(config.relay.retryDelay / 1000),
+        retryBackoff: true,
+        retryDelayMaxSeconds: Math.ceil(config.relay.retryDelayMax / 1000),
+        expireInSeconds: Math.ceil(config.relay.expireIn / 1000),
+      },
     });
   }
   if (runsGateway) {

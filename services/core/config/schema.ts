@@ -58,69 +58,95 @@ const endpointSchema = z
     }
   });
 
-export const configSchema = z.strictObject({
-  server: z
-    .strictObject({
-      /** Largest accepted body; larger deliveries get 413 without being read further. */
-      bodyLimit: byteSize.default(1024 * 1024),
-      /** Largest accepted header block (Node's --max-http-header-size). */
-      headerLimit: byteSize.default(16 * 1024),
-      /** A request that has not been answered after this long is cut off. */
-      requestTimeout: durationMs.default(10_000),
-      /** How long SIGTERM waits for in-flight requests before closing anyway. */
-      shutdownTimeout: durationMs.default(15_000),
-    })
-    .prefault({}),
-  database: z
-    .strictObject({
-      /** Connections per process for the gateway's claims. */
-      poolSize: z.number().int().min(2).max(200).default(10),
-      /** Longest any single statement may run; protects the ack path from a stuck database. */
-      statementTimeout: durationMs.default(5_000),
-      /** Longest a request waits for a free pooled connection before answering 503. */
-      connectTimeout: durationMs.default(2_000),
-    })
-    .prefault({}),
-  claim: z
-    .strictObject({
-      /** Most deliveries committed together in one transaction. */
-      maxBatch: z.number().int().min(1).max(1_000).default(200),
-      /** Longest the first delivery of a batch waits for company before the batch commits. */
-      maxWait: durationMs.default(2),
-      /** Claim transactions that may be in flight at once (each holds one connection). */
-      concurrency: z.number().int().min(1).max(64).default(4),
-    })
-    .prefault({}),
-  worker: z
-    .strictObject({
-      /** Most jobs fetched and applied together in one transaction. */
-      batchSize: z.number().int().min(1).max(500).default(50),
-      /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
-      concurrency: z.number().int().min(1).max(16).default(2),
-      /** Connections per worker process for apply transactions. */
-      poolSize: z.number().int().min(2).max(200).default(10),
-      /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
-      pollingInterval: durationMs.pipe(z.number().min(100).max(60_000)).default(500),
-      /** Attempts per event are retryLimit + 1; past that the event is `parked` or `dead`. */
-      retryLimit: z.number().int().min(0).max(50).default(7),
-      /** First retry delay; doubles per attempt with jitter (pg-boss retryBackoff), capped below. */
-      retryDelay: durationMs.pipe(z.number().min(0).max(3_600_000)).default(2_000),
-      retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
-      /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
-      expireIn: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(120_000),
-      /** How often a worker runs pg-boss supervision (expiry, dead-lettering of expired jobs). */
-      superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
-      /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
-      shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
-    })
-    .prefault({}),
-  endpoints: z
-    .record(
-      z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),
-      endpointSchema,
-    )
-    .refine((endpoints) => Object.keys(endpoints).length > 0, 'define at least one endpoint'),
-});
+export const configSchema = z
+  .strictObject({
+    server: z
+      .strictObject({
+        /** Largest accepted body; larger deliveries get 413 without being read further. */
+        bodyLimit: byteSize.default(1024 * 1024),
+        /** Largest accepted header block (Node's --max-http-header-size). */
+        headerLimit: byteSize.default(16 * 1024),
+        /** A request that has not been answered after this long is cut off. */
+        requestTimeout: durationMs.default(10_000),
+        /** How long SIGTERM waits for in-flight requests before closing anyway. */
+        shutdownTimeout: durationMs.default(15_000),
+      })
+      .prefault({}),
+    database: z
+      .strictObject({
+        /** Connections per process for the gateway's claims. */
+        poolSize: z.number().int().min(2).max(200).default(10),
+        /** Longest any single statement may run; protects the ack path from a stuck database. */
+        statementTimeout: durationMs.default(5_000),
+        /** Longest a request waits for a free pooled connection before answering 503. */
+        connectTimeout: durationMs.default(2_000),
+      })
+      .prefault({}),
+    claim: z
+      .strictObject({
+        /** Most deliveries committed together in one transaction. */
+        maxBatch: z.number().int().min(1).max(1_000).default(200),
+        /** Longest the first delivery of a batch waits for company before the batch commits. */
+        maxWait: durationMs.default(2),
+        /** Claim transactions that may be in flight at once (each holds one connection). */
+        concurrency: z.number().int().min(1).max(64).default(4),
+      })
+      .prefault({}),
+    worker: z
+      .strictObject({
+        /** Most jobs fetched and applied together in one transaction. */
+        batchSize: z.number().int().min(1).max(500).default(50),
+        /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
+        concurrency: z.number().int().min(1).max(16).default(2),
+        /** Connections per worker process for apply transactions. */
+        poolSize: z.number().int().min(2).max(200).default(10),
+        /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
+        pollingInterval: durationMs.pipe(z.number().min(100).max(60_000)).default(500),
+        /** Attempts per event are retryLimit + 1; past that the event is `parked` or `dead`. */
+        retryLimit: z.number().int().min(0).max(50).default(7),
+        /** First retry delay; doubles per attempt with jitter (pg-boss retryBackoff), capped below. */
+        retryDelay: durationMs.pipe(z.number().min(0).max(3_600_000)).default(2_000),
+        retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
+        /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
+        expireIn: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(120_000),
+        /** How often a worker runs pg-boss supervision (expiry, dead-lettering of expired jobs). */
+        superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
+        /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
+        shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
+      })
+      .prefault({}),
+    relay: z
+      .strictObject({
+        /** Retries of a downstream delivery after its first try (5xx, 429, timeouts); other 4xx are dead at once. */
+        retryLimit: z.number().int().min(0).max(50).default(10),
+        /** First retry delay; doubles per retry with jitter, capped below. */
+        retryDelay: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
+        retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
+        /** A delivery still running after this long counts as lost and is retried; above any request timeout. */
+        expireIn: durationMs.pipe(z.number().min(5_000).max(86_400_000)).default(300_000),
+        /** Messages fetched at once per kind; they are sent concurrently. */
+        batchSize: z.number().int().min(1).max(100).default(10),
+        /** Fetch loops per kind per process. */
+        concurrency: z.number().int().min(1).max(16).default(2),
+      })
+      .prefault({}),
+    endpoints: z
+      .record(
+        z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),
+        endpointSchema,
+      )
+      .refine((endpoints) => Object.keys(endpoints).length > 0, 'define at least one endpoint'),
+  })
+  .superRefine((config, ctx) => {
+    // Every in-flight claim holds a connection; readiness checks need one more.
+    if (config.claim.concurrency >= config.database.poolSize) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['claim', 'concurrency'],
+        message: `must be below database.poolSize (${config.database.poolSize})`,
+      });
+    }
+  });
 
 export type Config = z.output<typeof configSchema>;
 export type EndpointConfig = Config['endpoints'][string];
