@@ -167,6 +167,10 @@ export async function applyBatch(
       }
     }
     const pending = [...byEvent.values()].sort(byEntity);
+    // One savepoint is kept open and renewed after each success ("RELEASE; SAVEPOINT" in one
+    // round trip); ROLLBACK TO keeps it established for the next event. Round trips, not SQL,
+    // bound the apply rate, so this halves the per-event transaction overhead.
+    if (pending.some((row) => row.status === 'pending')) await client.query('SAVEPOINT apply_event');
     for (const row of pending) {
       const rowJobs = jobsByEvent.get(row.event_id) ?? [];
       if (row.status !== 'pending') {
@@ -180,7 +184,6 @@ export async function applyBatch(
         continue;
       }
       const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
-      await client.query('SAVEPOINT apply_event');
       try {
         // webhook.apply continues the trace whose claim span the gateway stored on the row.
         const outcome = await inSpan(
@@ -204,7 +207,7 @@ export async function applyBatch(
           },
           contextFromTraceparent(row.traceparent),
         );
-        await client.query('RELEASE SAVEPOINT apply_event');
+        await client.query('RELEASE SAVEPOINT apply_event; SAVEPOINT apply_event');
         settled.push({ eventId: row.event_id, status: outcome, attempts });
         good.push(...rowJobs);
         events.push({

@@ -10,6 +10,7 @@ import { traceIdOf } from '../core/tracing.ts';
 import { type ApplyJob, applyBatch } from './apply.ts';
 import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
 import { appliedOutcome, createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+import { listenForWakeups } from './wakeup-listener.ts';
 
 export interface WorkerOptions {
   readonly config: Config;
@@ -33,11 +34,11 @@ export interface RunningWorker {
   stop(): Promise<void>;
 }
 
-/** An interruptible sleep: stop() wakes every idle loop at once. */
+/** An interruptible sleep: a wake-up for an endpoint ends its loops' sleeps, stop() ends all. */
 class Waker {
-  #sleepers = new Set<() => void>();
+  #sleepers = new Map<() => void, string>();
 
-  sleep(ms: number): Promise<void> {
+  sleep(ms: number, endpoint = ''): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -45,12 +46,16 @@ class Waker {
         resolve();
       };
       const timer = setTimeout(done, ms);
-      this.#sleepers.add(done);
+      this.#sleepers.set(done, endpoint);
     });
   }
 
+  wake(endpoint: string): void {
+    for (const [wake, sleeping] of [...this.#sleepers]) if (sleeping === endpoint) wake();
+  }
+
   wakeAll(): void {
-    for (const wake of [...this.#sleepers]) wake();
+    for (const wake of [...this.#sleepers.keys()]) wake();
   }
 }
 
@@ -159,7 +164,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         continue;
       }
       // A full batch means more is waiting: fetch again at once.
-      if (fetched < batchSize && !stopping) await waker.sleep(pollingInterval);
+      if (fetched < batchSize && !stopping)
+        await waker.sleep(pollingInterval, what === 'apply' ? endpoint : '');
     }
   };
 
@@ -170,11 +176,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
     loops.push(loop('dead-letter', endpoint, () => deadLetterStep(endpoint)));
   }
+  const listener = listenForWakeups(pool.options, (endpoint) => waker.wake(endpoint), logger);
   logger.info({ endpoints: names, batchSize, concurrency }, 'worker started');
 
   return {
     async stop() {
       stopping = true;
+      await listener.stop();
       waker.wakeAll();
       let timer: NodeJS.Timeout | undefined;
       const finished = await Promise.race([

@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { type ApplyJobData, applyQueue, jobIdFor } from '../queue/names.ts';
+import { commitWithWakeup } from '../queue/wakeup.ts';
 import { CLAIM_INBOX_ROWS } from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
@@ -150,7 +151,7 @@ export async function claimBatch(
     });
     await enqueueJobs(boss, client, firsts);
     if (hooks.beforeCommit) await hooks.beforeCommit(client, firsts);
-    await client.query('COMMIT');
+    await client.query(commitWithWakeup(firsts.map((claim) => claim.endpoint)));
     const reported = new Set<string>();
     return claims.map((claim): ClaimResult => {
       const key = keyOf(claim.endpoint, claim.event.eventId);
