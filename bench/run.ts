@@ -4,6 +4,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { applyScenario, renderApply } from './apply.ts';
 import { ingestScenario, renderIngest } from './ingest.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 
@@ -13,6 +14,14 @@ const settings = z
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(2),
     BENCH_SCENARIOS: z.string().default('ingest,apply'),
+    /** apply: backlog size drained by each side, worker processes and their loops. */
+    BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
+    BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
+    BENCH_APPLY_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+    BENCH_APPLY_BATCH: z.coerce.number().int().min(1).max(500).default(50),
+    BENCH_APPLY_POLLING_MS: z.coerce.number().int().min(100).max(60_000).default(500),
+    /** apply: arrival rate (deliveries/s) of the end-to-end phase, BENCH_SECONDS long; 0 skips it. */
+    BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(1_000),
   })
   .parse(process.env);
 
@@ -32,6 +41,22 @@ const scenarios: Scenario[] = [
         rounds: settings.BENCH_ROUNDS,
       });
       return { lines: renderIngest(report), report };
+    },
+  },
+  {
+    name: 'apply',
+    run: async (database) => {
+      const report = await applyScenario(database, {
+        events: settings.BENCH_APPLY_EVENTS,
+        workers: settings.BENCH_APPLY_WORKERS,
+        concurrency: settings.BENCH_APPLY_CONCURRENCY,
+        batchSize: settings.BENCH_APPLY_BATCH,
+        pollingIntervalMs: settings.BENCH_APPLY_POLLING_MS,
+        rate: settings.BENCH_APPLY_RATE,
+        seconds: settings.BENCH_SECONDS,
+        connections: settings.BENCH_CONNECTIONS,
+      });
+      return { lines: renderApply(report), report };
     },
   },
 ];
