@@ -12,8 +12,14 @@ export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
     );
   }
   const database = await resolveDatabase();
-  if (database.embedded)
+  if (database.embedded?.adoptedPid) {
+    logger.info(
+      { dataDir: database.embedded.dataDir, pid: database.embedded.adoptedPid },
+      'using the embedded PostgreSQL that is already running; it keeps running after this process exits',
+    );
+  } else if (database.embedded) {
     logger.info({ dataDir: database.embedded.dataDir }, 'embedded PostgreSQL is running');
+  }
   return database;
 }
 

@@ -7,6 +7,8 @@ import { HookgateError } from '../errors.ts';
 export interface EmbeddedDatabase {
   readonly url: string;
   readonly dataDir: string;
+  /** Set when the server was already running and is only being used, not owned. */
+  readonly adoptedPid?: number;
   stop(): Promise<void>;
 }
 
@@ -87,13 +89,14 @@ export async function startEmbeddedPostgres(
   const password = readOrCreatePassword(join(root, 'pg-password'));
   const survivor = survivingServer(dataDir);
   if (survivor) {
-    // Adopt it rather than fail on its lock file; it is ours to stop from now on.
+    // Already running: started by a hookgate that is still serving (a CLI command sharing it) or
+    // one that was killed. Either way it is used as is and never stopped from here: only the
+    // process that started a server stops it.
     return {
       url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${survivor.port}/hookgate`,
       dataDir,
-      stop: async () => {
-        process.kill(survivor.pid, 'SIGINT');
-      },
+      adoptedPid: survivor.pid,
+      stop: async () => {},
     };
   }
   const port = options.port ?? (await freePort());

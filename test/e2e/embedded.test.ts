@@ -1,0 +1,69 @@
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../services/core/db/embedded.ts';
+import { ROOT, runHookgate, startHookgate } from '../support/process.ts';
+
+// The newcomer's path: no DATABASE_URL, the shipped example config, `serve`, then `send-test`.
+let dir: string;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hookgate-embedded-'));
+  // PostgreSQL runs as the postgres user when the tests run as root; it must reach ./.hookgate.
+  chmodSync(dir, 0o755);
+  copyFileSync(join(ROOT, 'hookgate.example.yaml'), join(dir, 'hookgate.yaml'));
+});
+
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('serve with the embedded PostgreSQL', () => {
+  it('announces it first, migrates itself, applies send-test events end to end and stops cleanly', async () => {
+    const port = await freePort();
+    const env = { DATABASE_URL: undefined, PORT: String(port), METRICS_PORT: String(await freePort()) };
+    const server = startHookgate(['serve', '--config', 'hookgate.yaml'], { cwd: dir, env });
+    try {
+      await server.waitFor(/hookgate is serving/, 120_000);
+      const firstLine = JSON.parse(server.output().split('\n')[0] ?? '{}') as { msg?: string };
+      expect(firstLine.msg).toMatch(
+        /DATABASE_URL is not set: starting an embedded PostgreSQL under \.\/\.hookgate\//,
+      );
+      expect(existsSync(join(dir, '.hookgate', 'pg', 'PG_VERSION'))).toBe(true);
+
+      const sent = await runHookgate(
+        ['send-test', '--endpoint', 'demo', '--config', 'hookgate.yaml', '--duplicates', '1'],
+        {
+          cwd: dir,
+          env,
+        },
+      );
+      expect(sent.code).toBe(0);
+      expect(sent.output).toMatch(/delivery: HTTP 200 .*"status":"accepted"/);
+      expect(sent.output).toMatch(/duplicate 1: HTTP 200 .*"status":"duplicate"/);
+
+      const eventId = /Sending event (\S+)/.exec(sent.output)?.[1];
+      expect(eventId).toBeDefined();
+      // `--role all` (the default) also runs the worker: the event ends processed.
+      const deadline = Date.now() + 30_000;
+      let status = '';
+      while (Date.now() < deadline && status !== 'processed') {
+        const listed = await runHookgate(['events', '--endpoint', 'demo'], { cwd: dir, env: { ...env } });
+        status = listed.output.includes(eventId!) && listed.output.includes('"processed"') ? 'processed' : '';
+        if (!status) await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+      expect(status).toBe('processed');
+      // The CLI commands shared the server's database; they must not have stopped it.
+      const again = await runHookgate(['send-test', '--endpoint', 'demo', '--config', 'hookgate.yaml'], {
+        cwd: dir,
+        env,
+      });
+      expect(again.output).toMatch(/delivery: HTTP 200 .*"status":"accepted"/);
+    } finally {
+      server.child.kill('SIGTERM');
+    }
+    expect(await server.exited()).toBe(0);
+    expect(server.output()).toContain('stopped cleanly');
+  });
+});
