@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench install clean
+.PHONY: run test lint format typecheck unit bench install tools clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -19,8 +19,15 @@ install: $(DEPS)
 run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
+## tools: system tools the tests use: promtool and prometheus (Debian's `prometheus`), if missing
+tools:
+	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
+	fi
+
 ## test: lint, type-check, then every test suite against a real PostgreSQL
-test: $(DEPS) lint typecheck
+test: $(DEPS) tools lint typecheck
 	vitest run
 
 lint: $(DEPS)

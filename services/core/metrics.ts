@@ -1,9 +1,15 @@
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type pg from 'pg';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /** One registry per process; each role adds the metrics it owns. */
 export function createRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'hookgate_' });
+  // Gauges named like counters (promtool's lint refuses them); the per-type gauges without the
+  // suffix carry the same numbers.
+  for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) {
+    registry.removeSingleMetric(`hookgate_nodejs_${name}`);
+  }
   return registry;
 }
 
@@ -35,4 +41,29 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       registers: [registry],
     }),
   };
+}
+
+/** The pg pools a process uses, by role (`gateway`, `worker`, …). */
+export type PoolsByName = Readonly<
+  Record<string, Pick<pg.Pool, 'totalCount' | 'idleCount' | 'waitingCount'>>
+>;
+
+/**
+ * `hookgate_db_pool_connections{pool,state}`: open (total), idle and waiting-for-a-connection
+ * counts per pool, read at scrape time. `waiting` above zero means requests queue for a connection.
+ */
+export function registerPoolMetrics(registry: Registry, pools: PoolsByName): void {
+  new Gauge({
+    name: 'hookgate_db_pool_connections',
+    help: 'PostgreSQL pool connections by pool and state (total open, idle, waiting clients).',
+    labelNames: ['pool', 'state'],
+    registers: [registry],
+    collect() {
+      for (const [pool, p] of Object.entries(pools)) {
+        this.set({ pool, state: 'total' }, p.totalCount);
+        this.set({ pool, state: 'idle' }, p.idleCount);
+        this.set({ pool, state: 'waiting' }, p.waitingCount);
+      }
+    },
+  });
 }

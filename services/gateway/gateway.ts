@@ -11,6 +11,7 @@ import { GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import {
+  deliveryParent,
   inSpan,
   inSpanSync,
   setOutcome,
@@ -92,6 +93,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         else setOutcome(span, result.error.code, result.error.message);
         return result;
       },
+      deliveryParent(claim.traceparent),
     );
   const claim = tracingEnabled() ? tracedClaim : plainClaim;
 
@@ -168,6 +170,7 @@ function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<
               setOutcome(span, verdict.ok ? 'verified' : verdict.code);
               return verdict;
             },
+            deliveryParent(request.headers.traceparent),
           ),
       },
     });

@@ -122,11 +122,18 @@ export interface ApplyBatchDeps {
 
 /**
  * Applies one fetched batch in one transaction on its own connection: lock the rows, skip the
- * settled ones, run each pending event's handler in a savepoint, settle or record the failure,
- * then complete the good jobs and fail the bad ones with the same connection, and COMMIT once.
+ * settled ones, run each pending event's handler, settle or record the failure, then complete
+ * the good jobs and fail the bad ones with the same connection, and COMMIT once.
  * Completion and failure are fenced by `{ id, retryCount }`: an attempt whose job was meanwhile
  * expired and handed to another worker changes nothing in pg-boss, and the inbox row lock makes
  * the two attempts apply the event at most once between them.
+ *
+ * Handlers first run back to back under one savepoint for the batch: round trips, not SQL,
+ * bound the apply rate, and a savepoint per event costs one more each. If any handler throws,
+ * the batch rolls back to that savepoint (the row locks, taken before it, are kept) and runs
+ * again with each event in its own savepoint, so a failing event never takes its neighbours
+ * with it. Handlers must therefore tolerate running twice inside one attempt; they already
+ * must tolerate retries.
  *
  * Throws only if the transaction itself failed (nothing was committed); the jobs then stay
  * active until they expire, or the caller fails them.
@@ -154,10 +161,6 @@ export async function applyBatch(
 
     const events: AppliedEvent[] = [];
     const good: ApplyJob[] = [];
-    const bad: { job: ApplyJob; code: string; text: string }[] = [];
-    const settled: { eventId: string; status: ApplyOutcome; attempts: number }[] = [];
-    const failures: { eventId: string; attempts: number; text: string }[] = [];
-
     for (const job of jobs) {
       if (!byEvent.has(job.eventId)) {
         // Pruned or never committed: nothing to apply, and retrying cannot change that.
@@ -166,72 +169,37 @@ export async function applyBatch(
         events.push({ eventId: job.eventId, eventType: '', outcome: 'missing', receivedAt: null });
       }
     }
-    const pending = [...byEvent.values()].sort(byEntity);
-    // One savepoint is kept open and renewed after each success ("RELEASE; SAVEPOINT" in one
-    // round trip); ROLLBACK TO keeps it established for the next event. Round trips, not SQL,
-    // bound the apply rate, so this halves the per-event transaction overhead.
-    if (pending.some((row) => row.status === 'pending')) await client.query('SAVEPOINT apply_event');
-    for (const row of pending) {
-      const rowJobs = jobsByEvent.get(row.event_id) ?? [];
-      if (row.status !== 'pending') {
-        good.push(...rowJobs);
-        events.push({
-          eventId: row.event_id,
-          eventType: row.event_type,
-          outcome: 'already_settled',
-          receivedAt: row.received_at,
-        });
+    const pending: InboxRow[] = [];
+    for (const row of [...byEvent.values()].sort(byEntity)) {
+      if (row.status === 'pending') {
+        pending.push(row);
         continue;
       }
-      const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
-      try {
-        // webhook.apply continues the trace whose claim span the gateway stored on the row.
-        const outcome = await inSpan(
-          'webhook.apply',
-          spanAttributes({ endpoint, event_id: row.event_id, event_type: row.event_type, attempt: attempts }),
-          async (span) => {
-            try {
-              const settled = await runHandler(
-                client,
-                deps.boss,
-                handler,
-                deps.logger,
-                inboxEvent(endpoint, row, attempts),
-              );
-              setOutcome(span, settled === 'processed' ? 'applied' : settled);
-              return settled;
-            } catch (error) {
-              setOutcome(span, 'retried');
-              throw error;
-            }
-          },
-          contextFromTraceparent(row.traceparent),
-        );
-        await client.query('RELEASE SAVEPOINT apply_event; SAVEPOINT apply_event');
-        settled.push({ eventId: row.event_id, status: outcome, attempts });
-        good.push(...rowJobs);
-        events.push({
-          eventId: row.event_id,
-          eventType: row.event_type,
-          outcome,
-          receivedAt: row.received_at,
-          traceparent: row.traceparent,
-        });
-      } catch (error) {
-        await client.query('ROLLBACK TO SAVEPOINT apply_event');
-        const { code, text } = describeFailure(error);
-        failures.push({ eventId: row.event_id, attempts, text });
-        for (const job of rowJobs) bad.push({ job, code, text });
-        events.push({
-          eventId: row.event_id,
-          eventType: row.event_type,
-          outcome: 'failed',
-          receivedAt: row.received_at,
-          error: text,
-          traceparent: row.traceparent,
-        });
+      good.push(...(jobsByEvent.get(row.event_id) ?? []));
+      events.push({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        outcome: 'already_settled',
+        receivedAt: row.received_at,
+      });
+    }
+
+    let pass: PassResult | null = null;
+    if (pending.length > 0) {
+      const run = (isolated: boolean) =>
+        applyPending(deps, client, endpoint, handler, pending, jobsByEvent, isolated);
+      await client.query('SAVEPOINT apply_batch');
+      pass = await run(false);
+      if (pass === null) {
+        await client.query('ROLLBACK TO SAVEPOINT apply_batch');
+        pass = await run(true);
       }
     }
+    const settled = pass?.settled ?? [];
+    const failures = pass?.failures ?? [];
+    const bad = pass?.bad ?? [];
+    good.push(...(pass?.good ?? []));
+    events.push(...(pass?.events ?? []));
 
     if (settled.length > 0) {
       await client.query(SETTLE_APPLIED, [
@@ -275,4 +243,84 @@ export async function applyBatch(
   } finally {
     client.release(broken);
   }
+}
+
+interface PassResult {
+  readonly settled: { eventId: string; status: ApplyOutcome; attempts: number }[];
+  readonly failures: { eventId: string; attempts: number; text: string }[];
+  readonly good: ApplyJob[];
+  readonly bad: { job: ApplyJob; code: string; text: string }[];
+  readonly events: AppliedEvent[];
+}
+
+/**
+ * Runs the handler for each pending row. Not isolated: the first throw ends the pass (null)
+ * and the caller rolls back. Isolated: each event runs in `apply_event`, one savepoint kept
+ * open and renewed after each success (`RELEASE; SAVEPOINT` in one round trip; after
+ * `ROLLBACK TO` it is still established).
+ */
+async function applyPending(
+  deps: ApplyBatchDeps,
+  client: pg.PoolClient,
+  endpoint: string,
+  handler: Handler,
+  pending: readonly InboxRow[],
+  jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
+  isolated: boolean,
+): Promise<PassResult | null> {
+  const result: PassResult = { settled: [], failures: [], good: [], bad: [], events: [] };
+  if (isolated) await client.query('SAVEPOINT apply_event');
+  for (const row of pending) {
+    const rowJobs = jobsByEvent.get(row.event_id) ?? [];
+    const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
+    try {
+      // webhook.apply continues the trace whose claim span the gateway stored on the row.
+      const outcome = await inSpan(
+        'webhook.apply',
+        spanAttributes({ endpoint, event_id: row.event_id, event_type: row.event_type, attempt: attempts }),
+        async (span) => {
+          try {
+            const settled = await runHandler(
+              client,
+              deps.boss,
+              handler,
+              deps.logger,
+              inboxEvent(endpoint, row, attempts),
+            );
+            setOutcome(span, settled === 'processed' ? 'applied' : settled);
+            return settled;
+          } catch (error) {
+            setOutcome(span, 'retried');
+            throw error;
+          }
+        },
+        contextFromTraceparent(row.traceparent),
+      );
+      if (isolated) await client.query('RELEASE SAVEPOINT apply_event; SAVEPOINT apply_event');
+      result.settled.push({ eventId: row.event_id, status: outcome, attempts });
+      result.good.push(...rowJobs);
+      result.events.push({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        outcome,
+        receivedAt: row.received_at,
+        traceparent: row.traceparent,
+      });
+    } catch (error) {
+      if (!isolated) return null;
+      await client.query('ROLLBACK TO SAVEPOINT apply_event');
+      const { code, text } = describeFailure(error);
+      result.failures.push({ eventId: row.event_id, attempts, text });
+      for (const job of rowJobs) result.bad.push({ job, code, text });
+      result.events.push({
+        eventId: row.event_id,
+        eventType: row.event_type,
+        outcome: 'failed',
+        receivedAt: row.received_at,
+        error: text,
+        traceparent: row.traceparent,
+      });
+    }
+  }
+  return result;
 }

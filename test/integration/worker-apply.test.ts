@@ -27,6 +27,7 @@ const config = workerConfig({
   proj: { handler: 'project' },
   other: { handler: 'project' },
   rec: { handler: 'record' },
+  batchy: { handler: 'project' },
 });
 
 let db: TestDatabase;
@@ -300,5 +301,45 @@ describe('worker apply', { timeout: 90_000 }, () => {
     }
     expect((await effectCounts(db.pool, 'proj')).get('shared_id')).toBe(1);
     expect((await effectCounts(db.pool, 'other')).get('shared_id')).toBe(1);
+  });
+
+  it('one failing event in a batch: the batch reruns event by event, neighbours commit once, the failure is recorded', async () => {
+    await claimer.claim('batchy', [
+      entity('batch_a', 'b_a', 1),
+      entity('batch_b', 'b_b', 1),
+      entity('batch_c', 'b_c', 1),
+    ]);
+    await db.pool.query('INSERT INTO public.fail_control VALUES ($1)', ['batch_b']);
+    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('batchy'), { batchSize: 10 })).map(
+      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
+    );
+    expect(jobs).toHaveLength(3);
+    const handler = await createHandler('project', {}, { endpoint: 'batchy', logger, configDir: '.' });
+    const pool = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-batch',
+    });
+    try {
+      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'batchy', handler, jobs);
+      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes).toEqual({ batch_a: 'processed', batch_b: 'failed', batch_c: 'processed' });
+    } finally {
+      await pool.end();
+    }
+    // batch_a ran before batch_b failed in the first pass; that pass was rolled back, so its
+    // effect exists once, from the second pass.
+    const effects = await effectCounts(db.pool, 'batchy');
+    expect([effects.get('batch_a'), effects.get('batch_b'), effects.get('batch_c')]).toEqual([
+      1,
+      undefined,
+      1,
+    ]);
+    expect((await statusOf('batchy', 'batch_a')).status).toBe('processed');
+    const failed = await statusOf('batchy', 'batch_b');
+    expect(failed).toMatchObject({ status: 'pending', attempts: 1 });
+    expect(failed.last_error).toMatch(/^sqlstate_P0001: injected failure for batch_b/);
   });
 });

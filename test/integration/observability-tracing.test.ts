@@ -1,0 +1,86 @@
+// First: tracing starts before the gateway's modules (http, express, pg) load.
+
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { post, standardWebhook } from '../support/deliveries.ts';
+import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
+import { type ObservedHookgate, startObservedHookgate } from '../support/observability.ts';
+import { exporter, tracing } from '../support/tracing-first.ts';
+import { waitFor, workerConfig } from '../support/worker-harness.ts';
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+
+let db: TestDatabase;
+let hookgate: ObservedHookgate;
+let downstream: FakeDownstream;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  downstream = await startFakeDownstream();
+  hookgate = await startObservedHookgate(
+    db.url,
+    workerConfig({ traced: { handler: 'forward', options: { url: `${downstream.url}/hook` } } }),
+  );
+});
+
+afterAll(async () => {
+  await hookgate?.stop();
+  await downstream?.close();
+  await db?.drop();
+  await tracing?.shutdown();
+});
+
+const attribute = (span: ReadableSpan, key: string) => span.attributes[`hookgate.${key}`];
+const named = (name: string, eventId: string) =>
+  exporter.getFinishedSpans().filter((s) => s.name === name && attribute(s, 'event_id') === eventId);
+
+describe('traces', () => {
+  it("join the gateway's claim span and the worker's apply span (and the relay's forward) in one trace", async () => {
+    const delivery = standardWebhook(SECRET, { eventId: 'evt_traced' });
+    // The provider's own trace context: the whole chain continues it.
+    const providerTrace = '0af7651916cd43dd8448eb211c80319c';
+    const reply = await post(`${hookgate.url}/webhooks/traced`, {
+      body: delivery.body,
+      headers: { ...delivery.headers, traceparent: `00-${providerTrace}-b7ad6b7169203331-01` },
+    });
+    expect(reply.status).toBe(200);
+    await downstream.waitFor('/hook', 1);
+    await waitFor('forward span', async () => named('webhook.forward', 'evt_traced').length === 1);
+
+    const [claim] = named('webhook.claim', 'evt_traced');
+    const [apply] = named('webhook.apply', 'evt_traced');
+    const [forward] = named('webhook.forward', 'evt_traced');
+    expect(claim && apply && forward).toBeTruthy();
+    expect(attribute(claim!, 'endpoint')).toBe('traced');
+    expect(attribute(claim!, 'outcome')).toBe('accepted');
+    expect(attribute(apply!, 'outcome')).toBe('applied');
+    expect(attribute(forward!, 'outcome')).toBe('delivered');
+
+    // One trace: the provider's; apply is the child of claim (across the inbox row), forward of apply.
+    expect(claim!.spanContext().traceId).toBe(providerTrace);
+    expect(apply!.spanContext().traceId).toBe(providerTrace);
+    expect(forward!.spanContext().traceId).toBe(providerTrace);
+    expect(apply!.parentSpanContext?.spanId).toBe(claim!.spanContext().spanId);
+    expect(forward!.parentSpanContext?.spanId).toBe(apply!.spanContext().spanId);
+
+    // What the inbox row stores is the claim span's own traceparent.
+    const row = await db.pool.query<{ traceparent: string }>(
+      `SELECT traceparent FROM hookgate.inbox WHERE endpoint = 'traced' AND event_id = 'evt_traced'`,
+    );
+    expect(row.rows[0]!.traceparent).toBe(`00-${providerTrace}-${claim!.spanContext().spanId}-01`);
+
+    // Verification has its span too, in the same trace, and failures say why.
+    const verify = exporter
+      .getFinishedSpans()
+      .filter((s) => s.name === 'webhook.verify' && s.spanContext().traceId === providerTrace);
+    expect(verify.map((s) => attribute(s, 'outcome'))).toEqual(['verified']);
+    const forged = standardWebhook('whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD', { eventId: 'evt_forged' });
+    expect((await post(`${hookgate.url}/webhooks/traced`, forged)).status).toBe(401);
+    await waitFor('verify span for the forged delivery', async () =>
+      exporter
+        .getFinishedSpans()
+        .some((s) => s.name === 'webhook.verify' && attribute(s, 'outcome') === 'signature_invalid'),
+    );
+  });
+});
