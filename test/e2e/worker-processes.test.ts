@@ -207,7 +207,10 @@ describe('worker processes', { timeout: 150_000 }, () => {
   it('a poison event that kills the worker every time stops at its limit as dead', async () => {
     await stall('poison_pill');
     await claimer.claim('poison', [entity('poison_pill', 'pp_1')]);
-    let kills = 0;
+    const jobId = jobIdFor('poison', 'poison_pill');
+    // The attempt each kill interrupted, read from pg-boss while its worker is stalled on the
+    // poison: every claim bumps retry_count, so distinct values are distinct attempts.
+    const killed: { state: string | undefined; retryCount: number | undefined }[] = [];
     try {
       for (let i = 0; i < config.worker.retryLimit + 3; i += 1) {
         const proc = spawnWorker();
@@ -223,15 +226,22 @@ describe('worker processes', { timeout: 150_000 }, () => {
           60_000,
         );
         if (reached === 'dead') break;
+        const job = await claimer.boss.getJobById(applyQueue('poison'), jobId);
         await kill(proc);
-        kills += 1;
+        killed.push({ state: job?.state, retryCount: job?.retryCount });
         await waitFor('rolled back', async () => (await stalledBackends(db.pool)).length === 0);
       }
     } finally {
       await unstall('poison_pill');
     }
     const dead = await row('poison', 'poison_pill');
-    expect(kills).toBe(config.worker.retryLimit + 1);
+    // Each of the retryLimit + 1 attempts reached the poison and was killed, exactly once each.
+    expect(killed).toEqual(
+      Array.from({ length: config.worker.retryLimit + 1 }, (_, n) => ({ state: 'active', retryCount: n })),
+    );
+    // And no attempt after the last: the job failed (terminal) without another claim.
+    const job = await claimer.boss.getJobById(applyQueue('poison'), jobId);
+    expect(job).toMatchObject({ state: 'failed', retryCount: config.worker.retryLimit });
     expect(dead).toMatchObject({ status: 'dead', attempts: config.worker.retryLimit + 1 });
     expect(dead?.last_error).toMatch(/^attempt_expired:/);
     expect((await effectCounts(db.pool, 'poison')).get('poison_pill')).toBeUndefined();

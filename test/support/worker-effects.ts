@@ -49,22 +49,28 @@ export async function effectCounts(db: pg.Pool, endpoint?: string): Promise<Map<
   return new Map(result.rows.map((row) => [row.event_id, row.n]));
 }
 
-/** Backends currently waiting for STALL_LOCK (i.e. stalled inside a business write). */
+/**
+ * Backends of `db`'s database currently waiting for STALL_LOCK (i.e. stalled inside a business
+ * write). pg_locks and pg_stat_activity are cluster-wide and test files run in parallel on one
+ * PostgreSQL, each in its own database, so this must not see another file's stalls.
+ */
 export async function stalledBackends(db: pg.Pool): Promise<{ pid: number; application_name: string }[]> {
   const result = await db.query<{ pid: number; application_name: string }>(
     `SELECT a.pid, a.application_name
        FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-      WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objid = $1`,
+      WHERE l.locktype = 'advisory' AND NOT l.granted AND l.objid = $1
+        AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+        AND a.datname = current_database()`,
     [STALL_LOCK],
   );
   return result.rows;
 }
 
-/** Backends waiting for a row lock (e.g. a second apply of the same event). */
+/** Backends of `db`'s database waiting for a row lock (e.g. a second apply of the same event). */
 export async function rowLockWaiters(db: pg.Pool, applicationName: string): Promise<number> {
   const result = await db.query<{ n: number }>(
     `SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+      WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`,
     [applicationName],
   );
   return result.rows[0]?.n ?? 0;
