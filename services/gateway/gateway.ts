@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { Config } from '../core/config/schema.ts';
 import { pendingMigrations } from '../core/db/migrate.ts';
 import { createHandler } from '../core/handlers/index.ts';
@@ -19,7 +20,6 @@ import {
   traceparentOf,
   tracingEnabled,
 } from '../core/tracing.ts';
-import { applyInClaim } from '../worker/sync.ts';
 import { createGatewayApp } from './app.ts';
 import { buildEndpoints, type Endpoint } from './endpoints.ts';
 

@@ -1,42 +1,18 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { HookgateError } from '../core/errors.ts';
-import {
-  type ApplyContext,
-  type ApplyOutcome,
-  EntityNotYetKnown,
-  type Handler,
-  type InboxEvent,
-} from '../core/handlers/types.ts';
+import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from '../core/apply/inbox-sql.ts';
+import { describeFailure, type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
+import { executorFor } from '../core/db/executor.ts';
+import type { ApplyOutcome, Handler } from '../core/handlers/types.ts';
 import type { Logger } from '../core/logging.ts';
 import { applyQueue } from '../core/queue/names.ts';
 import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
-import { executorFor } from './db.ts';
-import { createOutbox } from './outbox.ts';
-import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from './sql.ts';
 
 /** An apply job as fetched: which event, and which attempt (for fencing and counting). */
 export interface ApplyJob {
   readonly id: string;
   readonly retryCount: number;
   readonly eventId: string;
-}
-
-export interface InboxRow {
-  readonly event_id: string;
-  readonly provider: string;
-  readonly event_type: string;
-  readonly entity_type: string | null;
-  readonly entity_id: string | null;
-  readonly entity_version: string | null;
-  readonly payload: unknown;
-  readonly headers: Record<string, string>;
-  readonly received_at: Date;
-  readonly status: string;
-  readonly attempts: number;
-  readonly requeued_attempts: number;
-  readonly last_error: string | null;
-  readonly traceparent: string | null;
 }
 
 /** What happened to each event of a batch, for metrics and logs. */
@@ -56,38 +32,6 @@ export interface BatchResult {
   readonly durationSeconds: number;
 }
 
-const LAST_ERROR_MAX = 2_000;
-
-/** `code: message`, the code first so operators (and the dead-letter consumer) can match on it. */
-export function describeFailure(error: unknown): { code: string; text: string } {
-  let code = 'handler_error';
-  if (error instanceof EntityNotYetKnown) code = error.code;
-  else if (error instanceof HookgateError) code = error.code;
-  else if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
-    const pgCode = (error as { code: string }).code;
-    code = /^[0-9A-Z]{5}$/.test(pgCode) ? `sqlstate_${pgCode}` : pgCode;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { code, text: `${code}: ${message}`.slice(0, LAST_ERROR_MAX) };
-}
-
-export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): InboxEvent {
-  return {
-    endpoint,
-    eventId: row.event_id,
-    provider: row.provider,
-    eventType: row.event_type,
-    entityType: row.entity_type,
-    entityId: row.entity_id,
-    entityVersion: row.entity_version,
-    payload: row.payload,
-    headers: row.headers,
-    receivedAt: row.received_at,
-    attempts,
-    traceparent: row.traceparent,
-  };
-}
-
 /** Sorting by entity, then version, keeps entity writes in one order across batches. */
 function byEntity(a: InboxRow, b: InboxRow): number {
   const ka = `${a.entity_type ?? ''}\u0000${a.entity_id ?? ''}`;
@@ -97,21 +41,6 @@ function byEntity(a: InboxRow, b: InboxRow): number {
   const vb = BigInt(b.entity_version ?? '0');
   if (va !== vb) return va < vb ? -1 : 1;
   return a.event_id < b.event_id ? -1 : a.event_id > b.event_id ? 1 : 0;
-}
-
-export async function runHandler(
-  client: pg.ClientBase,
-  boss: PgBoss,
-  handler: Handler,
-  logger: Logger,
-  event: InboxEvent,
-): Promise<ApplyOutcome> {
-  const context: ApplyContext = {
-    tx: client,
-    outbox: createOutbox(boss, executorFor(client), event),
-    logger: logger.child({ endpoint: event.endpoint, event_id: event.eventId }),
-  };
-  return (await handler.apply(context, event)) ?? 'processed';
 }
 
 export interface ApplyBatchDeps {

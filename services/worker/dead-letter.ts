@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from '../core/apply/inbox-sql.ts';
+import type { InboxRow } from '../core/apply/run-handler.ts';
+import { executorFor } from '../core/db/executor.ts';
 import type { Logger } from '../core/logging.ts';
 import { deadLetterQueue } from '../core/queue/names.ts';
 import { traceIdOf } from '../core/tracing.ts';
-import type { InboxRow } from './apply.ts';
-import { executorFor } from './db.ts';
-import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from './sql.ts';
 
 /** A dead-lettered apply job: the source job's last attempt and how it ended. */
 export interface DeadLetterJob {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { executorFor } from '../core/db/executor.ts';
 import { type ApplyJobData, applyQueue, jobIdFor } from '../core/queue/names.ts';
-import { executorFor } from './db.ts';
 
 /**
  * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply

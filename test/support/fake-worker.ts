@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
+import { createOutbox } from '../../services/core/apply/outbox.ts';
 import type { Handler, InboxEvent } from '../../services/core/handlers/types.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { PGBOSS_SCHEMA } from '../../services/core/queue/names.ts';
-import { createOutbox } from '../../services/worker/outbox.ts';
 
 /**
  * The apply step of the worker, reduced to what handler tests need: one real transaction on a

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { type ApplyJobData, applyQueue, jobIdFor } from '../queue/names.ts';
@@ -71,13 +72,6 @@ function failureFor(error: unknown): HookgateError {
     { cause: error },
   );
 }
-
-const executorFor = (client: pg.PoolClient) => ({
-  executeSql: async (text: string, values?: unknown[]) => {
-    const result = await client.query(text, values);
-    return { rows: result.rows };
-  },
-});
 
 async function enqueueJobs(boss: PgBoss, client: pg.PoolClient, accepted: readonly Claim[]): Promise<void> {
   const byEndpoint = new Map<string, Claim[]>();

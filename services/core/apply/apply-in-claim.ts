@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { HookgateError } from '../core/errors.ts';
-import type { Handler } from '../core/handlers/types.ts';
-import type { Claim } from '../core/inbox/claim.ts';
-import type { Logger } from '../core/logging.ts';
-import { applyQueue, jobIdFor } from '../core/queue/names.ts';
-import { describeFailure, type InboxRow, inboxEvent, runHandler } from './apply.ts';
-import { executorFor } from './db.ts';
-import { LOCK_INBOX_ROWS, SETTLE_APPLIED } from './sql.ts';
+import { executorFor } from '../db/executor.ts';
+import { HookgateError } from '../errors.ts';
+import type { Handler } from '../handlers/types.ts';
+import type { Claim } from '../inbox/claim.ts';
+import type { Logger } from '../logging.ts';
+import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { LOCK_INBOX_ROWS, SETTLE_APPLIED } from './inbox-sql.ts';
+import { describeFailure, type InboxRow, inboxEvent, runHandler } from './run-handler.ts';
 
 /**
  * Sync mode: applies freshly claimed events inside the claim transaction (the request's own),

@@ -1,8 +1,8 @@
 import type { Db as IDatabase, PgBoss } from 'pg-boss';
-import { HookgateError } from '../core/errors.ts';
-import type { InboxEvent, Outbox, OutboxMessage } from '../core/handlers/types.ts';
-import { outboxJobIdFor, outboxQueue } from '../core/queue/names.ts';
-import { activeTraceparent } from '../core/tracing.ts';
+import { HookgateError } from '../errors.ts';
+import type { InboxEvent, Outbox, OutboxMessage } from '../handlers/types.ts';
+import { outboxJobIdFor, outboxQueue } from '../queue/names.ts';
+import { activeTraceparent } from '../tracing.ts';
 
 /** What an outbox job carries; the relay for `kind` consumes it. */
 export interface OutboxJobData {

@@ -1,0 +1,81 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { executorFor } from '../db/executor.ts';
+import { HookgateError } from '../errors.ts';
+import {
+  type ApplyContext,
+  type ApplyOutcome,
+  EntityNotYetKnown,
+  type Handler,
+  type InboxEvent,
+} from '../handlers/types.ts';
+import type { Logger } from '../logging.ts';
+import { createOutbox } from './outbox.ts';
+
+// Running one handler on one inbox row: shared by the worker's batches and by sync-mode
+// endpoints, which apply inside the gateway's claim transaction.
+
+/** An inbox row as LOCK_INBOX_ROWS reads it. */
+export interface InboxRow {
+  readonly event_id: string;
+  readonly provider: string;
+  readonly event_type: string;
+  readonly entity_type: string | null;
+  readonly entity_id: string | null;
+  readonly entity_version: string | null;
+  readonly payload: unknown;
+  readonly headers: Record<string, string>;
+  readonly received_at: Date;
+  readonly status: string;
+  readonly attempts: number;
+  readonly requeued_attempts: number;
+  readonly last_error: string | null;
+  readonly traceparent: string | null;
+}
+
+const LAST_ERROR_MAX = 2_000;
+
+/** `code: message`, the code first so operators (and the dead-letter consumer) can match on it. */
+export function describeFailure(error: unknown): { code: string; text: string } {
+  let code = 'handler_error';
+  if (error instanceof EntityNotYetKnown) code = error.code;
+  else if (error instanceof HookgateError) code = error.code;
+  else if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
+    const pgCode = (error as { code: string }).code;
+    code = /^[0-9A-Z]{5}$/.test(pgCode) ? `sqlstate_${pgCode}` : pgCode;
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return { code, text: `${code}: ${message}`.slice(0, LAST_ERROR_MAX) };
+}
+
+export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): InboxEvent {
+  return {
+    endpoint,
+    eventId: row.event_id,
+    provider: row.provider,
+    eventType: row.event_type,
+    entityType: row.entity_type,
+    entityId: row.entity_id,
+    entityVersion: row.entity_version,
+    payload: row.payload,
+    headers: row.headers,
+    receivedAt: row.received_at,
+    attempts,
+    traceparent: row.traceparent,
+  };
+}
+
+export async function runHandler(
+  client: pg.ClientBase,
+  boss: PgBoss,
+  handler: Handler,
+  logger: Logger,
+  event: InboxEvent,
+): Promise<ApplyOutcome> {
+  const context: ApplyContext = {
+    tx: client,
+    outbox: createOutbox(boss, executorFor(client), event),
+    logger: logger.child({ endpoint: event.endpoint, event_id: event.eventId }),
+  };
+  return (await handler.apply(context, event)) ?? 'processed';
+}
