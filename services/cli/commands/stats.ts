@@ -32,6 +32,8 @@ export async function statsCommand(): Promise<void> {
       events: string;
       oldest_age_seconds: number;
     }>(BACKLOG);
+    if (result.rows.length === 0)
+      process.stderr.write('No pending, parked or dead events: the backlog is empty.\n');
     for (const row of result.rows) {
       process.stdout.write(
         `${JSON.stringify({ endpoint: row.endpoint, status: row.status, events: Number(row.events), oldest_age_seconds: Math.round(row.oldest_age_seconds * 1000) / 1000 })}\n`,
