@@ -12,7 +12,7 @@ const settings = z
   .object({
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
-    BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(2),
+    BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
     BENCH_SCENARIOS: z.string().default('ingest,apply'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
