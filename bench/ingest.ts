@@ -13,6 +13,9 @@ export interface IngestReport {
   readonly settings: { connections: number; seconds: number; rounds: number; duplicateShare: number };
   readonly baseline: readonly LoadResult[];
   readonly gateway: readonly LoadResult[];
+  /** One transaction per request, same verifier: context for the ratio. */
+  readonly handRolled: readonly LoadResult[];
+  readonly handRolledRatio: number;
   readonly meanClaimBatch: number;
   readonly ratio: number;
 }
@@ -71,6 +74,12 @@ export async function ingestScenario(
 
   const barePort = await freePort();
   const bare = await startProcess(['bench/bare-express.ts'], { PORT: String(barePort) }, /listening/);
+  const handPort = await freePort();
+  const hand = await startProcess(
+    ['bench/hand-rolled-receiver.ts'],
+    { PORT: String(handPort), DATABASE_URL: database.url, SECRET },
+    /listening/,
+  );
   const gatewayPort = await freePort();
   const metricsPort = await freePort();
   const gateway = await startProcess(
@@ -92,11 +101,13 @@ export async function ingestScenario(
     `http://127.0.0.1:${gatewayPort}/readyz`,
   );
   const baseline: LoadResult[] = [];
+  const handRolled: LoadResult[] = [];
   const measured: LoadResult[] = [];
   let meanBatch = Number.NaN;
   try {
     const bareUrl = `http://127.0.0.1:${barePort}/webhooks/bench`;
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}/webhooks/bench`;
+    const handUrl = `http://127.0.0.1:${handPort}/webhooks/bench`;
     // Warm both (JIT, pools), then alternate so drift on the machine hits both alike.
     await drive(bareUrl, requests.slice(0, 5000), { connections: settings.connections, seconds: 2 });
     await drive(gatewayUrl, prepare(5000, duplicateShare), { connections: settings.connections, seconds: 2 });
@@ -107,6 +118,8 @@ export async function ingestScenario(
       const result = await drive(gatewayUrl, slice, settings);
       measured.push(result);
       offset += result.requests;
+      // Its own database schema, so its duplicates and ours do not interfere.
+      handRolled.push(await drive(handUrl, requests, settings));
     }
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const sum = Number(/hookgate_claim_batch_size_sum (\S+)/.exec(metrics)?.[1]);
@@ -114,6 +127,7 @@ export async function ingestScenario(
     meanBatch = sum / count;
   } finally {
     await stopProcess(gateway);
+    await stopProcess(hand);
     await stopProcess(bare);
   }
   return {
@@ -121,6 +135,8 @@ export async function ingestScenario(
     settings: { ...settings, duplicateShare },
     baseline,
     gateway: measured,
+    handRolled,
+    handRolledRatio: median(handRolled.map((r, i) => r.okPerSecond / baseline[i]!.okPerSecond)),
     meanClaimBatch: meanBatch,
     // Each round pairs a baseline run with a hookgate run right after it; the median of the
     // per-round ratios is robust to the machine's load drifting between rounds.
@@ -139,6 +155,8 @@ export function renderIngest(report: IngestReport): string[] {
     '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors',
     ...report.baseline.map((r) => row('bare express ', r)),
     ...report.gateway.map((r) => row('hookgate     ', r)),
+    ...report.handRolled.map((r) => row('hand-rolled  ', r)),
+    `  hand-rolled (1 tx/request) / bare express, median of rounds: ${report.handRolledRatio.toFixed(2)}`,
     `  mean claim batch: ${report.meanClaimBatch.toFixed(1)} deliveries per transaction`,
     `  ratio, median of rounds (hookgate 2xx/s / bare express 2xx/s): ${report.ratio.toFixed(2)}   (target >= 0.5, goal >= 0.6)`,
   ];
