@@ -49,12 +49,12 @@ export function createGatewayApp(deps: GatewayAppDeps): express.Express {
       outcome: result.outcome,
       status: result.status,
       event_id: result.eventId,
+      ...(result.cause ? { cause: result.cause } : {}),
       trace_id: activeTraceId(),
     };
     if (result.status >= 500) deps.logger.warn(line, 'delivery not accepted');
     else deps.logger.info(line, 'delivery answered');
-    if (result.outcome === 'database_unavailable' || result.outcome === 'shutting_down')
-      res.set('Retry-After', '5');
+    if (result.status === 503) res.setHeader('Retry-After', '5');
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
     const payload = JSON.stringify(result.body);
     res.writeHead(result.status, {

@@ -5,10 +5,11 @@ import type { PgBoss } from 'pg-boss';
 import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { Config } from '../core/config/schema.ts';
 import { pendingMigrations } from '../core/db/migrate.ts';
+import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
 import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../core/inbox/claim.ts';
-import { GroupCommitter } from '../core/inbox/group-commit.ts';
+import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import {
@@ -54,7 +55,20 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     concurrency: config.claim.concurrency,
     commit: (claims) => claimBatch(pool, boss, claims, options.hooks),
     onBatch: (size) => metrics.claimBatchSize.observe(size),
+    maxQueued: config.claim.maxQueued,
+    // A delivery still waiting when its request would time out is refused, not committed late.
+    maxQueueAgeMs: config.server.requestTimeout,
   });
+  const submit = (claim: Claim): Promise<ClaimResult> =>
+    committer.submit(claim).catch(
+      (error: unknown): ClaimResult => ({
+        ok: false,
+        error:
+          error instanceof GroupCommitOverloaded
+            ? new HookgateError('overloaded', error.message)
+            : new HookgateError('database_unavailable', 'The claim failed unexpectedly.', { cause: error }),
+      }),
+    );
 
   // Sync-mode endpoints bypass the group committer: each delivery is claimed and applied in its
   // own transaction, so a handler failure rolls back only that delivery (answered 5xx).
@@ -82,7 +96,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   // webhook.claim: its own traceparent is what the inbox row stores, so the worker's apply span
   // continues this trace (without tracing, the delivery's own traceparent header is kept).
   const plainClaim = (claim: Claim): Promise<ClaimResult> =>
-    syncHandlers.has(claim.endpoint) ? claimSync(claim) : committer.submit(claim);
+    syncHandlers.has(claim.endpoint) ? claimSync(claim) : submit(claim);
   const tracedClaim = (claim: Claim): Promise<ClaimResult> =>
     inSpan(
       'webhook.claim',

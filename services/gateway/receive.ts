@@ -9,11 +9,22 @@ export interface Answer {
   readonly outcome: string;
   readonly body: unknown;
   readonly eventId?: string;
+  /** Why a 5xx happened, for the log line only: never sent to the provider. */
+  readonly cause?: string;
 }
 
 export function refuse(code: GatewayErrorCode, message: string): Answer {
   return { status: STATUS_BY_CODE[code], outcome: code, body: { error: code, message } };
 }
+
+/** Matches the inbox's CHECK; a longer id could never be stored, so it is refused up front. */
+export const MAX_EVENT_ID_LENGTH = 512;
+
+const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
+  database_unavailable: 'The event could not be stored right now; it was not accepted. Retry later.',
+  apply_failed: 'The event could not be applied right now; it was not accepted. Retry later.',
+  overloaded: 'Too many deliveries are waiting to be stored; this one was not accepted. Retry later.',
+};
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -72,6 +83,9 @@ export async function receive(
   if (!identity.ok) return refuse(identity.code, identity.message);
   if ('reply' in identity)
     return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
+  if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
+    return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
+  }
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -83,7 +97,15 @@ export async function receive(
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
-    return { ...refuse(code, result.error.message), eventId: identity.event.eventId };
+    const answer = refuse(code, result.error.message);
+    if (answer.status < 500) return { ...answer, eventId: identity.event.eventId };
+    // The provider learns only that it should retry; the reason goes to the log.
+    const cause = result.error.cause instanceof Error ? `: ${result.error.cause.message}` : '';
+    return {
+      ...refuse(code, RETRY_LATER[code] ?? 'The event was not accepted; retry later.'),
+      eventId: identity.event.eventId,
+      cause: `${result.error.code}: ${result.error.message}${cause}`,
+    };
   }
   return {
     status: 200,

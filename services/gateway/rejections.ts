@@ -7,6 +7,9 @@ export type GatewayErrorCode =
   | 'body_unreadable'
   | 'payload_unstorable'
   | 'database_unavailable'
+  | 'apply_failed'
+  | 'overloaded'
+  | 'event_id_invalid'
   | 'shutting_down';
 
 /** HTTP status per refusal. 401 says "not from who it claims"; 400 says "malformed". */
@@ -17,6 +20,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   timestamp_invalid: 401,
   timestamp_out_of_tolerance: 401,
   event_id_missing: 400,
+  event_id_invalid: 400,
   event_type_missing: 400,
   version_invalid: 400,
   body_not_json: 400,
@@ -25,6 +29,8 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   body_too_large: 413,
   payload_unstorable: 422,
   database_unavailable: 503,
+  apply_failed: 503,
+  overloaded: 503,
   shutting_down: 503,
 };
 

@@ -106,3 +106,46 @@ describe('a claim that fails is never acknowledged', () => {
     expect(await stored(neighbours.map((d) => d.eventId))).toEqual({ rows: 10, jobs: 10 });
   });
 });
+
+describe('the answer waits for the commit', () => {
+  it('sends no 2xx while the claim transaction is still open, and the row is there once it does', async () => {
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let reachedCommit = false;
+    const held = await startTestGateway(db.url, undefined, {
+      beforeCommit: async () => {
+        reachedCommit = true;
+        await gate;
+      },
+    });
+    try {
+      const delivery = standardWebhook(SW_SECRET);
+      let answered = false;
+      const reply = post(`${held.url}/webhooks/alpha`, delivery).then((r) => {
+        answered = true;
+        return r;
+      });
+      while (!reachedCommit) await new Promise((resolve) => setTimeout(resolve, 10));
+      // The transaction has written the row and job but not committed: no answer yet, and
+      // nothing is visible to anyone else.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(answered).toBe(false);
+      expect(await stored([delivery.eventId])).toEqual({ rows: 0, jobs: 0 });
+      release();
+      expect((await reply).status).toBe(200);
+      expect(await stored([delivery.eventId])).toEqual({ rows: 1, jobs: 1 });
+    } finally {
+      release();
+      await held.stop();
+    }
+  });
+
+  it('refuses an event id longer than the inbox can hold with 400, not an endless 503', async () => {
+    const delivery = standardWebhook(SW_SECRET, { eventId: `msg_${'x'.repeat(600)}` });
+    const reply = await post(`${gateway.url}/webhooks/alpha`, delivery);
+    expect([reply.status, reply.json.error]).toEqual([400, 'event_id_invalid']);
+    expect(await stored([delivery.eventId])).toEqual({ rows: 0, jobs: 0 });
+  });
+});

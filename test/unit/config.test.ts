@@ -23,7 +23,7 @@ describe('configuration', () => {
     const config = parseConfig({ endpoints: { pay: endpoint } }, {});
     expect(config.server.bodyLimit).toBe(1024 * 1024);
     expect(config.relay).toMatchObject({ retryLimit: 10, retryDelay: 5_000, expireIn: 300_000 });
-    expect(config.claim).toEqual({ maxBatch: 200, maxWait: 2, concurrency: 4 });
+    expect(config.claim).toEqual({ maxBatch: 200, maxWait: 2, concurrency: 4, maxQueued: 5_000 });
     expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });
   });
 
@@ -38,6 +38,18 @@ describe('configuration', () => {
     expect(problem({ endpoints: { pay: { provider: 'stripe' } } })).toContain('endpoints.pay.secrets');
     expect(problem({ endpoints: { pay: { provider: 'stripe', secrets: [] } } })).toContain(
       'endpoints.pay.secrets: needs at least one secret',
+    );
+  });
+
+  it('bounds durations that would switch a safeguard off', () => {
+    expect(problem({ endpoints: { pay: endpoint }, database: { statementTimeout: '0ms' } })).toContain(
+      'database.statementTimeout',
+    );
+    expect(problem({ endpoints: { pay: endpoint }, server: { requestTimeout: '0s' } })).toContain(
+      'server.requestTimeout',
+    );
+    expect(problem({ endpoints: { pay: { ...endpoint, tolerance: '100h' } } })).toContain(
+      'endpoints.pay.tolerance',
     );
   });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GroupCommitter } from '../../services/core/inbox/group-commit.ts';
+import { GroupCommitOverloaded, GroupCommitter } from '../../services/core/inbox/group-commit.ts';
 
 function recorder(options: {
   maxBatch: number;
@@ -60,6 +60,46 @@ describe('group commit', () => {
     });
     const settled = await Promise.allSettled([0, 1, 2, 3].map((n) => committer.submit(n)));
     expect(settled.map((s) => s.status)).toEqual(['rejected', 'rejected', 'fulfilled', 'fulfilled']);
+  });
+
+  it('refuses at once when maxQueued items are already waiting', async () => {
+    const committer = new GroupCommitter<number, string>({
+      maxBatch: 100,
+      maxWaitMs: 10_000,
+      concurrency: 1,
+      maxQueued: 2,
+      commit: async (items) => items.map((item) => `done ${item}`),
+    });
+    const waiting = [committer.submit(1), committer.submit(2)];
+    await expect(committer.submit(3)).rejects.toBeInstanceOf(GroupCommitOverloaded);
+    await committer.drain();
+    expect(await Promise.all(waiting)).toEqual(['done 1', 'done 2']);
+  });
+
+  it('refuses items that waited longer than maxQueueAgeMs instead of committing them late', async () => {
+    const committed: number[] = [];
+    let release: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const committer = new GroupCommitter<number, string>({
+      maxBatch: 1,
+      maxWaitMs: 0,
+      concurrency: 1,
+      maxQueueAgeMs: 20,
+      commit: async (items) => {
+        if (items[0] === 1) await blocked;
+        committed.push(...items);
+        return items.map((item) => `done ${item}`);
+      },
+    });
+    const first = committer.submit(1);
+    const stale = committer.submit(2);
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    release();
+    expect(await first).toBe('done 1');
+    await expect(stale).rejects.toBeInstanceOf(GroupCommitOverloaded);
+    expect(committed).toEqual([1]);
   });
 
   it('drains waiting and in-flight items', async () => {

@@ -29,7 +29,7 @@ const endpointSchema = z
     provider: z.enum(PROVIDER_NAMES),
     /** Newest first. Deliveries signed with any of them are accepted (rotation). */
     secrets: z.array(z.string().min(1, 'must not be empty')).min(1, 'needs at least one secret'),
-    tolerance: durationMs.default(300_000),
+    tolerance: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(300_000),
     mode: z.enum(['async', 'sync']).default('async'),
     handler: handlerSchema.default('record'),
     /** Handler-specific settings, validated by the handler itself. */
@@ -67,9 +67,9 @@ export const configSchema = z
         /** Largest accepted header block (Node's --max-http-header-size). */
         headerLimit: byteSize.default(16 * 1024),
         /** A request that has not been answered after this long is cut off. */
-        requestTimeout: durationMs.default(10_000),
+        requestTimeout: durationMs.pipe(z.number().min(1_000).max(300_000)).default(10_000),
         /** How long SIGTERM waits for in-flight requests before closing anyway. */
-        shutdownTimeout: durationMs.default(15_000),
+        shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
       })
       .prefault({}),
     database: z
@@ -77,9 +77,9 @@ export const configSchema = z
         /** Connections per process for the gateway's claims. */
         poolSize: z.number().int().min(2).max(200).default(10),
         /** Longest any single statement may run; protects the ack path from a stuck database. */
-        statementTimeout: durationMs.default(5_000),
+        statementTimeout: durationMs.pipe(z.number().min(100).max(600_000)).default(5_000),
         /** Longest a request waits for a free pooled connection before answering 503. */
-        connectTimeout: durationMs.default(2_000),
+        connectTimeout: durationMs.pipe(z.number().min(100).max(60_000)).default(2_000),
       })
       .prefault({}),
     claim: z
@@ -87,9 +87,11 @@ export const configSchema = z
         /** Most deliveries committed together in one transaction. */
         maxBatch: z.number().int().min(1).max(1_000).default(200),
         /** Longest the first delivery of a batch waits for company before the batch commits. */
-        maxWait: durationMs.default(2),
+        maxWait: durationMs.pipe(z.number().min(0).max(1_000)).default(2),
         /** Claim transactions that may be in flight at once (each holds one connection). */
         concurrency: z.number().int().min(1).max(64).default(4),
+        /** Deliveries that may wait for a claim transaction; beyond this they get 503 overloaded at once. */
+        maxQueued: z.number().int().min(1).max(100_000).default(5_000),
       })
       .prefault({}),
     worker: z

@@ -18,6 +18,8 @@ export function createPool(options: PoolOptions): pg.Pool {
     connectionString: options.connectionString,
     max: options.max,
     statement_timeout: options.statementTimeoutMs,
+    // Client-side backstop: statement_timeout cannot fire if the network silently drops packets.
+    query_timeout: options.statementTimeoutMs + 2_000,
     connectionTimeoutMillis: options.connectTimeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: options.applicationName,

@@ -52,10 +52,24 @@ function columns(claims: readonly Claim[]): unknown[] {
   ];
 }
 
-/** PostgreSQL refused this one delivery's data (e.g. a \u0000 in JSON); retrying cannot help. */
+function sqlState(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : '';
+}
+
+/** PostgreSQL refused this one delivery's data (a \u0000 in JSON, a CHECK): retrying cannot help. */
 function isDataError(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('22');
+  const state = sqlState(error);
+  return state.startsWith('22') || state.startsWith('23');
+}
+
+/**
+ * Errors that belong to one row (its data, or a trigger raising for it), so the batch is worth
+ * retrying row by row. Timeouts, lost connections, deadlocks and resource errors belong to the
+ * database, not to a row: retrying each row would wait out the timeout once per row.
+ */
+function isRowError(error: unknown): boolean {
+  return isDataError(error) || sqlState(error).startsWith('P0');
 }
 
 function failureFor(error: unknown): HookgateError {
@@ -119,7 +133,7 @@ export async function claimBatch(
       inserted = await insertRows(client, sorted);
     } catch (error) {
       await client.query('ROLLBACK');
-      if (sorted.length === 1) throw error;
+      if (sorted.length === 1 || !isRowError(error)) throw error;
       await client.query('BEGIN');
       inserted = new Set();
       for (const claim of sorted) {

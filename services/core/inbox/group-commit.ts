@@ -7,12 +7,28 @@ export interface GroupCommitOptions<In, Out> {
   readonly concurrency: number;
   /** Commits a batch; returns one result per item, in order. Must not throw. */
   readonly commit: (items: readonly In[]) => Promise<readonly Out[]>;
+  /** Most items waiting for a batch; beyond it `submit` refuses at once (load shedding). */
+  readonly maxQueued?: number;
+  /** An item that waited longer than this for a batch is refused instead of committed. */
+  readonly maxQueueAgeMs?: number;
   /** Told the size of every batch, for metrics. */
   readonly onBatch?: (size: number) => void;
 }
 
+/**
+ * Refused before reaching the database: the queue was full, or the item waited too long for a
+ * batch (its caller is likely gone). Nothing was committed for it.
+ */
+export class GroupCommitOverloaded extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'GroupCommitOverloaded';
+  }
+}
+
 interface Waiting<In, Out> {
   readonly item: In;
+  readonly since: number;
   readonly resolve: (out: Out) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -36,8 +52,14 @@ export class GroupCommitter<In, Out> {
   }
 
   submit(item: In): Promise<Out> {
+    const limit = this.#options.maxQueued;
+    if (limit !== undefined && this.#queue.length >= limit) {
+      return Promise.reject(
+        new GroupCommitOverloaded(`${limit} deliveries are already waiting for a claim transaction.`),
+      );
+    }
     return new Promise<Out>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject });
+      this.#queue.push({ item, resolve, reject, since: performance.now() });
       if (this.#queue.length >= this.#options.maxBatch) this.#due = true;
       else if (this.#queue.length === 1 && !this.#timer) this.#arm();
       this.#pump();
@@ -62,7 +84,8 @@ export class GroupCommitter<In, Out> {
 
   #pump(): void {
     while (this.#due && this.#queue.length > 0 && this.#inFlight < this.#options.concurrency) {
-      const batch = this.#queue.splice(0, this.#options.maxBatch);
+      const batch = this.#withoutStale(this.#queue.splice(0, this.#options.maxBatch));
+      if (batch.length === 0) continue;
       this.#due = this.#queue.length >= this.#options.maxBatch;
       if (this.#queue.length === 0 && this.#timer) {
         clearTimeout(this.#timer);
@@ -71,6 +94,21 @@ export class GroupCommitter<In, Out> {
       void this.#run(batch);
     }
     if (this.#queue.length > 0 && !this.#timer && !this.#due) this.#arm();
+    if (this.#queue.length === 0 && this.#inFlight === 0) {
+      for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /** Refuses items that waited longer than maxQueueAgeMs; returns the rest. */
+  #withoutStale(batch: Waiting<In, Out>[]): Waiting<In, Out>[] {
+    const maxAge = this.#options.maxQueueAgeMs;
+    if (maxAge === undefined) return batch;
+    const now = performance.now();
+    return batch.filter((waiting) => {
+      if (now - waiting.since <= maxAge) return true;
+      waiting.reject(new GroupCommitOverloaded(`waited over ${maxAge} ms for a claim transaction`));
+      return false;
+    });
   }
 
   async #run(batch: Waiting<In, Out>[]): Promise<void> {
