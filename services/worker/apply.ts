@@ -119,6 +119,13 @@ export async function applyBatch(
         applyPending(deps, client, endpoint, handler, pending, jobsByEvent, isolated);
       await client.query('SAVEPOINT apply_batch');
       pass = await run(false);
+      // A handler that swallowed an SQL error leaves the transaction aborted; RELEASE then
+      // fails, and the batch is redone event by event so only that event fails.
+      if (pass !== null)
+        pass = await client.query('RELEASE SAVEPOINT apply_batch').then(
+          () => pass,
+          () => null,
+        );
       if (pass === null) {
         await client.query('ROLLBACK TO SAVEPOINT apply_batch');
         pass = await run(true);

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
+import { RECORD_BATCH_FAILURE } from '../core/apply/inbox-sql.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -119,6 +120,17 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     } catch (error) {
       // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
       logger.error({ err: error, endpoint, jobs: jobs.length }, 'apply batch failed; retrying its jobs');
+      const text = `batch_failed: ${(error as Error).message}`.slice(0, 2_000);
+      await pool
+        .query(RECORD_BATCH_FAILURE, [
+          endpoint,
+          jobs.map((job) => job.eventId),
+          jobs.map((job) => job.retryCount),
+          text,
+        ])
+        .catch((recordError: unknown) =>
+          logger.error({ err: recordError }, 'could not record the batch failure'),
+        );
       await boss
         .fail(
           queue,

@@ -1,4 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
@@ -28,6 +31,7 @@ const config = workerConfig({
   other: { handler: 'project' },
   rec: { handler: 'record' },
   batchy: { handler: 'project' },
+  swallow: { handler: 'record' },
 });
 
 let db: TestDatabase;
@@ -301,6 +305,46 @@ describe('worker apply', { timeout: 90_000 }, () => {
     }
     expect((await effectCounts(db.pool, 'proj')).get('shared_id')).toBe(1);
     expect((await effectCounts(db.pool, 'other')).get('shared_id')).toBe(1);
+  });
+
+  it('a handler that swallows an SQL error fails alone; its neighbours still commit', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-swallow-'));
+    writeFileSync(
+      join(dir, 'swallow.mjs'),
+      `export const handler = {
+        async apply({ tx }, event) {
+          if (event.eventId === 'swallowed') {
+            try { await tx.query('SELECT 1/0'); } catch {}
+          }
+          return 'processed';
+        },
+      };\n`,
+    );
+    await claimer.claim('swallow', [{ eventId: 'neighbour' }, { eventId: 'swallowed' }]);
+    const jobs = (
+      await claimer.boss.fetch<{ eventId: string }>(applyQueue('swallow'), { batchSize: 10 })
+    ).map((job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }));
+    const handler = await createHandler(
+      'module:swallow.mjs',
+      {},
+      { endpoint: 'swallow', logger, configDir: dir },
+    );
+    const pool = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-swallow',
+    });
+    try {
+      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'swallow', handler, jobs);
+      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes).toEqual({ neighbour: 'processed', swallowed: 'failed' });
+    } finally {
+      await pool.end();
+    }
+    expect((await statusOf('swallow', 'neighbour')).status).toBe('processed');
+    expect(await statusOf('swallow', 'swallowed')).toMatchObject({ status: 'pending', attempts: 1 });
   });
 
   it('one failing event in a batch: the batch reruns event by event, neighbours commit once, the failure is recorded', async () => {

@@ -2,17 +2,18 @@ import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { loadConfig } from '../../core/config/load.ts';
+import type { Config } from '../../core/config/schema.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
-import { createLogger } from '../../core/logging.ts';
+import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
-import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
+import { createRelayMetrics, RELAY_KINDS, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
 
@@ -31,6 +32,23 @@ function envPort(name: string, fallback: number): number {
   return parsed.data;
 }
 
+/**
+ * Every apply and dead-letter loop holds a connection while it works, as do the relay's loops
+ * and the backlog query: a smaller pool would make loops time out waiting for one after they
+ * have fetched (and so spent an attempt of) their jobs.
+ */
+function workerPoolSizeFor(config: Config, logger: Logger): number {
+  const endpoints = Object.keys(config.endpoints).length;
+  const needed =
+    endpoints * (config.worker.concurrency + 1) + RELAY_KINDS.length * config.relay.concurrency + 1;
+  if (config.worker.poolSize >= needed) return config.worker.poolSize;
+  logger.warn(
+    { configured: config.worker.poolSize, using: needed },
+    'worker.poolSize is below what the worker loops need; using the larger size',
+  );
+  return needed;
+}
+
 export async function serveCommand(raw: unknown): Promise<void> {
   const options = serveOptionsSchema.parse(raw);
   const logger = createLogger();
@@ -45,12 +63,15 @@ export async function serveCommand(raw: unknown): Promise<void> {
   if (database.embedded) {
     await runMigrations(database.url, logger);
   }
+  const workerPoolSize = workerPoolSizeFor(config, logger);
+  const workerSessionLimits = { idleInTransactionTimeoutMs: config.worker.expireIn };
   const pool = createPool({
     connectionString: database.url,
-    max: runsGateway ? config.database.poolSize : config.worker.poolSize,
+    max: runsGateway ? config.database.poolSize : workerPoolSize,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,
+    ...(runsGateway ? {} : workerSessionLimits),
   });
   const pending = await pendingMigrations(pool).catch((error: Error) => {
     throw new HookgateError('database_unreachable', `Cannot reach PostgreSQL: ${error.message}`, {
@@ -84,10 +105,11 @@ export async function serveCommand(raw: unknown): Promise<void> {
     runsWorker && runsGateway
       ? createPool({
           connectionString: database.url,
-          max: config.worker.poolSize,
+          max: workerPoolSize,
           statementTimeoutMs: config.database.statementTimeout,
           connectTimeoutMs: config.database.connectTimeout,
           applicationName: 'hookgate-worker',
+          ...workerSessionLimits,
         })
       : pool;
   registerPoolMetrics(

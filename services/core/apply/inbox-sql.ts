@@ -29,6 +29,16 @@ export const RECORD_FAILURES = `
     FROM unnest($2::text[], $3::int[], $4::text[]) AS u(event_id, attempts, last_error)
    WHERE i.endpoint = $1 AND i.event_id = u.event_id`;
 
+/**
+ * Records a failed batch (the transaction itself failed, nothing committed) on its still-pending
+ * rows, so `attempts` and `last_error` tell the truth when the event later runs out of attempts.
+ */
+export const RECORD_BATCH_FAILURE = `
+  UPDATE hookgate.inbox i
+     SET attempts = i.requeued_attempts + u.retry_count + 1, last_error = $4
+    FROM unnest($2::text[], $3::int[]) AS u(event_id, retry_count)
+   WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'`;
+
 /** Settles events whose jobs ran out of attempts: parked or dead, never silently dropped. */
 export const SETTLE_EXHAUSTED = `
   UPDATE hookgate.inbox i

@@ -6,6 +6,11 @@ export interface PoolOptions {
   readonly statementTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly applicationName: string;
+  /**
+   * A session idle inside a transaction longer than this is ended by PostgreSQL, releasing its
+   * locks (a worker's handler hung in JavaScript while holding inbox rows). Off when unset.
+   */
+  readonly idleInTransactionTimeoutMs?: number;
 }
 
 /**
@@ -20,6 +25,9 @@ export function createPool(options: PoolOptions): pg.Pool {
     statement_timeout: options.statementTimeoutMs,
     // Client-side backstop: statement_timeout cannot fire if the network silently drops packets.
     query_timeout: options.statementTimeoutMs + 2_000,
+    ...(options.idleInTransactionTimeoutMs
+      ? { idle_in_transaction_session_timeout: options.idleInTransactionTimeoutMs }
+      : {}),
     connectionTimeoutMillis: options.connectTimeoutMs,
     idleTimeoutMillis: 30_000,
     application_name: options.applicationName,

@@ -11,6 +11,9 @@ export interface RetryPolicy {
   readonly expireInSeconds: number;
 }
 
+/** 90 days. */
+const APPLY_RETENTION_SECONDS = 90 * 24 * 3600;
+
 export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   retryLimit: 7,
   retryDelaySeconds: 2,
@@ -47,12 +50,13 @@ export async function ensureQueues(
 ): Promise<void> {
   for (const endpoint of endpoints) {
     const dead = deadLetterQueue(endpoint);
-    // The dead-letter consumer settles the inbox row; it gets a few quick retries of its own.
+    // The dead-letter consumer settles the inbox row. If it cannot, the row would stay pending
+    // with no job left, so it keeps trying for hours (backoff capped at 10 minutes).
     const deadOptions = {
-      retryLimit: 5,
+      retryLimit: 50,
       retryDelay: 1,
       retryBackoff: true,
-      retryDelayMax: 60,
+      retryDelayMax: 600,
       expireInSeconds: policy.expireInSeconds,
       retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
     };
@@ -64,6 +68,9 @@ export async function ensureQueues(
       retryBackoff: true,
       retryDelayMax: policy.retryDelayMaxSeconds,
       expireInSeconds: policy.expireInSeconds,
+      // pg-boss deletes jobs still queued after this long; an inbox row whose job vanished would
+      // wait for an operator, so queued apply jobs are kept far beyond any sane backlog.
+      retentionSeconds: APPLY_RETENTION_SECONDS,
       deadLetter: dead,
     };
     await boss.createQueue(applyQueue(endpoint), options);
