@@ -78,3 +78,68 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
     if (ids.length < chunk) return all;
   }
 }
+
+/** Pending rows, oldest first, to check for a missing job (bounded per call). */
+export const PENDING_EVENT_IDS = `
+  SELECT event_id FROM hookgate.inbox
+   WHERE endpoint = $1 AND status = 'pending'
+   ORDER BY received_at, event_id
+   LIMIT $2`;
+
+/** Re-locks the orphans, still pending, right before their jobs are re-sent. */
+export const LOCK_STILL_PENDING = `
+  SELECT event_id FROM hookgate.inbox
+   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'
+   ORDER BY event_id
+   FOR UPDATE`;
+
+const LIVE_STATES = new Set(['created', 'retry', 'active']);
+
+/**
+ * Pending rows whose job is gone or finished (deleted by retention, a dead-letter settlement
+ * that kept failing, an operator's mistake) would wait forever: nothing would ever apply them.
+ * This finds them and sends each a fresh job, leaving rows with a live job alone.
+ */
+export async function requeueOrphans(
+  pool: pg.Pool,
+  boss: PgBoss,
+  endpoint: string,
+  limit = 10_000,
+): Promise<string[]> {
+  const queue = applyQueue(endpoint);
+  const pending = await pool.query<{ event_id: string }>(PENDING_EVENT_IDS, [endpoint, limit]);
+  const orphans: string[] = [];
+  for (const { event_id: eventId } of pending.rows) {
+    const job = await boss.getJobById(queue, jobIdFor(endpoint, eventId));
+    if (!job || !LIVE_STATES.has(job.state)) orphans.push(eventId);
+  }
+  if (orphans.length === 0) return [];
+  const client = await pool.connect();
+  let broken = false;
+  try {
+    await client.query('BEGIN');
+    const locked = await client.query<{ event_id: string }>(LOCK_STILL_PENDING, [endpoint, orphans]);
+    const ids = locked.rows.map((row) => row.event_id);
+    if (ids.length > 0) {
+      const db = executorFor(client);
+      const jobIds = ids.map((eventId) => jobIdFor(endpoint, eventId));
+      await boss.deleteJob(queue, jobIds, { db });
+      await boss.insert(
+        queue,
+        ids.map((eventId) => ({
+          id: jobIdFor(endpoint, eventId),
+          data: { endpoint, eventId } satisfies ApplyJobData,
+        })),
+        { db },
+      );
+    }
+    await client.query('COMMIT');
+    return ids;
+  } catch (error) {
+    broken = true;
+    await client.query('ROLLBACK').catch(() => {});
+    throw error;
+  } finally {
+    client.release(broken);
+  }
+}

@@ -30,6 +30,7 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const endpoints = {
   kids: { handler: 'project', options: { createOn: ['thing.created'] } },
   flaky: { handler: 'project' },
+  orphaned: { handler: 'record' },
   direct: {
     handler: 'project',
     mode: 'sync',
@@ -150,6 +151,29 @@ describe('retries, parking and dead letters', { timeout: 120_000 }, () => {
       async () => (await row('flaky', 'doomed'))?.status === 'processed',
     );
     expect((await effectCounts(db.pool, 'flaky')).get('doomed')).toBe(1);
+  });
+
+  it('requeue --orphans re-sends a job for a pending row whose job is gone, and leaves live jobs alone', async () => {
+    await claimer.claim('orphaned', [{ eventId: 'lost_job' }, { eventId: 'live_job' }]);
+    await claimer.boss.deleteJob(applyQueue('orphaned'), jobIdFor('orphaned', 'lost_job'));
+    const out = JSON.parse(
+      await cli('requeue', '--endpoint', 'orphaned', '--orphans', '--config', configFile),
+    );
+    expect(out).toMatchObject({ requeued: 1, event_ids: ['lost_job'] });
+    const orphanWorker = await startTestWorker(db.url, config, {
+      endpoints: ['orphaned'],
+      configDir: dirname(configFile),
+    });
+    try {
+      for (const eventId of ['lost_job', 'live_job']) {
+        await waitFor(
+          `${eventId} processed`,
+          async () => (await row('orphaned', eventId))?.status === 'processed',
+        );
+      }
+    } finally {
+      await orphanWorker.stop();
+    }
   });
 
   it('requeue validates its input', async () => {

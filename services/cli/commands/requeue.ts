@@ -5,13 +5,14 @@ import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
-import { requeue } from '../../worker/requeue.ts';
+import { requeue, requeueOrphans } from '../../worker/requeue.ts';
 import { openDatabase } from '../database.ts';
 
 export const requeueOptionsSchema = z.strictObject({
   endpoint: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'is not an endpoint name'),
   status: z.enum(['parked', 'dead']).optional(),
   eventId: z.string().min(1).max(512).optional(),
+  orphans: z.boolean().optional(),
   config: z.string().min(1),
 });
 
@@ -42,7 +43,9 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     await boss.start();
     await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
     const statuses = options.status ? [options.status] : (['parked', 'dead'] as const);
-    const ids = await requeue(pool, boss, { endpoint: options.endpoint, statuses, eventId: options.eventId });
+    const ids = options.orphans
+      ? await requeueOrphans(pool, boss, options.endpoint)
+      : await requeue(pool, boss, { endpoint: options.endpoint, statuses, eventId: options.eventId });
     process.stdout.write(
       `${JSON.stringify({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids.slice(0, 100) })}\n`,
     );
