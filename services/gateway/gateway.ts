@@ -130,7 +130,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         }
         return null;
       } catch (error) {
-        return `database unreachable: ${(error as Error).message}`;
+        // The error text stays in the log; the probe's answer is public.
+        logger.warn({ err: error }, 'readiness check failed');
+        return 'database unreachable';
       }
     },
   });

@@ -124,8 +124,8 @@ export const configSchema = z
         /** First retry delay; doubles per retry with jitter, capped below. */
         retryDelay: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
-        /** A delivery still running after this long counts as lost and is retried; above any request timeout. */
-        expireIn: durationMs.pipe(z.number().min(5_000).max(86_400_000)).default(300_000),
+        /** A delivery still running after this long counts as lost and is retried; at least 130 s, above the relay's longest request timeout (120 s). */
+        expireIn: durationMs.pipe(z.number().min(130_000).max(86_400_000)).default(300_000),
         /** Messages fetched at once per kind; they are sent concurrently. */
         batchSize: z.number().int().min(1).max(100).default(10),
         /** Fetch loops per kind per process. */

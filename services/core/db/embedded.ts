@@ -111,8 +111,9 @@ export async function startEmbeddedPostgres(
     // PostgreSQL refuses to run as root; as root, run it as a (created if missing) postgres user.
     createPostgresUser: process.getuid?.() === 0,
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
-    onLog: (line) => logs.push(String(line)),
-    onError: (line) => logs.push(String(line)),
+    // Only the last lines are kept, to explain a failed start.
+    onLog: (line) => logs.push(String(line)) > 50 && logs.shift(),
+    onError: (line) => logs.push(String(line)) > 50 && logs.shift(),
   });
   try {
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await server.initialise();
