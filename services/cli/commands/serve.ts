@@ -160,11 +160,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down');
     try {
-      // Whatever still hangs after both grace periods is left to expire and retry.
-      setTimeout(
-        () => process.exit(0),
-        Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000,
-      ).unref();
+      // Whatever still hangs after both grace periods is left to expire and retry (nothing
+      // uncommitted was acknowledged); the exit code says the stop was not clean.
+      setTimeout(() => {
+        logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
+        process.exit(1);
+      }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
       await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop()]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
