@@ -6,6 +6,7 @@ import { ZodError } from 'zod';
 import { describeError, HookgateError } from '../core/errors.ts';
 import { eventsCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
+import { pruneCommand } from './commands/prune.ts';
 import { requeueCommand } from './commands/requeue.ts';
 import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -65,13 +66,23 @@ program
   .action((options: unknown) => eventsCommand(options));
 
 program
+  .command('prune')
+  .description('delete settled inbox rows and settled downstream deliveries older than the retention windows')
+  .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows (at least 3d)', '30d')
+  .option('--outbox-older-than <duration>', 'retention for delivered downstream effects (at least 3d)', '90d')
+  .option('--chunk <n>', 'rows deleted per statement', '5000')
+  .action((options: unknown) => pruneCommand(options));
+
+program
   .command('stats')
   .description('backlog per endpoint and status (pending, parked, dead) with the oldest age')
   .action(() => statsCommand());
 
 function fail(error: unknown): never {
   if (error instanceof ZodError) {
-    const lines = error.issues.map((issue) => `--${issue.path.join('.')}: ${issue.message}`);
+    const flag = (path: readonly PropertyKey[]) =>
+      path.map((key) => String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join('.');
+    const lines = error.issues.map((issue) => `--${flag(issue.path)}: ${issue.message}`);
     process.stderr.write(`hookgate: usage_invalid: ${lines.join('; ')}\n`);
   } else {
     process.stderr.write(`hookgate: ${describeError(error)}\n`);

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
-const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 } as const;
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/;
 
-/** Parses `250ms`, `10s`, `5m`, `1h` into milliseconds; anything else is undefined. */
+/** Parses `250ms`, `10s`, `5m`, `1h`, `30d` into milliseconds; anything else is undefined. */
 export function parseDuration(text: string): number | undefined {
   const match = DURATION.exec(text.trim());
   if (!match) return undefined;
@@ -17,7 +17,7 @@ export const durationMs = z.string().transform((text, ctx) => {
   if (ms === undefined) {
     ctx.addIssue({
       code: 'custom',
-      message: `"${text}" is not a duration; write a number and a unit, e.g. 250ms, 10s, 5m or 1h`,
+      message: `"${text}" is not a duration; write a number and a unit, e.g. 250ms, 10s, 5m, 1h or 30d`,
     });
     return z.NEVER;
   }
