@@ -86,14 +86,18 @@ export const PENDING_EVENT_IDS = `
    ORDER BY received_at, event_id
    LIMIT $2`;
 
-/** Re-locks the orphans, still pending, right before their jobs are re-sent. */
+/**
+ * Locks the orphans that are still pending and, as `requeue` does, carries their attempts over
+ * so the fresh job counts on from them.
+ */
 export const LOCK_STILL_PENDING = `
-  SELECT event_id FROM hookgate.inbox
+  UPDATE hookgate.inbox
+     SET requeued_attempts = attempts
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'
-   ORDER BY event_id
-   FOR UPDATE`;
+  RETURNING event_id`;
 
-const LIVE_STATES = new Set(['created', 'retry', 'active']);
+// `failed` is not an orphan: the job ran out of attempts and its dead letter settles the row.
+const NOT_ORPHANED = new Set(['created', 'retry', 'active', 'failed']);
 
 /**
  * Pending rows whose job is gone or finished (deleted by retention, a dead-letter settlement
@@ -111,7 +115,7 @@ export async function requeueOrphans(
   const orphans: string[] = [];
   for (const { event_id: eventId } of pending.rows) {
     const job = await boss.getJobById(queue, jobIdFor(endpoint, eventId));
-    if (!job || !LIVE_STATES.has(job.state)) orphans.push(eventId);
+    if (!job || !NOT_ORPHANED.has(job.state)) orphans.push(eventId);
   }
   if (orphans.length === 0) return [];
   const client = await pool.connect();

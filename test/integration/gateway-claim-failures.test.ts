@@ -107,6 +107,22 @@ describe('a claim that fails is never acknowledged', () => {
   });
 });
 
+describe('payloads past PostgreSQL limits', () => {
+  it('refuses JSON nested deeper than jsonb allows with 422, alone', async () => {
+    const depth = 100_000;
+    const deep = standardWebhook(SW_SECRET, {
+      body: `{"type":"deep","x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
+    });
+    const neighbours = Array.from({ length: 10 }, () => standardWebhook(SW_SECRET));
+    const replies = await Promise.all(
+      [deep, ...neighbours].map((d) => post(`${gateway.url}/webhooks/alpha`, d)),
+    );
+    expect([replies[0]?.status, replies[0]?.json.error]).toEqual([422, 'payload_unstorable']);
+    expect(replies.slice(1).every((r) => r.status === 200)).toBe(true);
+    expect(await stored([deep.eventId])).toEqual({ rows: 0, jobs: 0 });
+  });
+});
+
 describe('the answer waits for the commit', () => {
   it('sends no 2xx while the claim transaction is still open, and the row is there once it does', async () => {
     let release: () => void = () => {};

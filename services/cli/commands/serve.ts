@@ -64,7 +64,8 @@ export async function serveCommand(raw: unknown): Promise<void> {
     await runMigrations(database.url, logger);
   }
   const workerPoolSize = workerPoolSizeFor(config, logger);
-  const workerSessionLimits = { idleInTransactionTimeoutMs: config.worker.expireIn };
+  // Never below a minute: short test expiries must not end sessions that are merely slow.
+  const workerSessionLimits = { idleInTransactionTimeoutMs: Math.max(config.worker.expireIn, 60_000) };
   const pool = createPool({
     connectionString: database.url,
     max: runsGateway ? config.database.poolSize : workerPoolSize,

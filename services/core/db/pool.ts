@@ -36,6 +36,12 @@ export function createPool(options: PoolOptions): pg.Pool {
   // An idle connection dropped by the server emits here; without a listener Node would crash.
   // The next checkout simply opens a fresh connection.
   pool.on('error', () => {});
+  // A checked-out connection has no listener of pg-pool's: if the server ends its session
+  // between queries (idle-in-transaction timeout, restart), the error event would crash the
+  // process. The next query on it fails instead, and its caller discards the connection.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   return pool;
 }
 

@@ -60,7 +60,8 @@ function sqlState(error: unknown): string {
 /** PostgreSQL refused this one delivery's data (a \u0000 in JSON, a CHECK): retrying cannot help. */
 function isDataError(error: unknown): boolean {
   const state = sqlState(error);
-  return state.startsWith('22') || state.startsWith('23');
+  // 22 data, 23 constraints, 54 limits (jsonb nesting too deep): all about this row's content.
+  return state.startsWith('22') || state.startsWith('23') || state.startsWith('54');
 }
 
 /**
