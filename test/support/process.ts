@@ -2,6 +2,17 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** Secrets the tests configure (and their base64 key parts), which no output may contain. */
+const KNOWN_SECRETS = [
+  'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  'MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+  'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+  'C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
+  'whsec_test_stripe_secret_for_hookgate',
+  'shpss_test_secret_for_hookgate',
+  'whsec_demo_only_not_a_real_secret',
+];
+
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 export const CLI = join(ROOT, 'services/cli/main.ts');
 
@@ -34,8 +45,14 @@ export function startHookgate(
   };
   child.stdout?.on('data', append);
   child.stderr?.on('data', append);
-  const exit = new Promise<number | string>((resolve) => {
-    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  // Every hookgate process a test runs is checked for leaked secrets when it ends: the
+  // secrets the tests configure must never appear in logs or command output.
+  const exit = new Promise<number | string>((resolve, reject) => {
+    child.on('exit', (code, signal) => {
+      const leaked = KNOWN_SECRETS.filter((secret) => text.includes(secret));
+      if (leaked.length > 0) reject(new Error(`hookgate printed a configured secret:\n${text}`));
+      else resolve(code ?? signal ?? 'unknown');
+    });
   });
   return {
     child,
