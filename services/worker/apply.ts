@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from '../core/apply/inbox-sql.ts';
 import { describeFailure, type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
+import { withTransaction } from '../core/db/transaction.ts';
 import type { ApplyOutcome, Handler } from '../core/handlers/types.ts';
 import type { Logger } from '../core/logging.ts';
 import { applyQueue } from '../core/queue/names.ts';
@@ -75,10 +76,7 @@ export async function applyBatch(
 ): Promise<BatchResult> {
   const started = process.hrtime.bigint();
   const queue = applyQueue(endpoint);
-  const client = await deps.pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
+  const events = await withTransaction(deps.pool, async (client) => {
     const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
     const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
     const jobsByEvent = new Map<string, ApplyJob[]>();
@@ -170,15 +168,9 @@ export async function applyBatch(
         { db },
       );
     }
-    await client.query('COMMIT');
-    return { events, durationSeconds: Number(process.hrtime.bigint() - started) / 1e9 };
-  } catch (error) {
-    broken = true;
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+    return events;
+  });
+  return { events, durationSeconds: Number(process.hrtime.bigint() - started) / 1e9 };
 }
 
 interface PassResult {

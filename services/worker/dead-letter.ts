@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from '../core/apply/inbox-sql.ts';
 import type { InboxRow } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
+import { withTransaction } from '../core/db/transaction.ts';
 import type { Logger } from '../core/logging.ts';
 import { deadLetterQueue } from '../core/queue/names.ts';
 import { traceIdOf } from '../core/tracing.ts';
@@ -72,31 +73,28 @@ export async function settleDeadLetters(
   endpoint: string,
   jobs: readonly DeadLetterJob[],
 ): Promise<Exhausted[]> {
-  const client = await deps.pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
+  const exhausted = await withTransaction(deps.pool, async (client) => {
     const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
     const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
-    const exhausted: Exhausted[] = [];
+    const settled: Exhausted[] = [];
     const seen = new Set<string>();
     for (const job of jobs) {
       const row = byEvent.get(job.eventId);
       if (row?.status !== 'pending' || seen.has(job.eventId)) continue;
       seen.add(job.eventId);
-      exhausted.push({
+      settled.push({
         ...exhaustedStatus(row, job),
         eventType: row.event_type,
         traceparent: row.traceparent,
       });
     }
-    if (exhausted.length > 0) {
+    if (settled.length > 0) {
       await client.query(SETTLE_EXHAUSTED, [
         endpoint,
-        exhausted.map((e) => e.eventId),
-        exhausted.map((e) => e.status),
-        exhausted.map((e) => e.attempts),
-        exhausted.map((e) => e.lastError),
+        settled.map((e) => e.eventId),
+        settled.map((e) => e.status),
+        settled.map((e) => e.attempts),
+        settled.map((e) => e.lastError),
       ]);
     }
     await deps.boss.complete(
@@ -105,27 +103,21 @@ export async function settleDeadLetters(
       null,
       { db: executorFor(client) },
     );
-    await client.query('COMMIT');
-    for (const e of exhausted) {
-      deps.logger.warn(
-        {
-          endpoint,
-          event_id: e.eventId,
-          event_type: e.eventType,
-          outcome: e.status,
-          attempts: e.attempts,
-          last_error: e.lastError,
-          trace_id: traceIdOf(e.traceparent),
-        },
-        'event ran out of attempts',
-      );
-    }
-    return exhausted;
-  } catch (error) {
-    broken = true;
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release(broken);
+    return settled;
+  });
+  for (const e of exhausted) {
+    deps.logger.warn(
+      {
+        endpoint,
+        event_id: e.eventId,
+        event_type: e.eventType,
+        outcome: e.status,
+        attempts: e.attempts,
+        last_error: e.lastError,
+        trace_id: traceIdOf(e.traceparent),
+      },
+      'event ran out of attempts',
+    );
   }
+  return exhausted;
 }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../core/db/executor.ts';
+import { withTransaction } from '../core/db/transaction.ts';
 import { type ApplyJobData, applyQueue, jobIdFor } from '../core/queue/names.ts';
 
 /**
@@ -37,46 +38,52 @@ export interface RequeueRequest {
  * transaction; the new job starts with a full retry budget.
  */
 export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
-  const queue = applyQueue(request.endpoint);
   const chunk = request.chunk ?? 500;
   const all: string[] = [];
   for (;;) {
-    const client = await pool.connect();
-    let broken = false;
-    let ids: string[];
-    try {
-      await client.query('BEGIN');
+    const ids = await withTransaction(pool, async (client) => {
       const result = await client.query<{ event_id: string }>(REQUEUE_ROWS, [
         request.endpoint,
         request.statuses,
         request.eventId ?? null,
         chunk,
       ]);
-      ids = result.rows.map((row) => row.event_id);
-      if (ids.length > 0) {
-        const db = executorFor(client);
-        const jobIds = ids.map((eventId) => jobIdFor(request.endpoint, eventId));
-        await boss.deleteJob(queue, jobIds, { db });
-        await boss.insert(
-          queue,
-          ids.map((eventId) => ({
-            id: jobIdFor(request.endpoint, eventId),
-            data: { endpoint: request.endpoint, eventId } satisfies ApplyJobData,
-          })),
-          { db },
-        );
-      }
-      await client.query('COMMIT');
-    } catch (error) {
-      broken = true;
-      await client.query('ROLLBACK').catch(() => {});
-      throw error;
-    } finally {
-      client.release(broken);
-    }
+      const picked = result.rows.map((row) => row.event_id);
+      await resendJobs(boss, client, request.endpoint, picked);
+      return picked;
+    });
     all.push(...ids);
     if (ids.length < chunk) return all;
   }
+}
+
+/**
+ * A fresh job per event under its deterministic id, in the caller's transaction. pg-boss keeps
+ * a finished job under that id for a while, and a plain insert would then be a silent no-op,
+ * so the old one is deleted first; the new job starts with a full retry budget.
+ */
+async function resendJobs(
+  boss: PgBoss,
+  client: pg.PoolClient,
+  endpoint: string,
+  eventIds: readonly string[],
+) {
+  if (eventIds.length === 0) return;
+  const queue = applyQueue(endpoint);
+  const db = executorFor(client);
+  await boss.deleteJob(
+    queue,
+    eventIds.map((eventId) => jobIdFor(endpoint, eventId)),
+    { db },
+  );
+  await boss.insert(
+    queue,
+    eventIds.map((eventId) => ({
+      id: jobIdFor(endpoint, eventId),
+      data: { endpoint, eventId } satisfies ApplyJobData,
+    })),
+    { db },
+  );
 }
 
 /** Pending rows, oldest first, to check for a missing job (bounded per call). */
@@ -118,32 +125,10 @@ export async function requeueOrphans(
     if (!job || !NOT_ORPHANED.has(job.state)) orphans.push(eventId);
   }
   if (orphans.length === 0) return [];
-  const client = await pool.connect();
-  let broken = false;
-  try {
-    await client.query('BEGIN');
+  return await withTransaction(pool, async (client) => {
     const locked = await client.query<{ event_id: string }>(LOCK_STILL_PENDING, [endpoint, orphans]);
     const ids = locked.rows.map((row) => row.event_id);
-    if (ids.length > 0) {
-      const db = executorFor(client);
-      const jobIds = ids.map((eventId) => jobIdFor(endpoint, eventId));
-      await boss.deleteJob(queue, jobIds, { db });
-      await boss.insert(
-        queue,
-        ids.map((eventId) => ({
-          id: jobIdFor(endpoint, eventId),
-          data: { endpoint, eventId } satisfies ApplyJobData,
-        })),
-        { db },
-      );
-    }
-    await client.query('COMMIT');
+    await resendJobs(boss, client, endpoint, ids);
     return ids;
-  } catch (error) {
-    broken = true;
-    await client.query('ROLLBACK').catch(() => {});
-    throw error;
-  } finally {
-    client.release(broken);
-  }
+  });
 }
