@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from '../core/apply/inbox-sql.ts';
+import { insertOutboxJobs, type OutboxJob } from '../core/apply/outbox.ts';
 import { describeFailure, type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
@@ -152,6 +153,7 @@ export async function applyBatch(
       ]);
     }
     const db = executorFor(client);
+    if (pass && pass.outbox.length > 0) await insertOutboxJobs(deps.boss, db, pass.outbox);
     if (good.length > 0) {
       await deps.boss.complete(
         queue,
@@ -179,6 +181,8 @@ interface PassResult {
   readonly good: ApplyJob[];
   readonly bad: { job: ApplyJob; code: string; text: string }[];
   readonly events: AppliedEvent[];
+  /** Outbox effects of the events that applied, inserted together before COMMIT. */
+  readonly outbox: OutboxJob[];
 }
 
 /**
@@ -196,11 +200,13 @@ async function applyPending(
   jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
   isolated: boolean,
 ): Promise<PassResult | null> {
-  const result: PassResult = { settled: [], failures: [], good: [], bad: [], events: [] };
+  const result: PassResult = { settled: [], failures: [], good: [], bad: [], events: [], outbox: [] };
   if (isolated) await client.query('SAVEPOINT apply_event');
   for (const row of pending) {
     const rowJobs = jobsByEvent.get(row.event_id) ?? [];
     const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
+    // This event's effects; kept only if its apply is kept.
+    const effects: OutboxJob[] = [];
     try {
       // webhook.apply continues the trace whose claim span the gateway stored on the row.
       const outcome = await inSpan(
@@ -214,6 +220,7 @@ async function applyPending(
               handler,
               deps.logger,
               inboxEvent(endpoint, row, attempts),
+              effects,
             );
             setOutcome(span, settled === 'processed' ? 'applied' : settled);
             return settled;
@@ -226,6 +233,7 @@ async function applyPending(
       );
       if (isolated) await client.query('RELEASE SAVEPOINT apply_event; SAVEPOINT apply_event');
       result.settled.push({ eventId: row.event_id, status: outcome, attempts });
+      result.outbox.push(...effects);
       result.good.push(...rowJobs);
       result.events.push({
         eventId: row.event_id,

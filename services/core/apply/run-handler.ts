@@ -10,7 +10,7 @@ import {
   type InboxEvent,
 } from '../handlers/types.ts';
 import type { Logger } from '../logging.ts';
-import { createOutbox } from './outbox.ts';
+import { collectingOutbox, createOutbox, type OutboxJob } from './outbox.ts';
 
 // Running one handler on one inbox row: shared by the worker's batches and by sync-mode
 // endpoints, which apply inside the gateway's claim transaction.
@@ -65,16 +65,21 @@ export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): I
   };
 }
 
+/**
+ * Runs one handler. With `collect`, its outbox effects are gathered there for the caller to
+ * insert together; without, each is inserted at once in the transaction.
+ */
 export async function runHandler(
   client: pg.ClientBase,
   boss: PgBoss,
   handler: Handler,
   logger: Logger,
   event: InboxEvent,
+  collect?: OutboxJob[],
 ): Promise<ApplyOutcome> {
   const context: ApplyContext = {
     tx: client,
-    outbox: createOutbox(boss, executorFor(client), event),
+    outbox: collect ? collectingOutbox(event, collect) : createOutbox(boss, executorFor(client), event),
     logger: logger.child({ endpoint: event.endpoint, event_id: event.eventId }),
   };
   return (await handler.apply(context, event)) ?? 'processed';

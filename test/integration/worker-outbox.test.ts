@@ -1,0 +1,92 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../services/core/db/pool.ts';
+import { createHandler } from '../../services/core/handlers/index.ts';
+import { createLogger } from '../../services/core/logging.ts';
+import { applyQueue, outboxQueue } from '../../services/core/queue/names.ts';
+import { applyBatch } from '../../services/worker/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { Claimer, workerConfig } from '../support/worker-harness.ts';
+
+// The billing handler through the real batch apply: its notify effects are collected and
+// inserted once, in the apply transaction, only for the events that applied.
+const config = workerConfig({ bill: { handler: 'billing' } });
+const logger = createLogger('silent');
+
+let db: TestDatabase;
+let claimer: Claimer;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  claimer = await Claimer.start(db.url, config);
+});
+
+afterAll(async () => {
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const paid = (eventId: string, invoice: string) => ({
+  eventId,
+  eventType: 'invoice.paid',
+  body: {
+    id: eventId,
+    type: 'invoice.paid',
+    data: { object: { id: invoice, status: 'paid', currency: 'eur', amount_paid: 4200 } },
+  },
+});
+
+async function notifyJobs(): Promise<string[]> {
+  const result = await db.pool.query<{ key: string }>(
+    `SELECT data->>'key' AS key FROM pgboss.job WHERE name = $1 ORDER BY 1`,
+    [outboxQueue('notify')],
+  );
+  return result.rows.map((row) => row.key);
+}
+
+describe('outbox effects in a batch', () => {
+  it('queues one notification per paid invoice, none for a failed event, even when the batch is redone', async () => {
+    await claimer.claim('bill', [
+      paid('evt_a', 'in_a'),
+      paid('evt_b', 'in_b'),
+      // The same payment under a second event id: absorbed, no second notification.
+      paid('evt_a_again', 'in_a'),
+      // Not an invoice: the billing handler refuses it, which forces the event-by-event rerun.
+      {
+        eventId: 'evt_bad',
+        eventType: 'invoice.paid',
+        body: { id: 'evt_bad', type: 'invoice.paid', data: {} },
+      },
+    ]);
+    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('bill'), { batchSize: 10 })).map(
+      (job) => ({
+        id: job.id,
+        retryCount: job.retryCount,
+        eventId: job.data.eventId,
+      }),
+    );
+    expect(jobs).toHaveLength(4);
+    const handler = await createHandler('billing', {}, { endpoint: 'bill', logger, configDir: '.' });
+    const pool = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-outbox',
+    });
+    try {
+      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'bill', handler, jobs);
+      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes).toEqual({
+        evt_a: 'processed',
+        evt_b: 'processed',
+        evt_a_again: 'ignored',
+        evt_bad: 'failed',
+      });
+    } finally {
+      await pool.end();
+    }
+    expect(await notifyJobs()).toEqual(['in_a:paid', 'in_b:paid']);
+    const ledger = await db.pool.query('SELECT count(*)::int AS n FROM billing.ledger_entries');
+    expect(ledger.rows[0].n).toBe(2);
+  });
+});
