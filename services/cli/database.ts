@@ -1,7 +1,8 @@
 import pg from 'pg';
 import { migrate } from '../core/db/migrate.ts';
+import { createPool } from '../core/db/pool.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
-import type { Logger } from '../core/logging.ts';
+import { createLogger, type Logger } from '../core/logging.ts';
 
 /** Resolves DATABASE_URL or starts the embedded PostgreSQL, announcing which. */
 export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
@@ -35,5 +36,30 @@ export async function runMigrations(url: string, logger: Logger): Promise<readon
     return report.applied;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * For one-shot commands: open the database (DATABASE_URL or the embedded one), hand `work` a
+ * one-connection pool, and close everything afterwards, also on failure.
+ */
+export async function withCommandPool<T>(
+  command: string,
+  statementTimeoutMs: number,
+  work: (pool: pg.Pool) => Promise<T>,
+): Promise<T> {
+  const database = await openDatabase(createLogger('warn'));
+  const pool = createPool({
+    connectionString: database.url,
+    max: 1,
+    statementTimeoutMs,
+    connectTimeoutMs: 5_000,
+    applicationName: `hookgate-${command}`,
+  });
+  try {
+    return await work(pool);
+  } finally {
+    await pool.end();
+    await database.embedded?.stop();
   }
 }

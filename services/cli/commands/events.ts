@@ -1,7 +1,5 @@
 import { z } from 'zod';
-import { createPool } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logging.ts';
-import { openDatabase } from '../database.ts';
+import { withCommandPool } from '../database.ts';
 
 export const eventsOptionsSchema = z.strictObject({
   endpoint: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'is not an endpoint name'),
@@ -20,20 +18,8 @@ export const LIST_EVENTS = `
 /** `hookgate events`: one JSON line per inbox row, newest first. */
 export async function eventsCommand(raw: unknown): Promise<void> {
   const options = eventsOptionsSchema.parse(raw);
-  const logger = createLogger('warn');
-  const database = await openDatabase(logger);
-  const pool = createPool({
-    connectionString: database.url,
-    max: 1,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 5_000,
-    applicationName: 'hookgate-events',
-  });
-  try {
+  await withCommandPool('events', 30_000, async (pool) => {
     const result = await pool.query(LIST_EVENTS, [options.endpoint, options.status ?? null, options.limit]);
     for (const row of result.rows) process.stdout.write(`${JSON.stringify(row)}\n`);
-  } finally {
-    await pool.end();
-    await database.embedded?.stop();
-  }
+  });
 }

@@ -1,9 +1,7 @@
 import { z } from 'zod';
 import { durationMs } from '../../core/config/duration.ts';
-import { createPool } from '../../core/db/pool.ts';
 import { prune } from '../../core/inbox/prune.ts';
-import { createLogger } from '../../core/logging.ts';
-import { openDatabase } from '../database.ts';
+import { withCommandPool } from '../database.ts';
 
 const DAY = 86_400_000;
 
@@ -17,16 +15,7 @@ export const pruneOptionsSchema = z.strictObject({
 /** `hookgate prune`: retention for settled inbox rows and settled downstream deliveries. */
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
-  const logger = createLogger('warn');
-  const database = await openDatabase(logger);
-  const pool = createPool({
-    connectionString: database.url,
-    max: 1,
-    statementTimeoutMs: 300_000,
-    connectTimeoutMs: 5_000,
-    applicationName: 'hookgate-prune',
-  });
-  try {
+  await withCommandPool('prune', 300_000, async (pool) => {
     const report = await prune(pool, {
       inboxOlderThanMs: options.olderThan,
       deliveriesOlderThanMs: options.outboxOlderThan,
@@ -35,8 +24,5 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     process.stdout.write(
       `${JSON.stringify({ deleted_inbox_rows: report.inboxRows, deleted_deliveries: report.deliveries })}\n`,
     );
-  } finally {
-    await pool.end();
-    await database.embedded?.stop();
-  }
+  });
 }

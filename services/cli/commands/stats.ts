@@ -1,6 +1,4 @@
-import { createPool } from '../../core/db/pool.ts';
-import { createLogger } from '../../core/logging.ts';
-import { openDatabase } from '../database.ts';
+import { withCommandPool } from '../database.ts';
 
 /**
  * Backlog per endpoint and unsettled status from the inbox's partial indexes (so it costs the
@@ -16,16 +14,7 @@ export const BACKLOG = `
 
 /** `hookgate stats`: one JSON line per (endpoint, status) with unsettled events. */
 export async function statsCommand(): Promise<void> {
-  const logger = createLogger('warn');
-  const database = await openDatabase(logger);
-  const pool = createPool({
-    connectionString: database.url,
-    max: 1,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 5_000,
-    applicationName: 'hookgate-stats',
-  });
-  try {
+  await withCommandPool('stats', 30_000, async (pool) => {
     const result = await pool.query<{
       endpoint: string;
       status: string;
@@ -39,8 +28,5 @@ export async function statsCommand(): Promise<void> {
         `${JSON.stringify({ endpoint: row.endpoint, status: row.status, events: Number(row.events), oldest_age_seconds: Math.round(row.oldest_age_seconds * 1000) / 1000 })}\n`,
       );
     }
-  } finally {
-    await pool.end();
-    await database.embedded?.stop();
-  }
+  });
 }
