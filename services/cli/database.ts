@@ -1,7 +1,8 @@
 import pg from 'pg';
-import { migrate } from '../core/db/migrate.ts';
+import { migrate, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
+import { HookgateError } from '../core/errors.ts';
 import { createLogger, type Logger } from '../core/logging.ts';
 
 /** Resolves DATABASE_URL or starts the embedded PostgreSQL, announcing which. */
@@ -57,6 +58,13 @@ export async function withCommandPool<T>(
     applicationName: `hookgate-${command}`,
   });
   try {
+    const pending = await pendingMigrations(pool);
+    if (pending) {
+      throw new HookgateError(
+        'database_not_migrated',
+        `The database is not ready for this version of hookgate (${pending}). Run "hookgate migrate" first.`,
+      );
+    }
     return await work(pool);
   } finally {
     await pool.end();

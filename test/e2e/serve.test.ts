@@ -48,6 +48,12 @@ describe('hookgate serve (real processes)', () => {
     expect(result.output).toContain('hookgate migrate');
   });
 
+  it('one-shot commands refuse an unmigrated database the same way', async () => {
+    const result = await runHookgate(['stats'], { env: { DATABASE_URL: db.url } });
+    expect(result.code).toBe(2);
+    expect(result.output).toContain('database_not_migrated');
+  });
+
   it('refuses an invalid configuration, naming the key', async () => {
     const result = await runHookgate(['serve', '--config', configFile], { env: { DATABASE_URL: db.url } });
     expect(result.code).toBe(2);
