@@ -53,7 +53,7 @@ program
   .requiredOption('--endpoint <name>', 'endpoint whose events to requeue')
   .addOption(new Option('--status <status>', 'only this status (default: both)').choices(['parked', 'dead']))
   .option('--event-id <id>', 'only this event')
-  .option('--orphans', 'instead: re-send a job for pending events whose job is gone or finished')
+  .option('--orphans', 'instead: re-send a job for pending events whose job is gone or completed')
   .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
   .action((options: unknown) => requeueCommand(options));
 
