@@ -211,6 +211,16 @@ describe('refusals leave no row', () => {
     expect([reply.status, reply.json.error]).toEqual([413, 'body_too_large']);
   });
 
+  it('refuses a header block over the limit with 431 before anything is stored', async () => {
+    const delivery = standardWebhook(SW_SECRET);
+    const reply = await post(`${gateway.url}/webhooks/alpha`, {
+      ...delivery,
+      headers: { ...delivery.headers, 'x-padding': 'p'.repeat(20 * 1024) },
+    });
+    expect(reply.status).toBe(431);
+    expect(await rows(delivery.eventId)).toBe(0);
+  });
+
   it('refuses a Stripe event without an id after a valid signature', async () => {
     const delivery = stripeEvent(STRIPE_SECRET);
     const body = JSON.stringify({ object: 'event', type: 'invoice.created', data: { object: {} } });
