@@ -1,8 +1,9 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
-import { type ApplyJobData, applyQueue, jobIdFor } from '../core/queue/names.ts';
+import { HookgateError } from '../core/errors.ts';
+import { sendApplyJobs } from '../core/queue/apply-jobs.ts';
+import { applyQueue, jobIdFor } from '../core/queue/names.ts';
 
 /**
  * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply
@@ -33,9 +34,7 @@ export interface RequeueRequest {
 
 /**
  * Requeues in chunks, each one transaction: rows back to pending, and a fresh job per event
- * under its deterministic id. The previous job with that id (failed after dead-lettering, or
- * retained as completed) would make a plain insert a no-op, so it is deleted first in the same
- * transaction; the new job starts with a full retry budget.
+ * under its deterministic id (resendJobs).
  */
 export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
   const chunk = request.chunk ?? 500;
@@ -58,9 +57,10 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
 }
 
 /**
- * A fresh job per event under its deterministic id, in the caller's transaction. pg-boss keeps
- * a finished job under that id for a while, and a plain insert would then be a silent no-op,
- * so the old one is deleted first; the new job starts with a full retry budget.
+ * A job per event in the caller's transaction (see sendApplyJobs: a finished job under the same
+ * id is replaced, so the new one starts with a full retry budget). An event whose previous job is
+ * running right now is left to that attempt's outcome: the whole chunk rolls back and the
+ * operator is asked to try again shortly.
  */
 async function resendJobs(
   boss: PgBoss,
@@ -68,22 +68,13 @@ async function resendJobs(
   endpoint: string,
   eventIds: readonly string[],
 ) {
-  if (eventIds.length === 0) return;
-  const queue = applyQueue(endpoint);
-  const db = executorFor(client);
-  await boss.deleteJob(
-    queue,
-    eventIds.map((eventId) => jobIdFor(endpoint, eventId)),
-    { db },
-  );
-  await boss.insert(
-    queue,
-    eventIds.map((eventId) => ({
-      id: jobIdFor(endpoint, eventId),
-      data: { endpoint, eventId } satisfies ApplyJobData,
-    })),
-    { db },
-  );
+  const { busy } = await sendApplyJobs(boss, client, endpoint, eventIds);
+  if (busy.length > 0) {
+    throw new HookgateError(
+      'job_busy',
+      `An attempt for ${busy[0]} (and ${busy.length - 1} other event(s)) of ${endpoint} is running right now; nothing was requeued. Try again in a minute.`,
+    );
+  }
 }
 
 /** Pending rows, oldest first, to check for a missing job (bounded per call). */

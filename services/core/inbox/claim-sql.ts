@@ -14,3 +14,11 @@ export const CLAIM_INBOX_ROWS = `
   )
   ON CONFLICT (endpoint, event_id) DO NOTHING
   RETURNING endpoint, event_id`;
+
+/**
+ * Takes back rows this same transaction has just claimed, when no job could be promised for
+ * them (see sendApplyJobs' `busy`): the delivery is refused instead and sent again later.
+ */
+export const UNCLAIM_INBOX_ROWS = `
+  DELETE FROM hookgate.inbox
+   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'`;

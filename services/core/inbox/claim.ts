@@ -1,11 +1,10 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
-import { type ApplyJobData, applyQueue, jobIdFor } from '../queue/names.ts';
+import { sendApplyJobs } from '../queue/apply-jobs.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
-import { CLAIM_INBOX_ROWS } from './claim-sql.ts';
+import { CLAIM_INBOX_ROWS, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {
@@ -28,6 +27,12 @@ export interface ClaimHooks {
   /** Runs inside the claim transaction after the inbox rows and jobs are written. */
   readonly beforeCommit?: (client: pg.PoolClient, accepted: readonly Claim[]) => Promise<void>;
 }
+
+/** Refused because an earlier job for the same event is running right now (see enqueueJobs). */
+const JOB_BUSY = new HookgateError(
+  'job_busy',
+  'An earlier attempt for this event is still running; it was not accepted. Retry later.',
+);
 
 const keyOf = (endpoint: string, eventId: string): string => `${endpoint}\u0000${eventId}`;
 
@@ -88,21 +93,30 @@ function failureFor(error: unknown): HookgateError {
   );
 }
 
-async function enqueueJobs(boss: PgBoss, client: pg.PoolClient, accepted: readonly Claim[]): Promise<void> {
-  const byEndpoint = new Map<string, Claim[]>();
+/**
+ * A live job for every accepted claim. Claims whose previous job (same deterministic id) is
+ * running right now cannot be promised one: their rows are taken back and they are returned, to
+ * be refused with a 503 and redelivered once that attempt has finished.
+ */
+async function enqueueJobs(
+  boss: PgBoss,
+  client: pg.PoolClient,
+  accepted: readonly Claim[],
+): Promise<Set<string>> {
+  const byEndpoint = new Map<string, string[]>();
   for (const claim of accepted) {
     const list = byEndpoint.get(claim.endpoint) ?? [];
-    list.push(claim);
+    list.push(claim.event.eventId);
     byEndpoint.set(claim.endpoint, list);
   }
-  const db = executorFor(client);
-  for (const [endpoint, claims] of byEndpoint) {
-    const jobs = claims.map((claim) => ({
-      id: jobIdFor(endpoint, claim.event.eventId),
-      data: { endpoint, eventId: claim.event.eventId } satisfies ApplyJobData,
-    }));
-    await boss.insert(applyQueue(endpoint), jobs, { db });
+  const refused = new Set<string>();
+  for (const [endpoint, eventIds] of byEndpoint) {
+    const { busy } = await sendApplyJobs(boss, client, endpoint, eventIds);
+    if (busy.length === 0) continue;
+    await client.query(UNCLAIM_INBOX_ROWS, [endpoint, busy]);
+    for (const eventId of busy) refused.add(keyOf(endpoint, eventId));
   }
+  return refused;
 }
 
 /**
@@ -158,9 +172,12 @@ export async function claimBatch(
       acceptedOnce.add(key);
       return true;
     });
-    await enqueueJobs(boss, client, firsts);
-    if (hooks.beforeCommit) await hooks.beforeCommit(client, firsts);
-    await client.query(commitWithWakeup(firsts.map((claim) => claim.endpoint)));
+    const busy = await enqueueJobs(boss, client, firsts);
+    for (const key of busy) failed.set(key, JOB_BUSY);
+    const kept =
+      busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
+    if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
+    await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
     const reported = new Set<string>();
     return claims.map((claim): ClaimResult => {
       const key = keyOf(claim.endpoint, claim.event.eventId);
