@@ -28,19 +28,29 @@ export const DELIVERY_STATUS = `
   SELECT status, lease_until > now() AS leased
     FROM hookgate.outbox_deliveries WHERE kind = $1 AND key = $2`;
 
-/** Ends an attempt with its result; `delivered` and `dead` are settled. */
+/**
+ * Ends an attempt with its result; `delivered` and `dead` are settled. Fenced by the attempt
+ * number BEGIN_ATTEMPT returned: an attempt that outlived its lease (a stalled process, a
+ * starved pool) while another took the record over changes nothing, so it cannot turn
+ * `delivered` back into `retrying` and have a later replay send again. A 2xx is the one result
+ * that lands whichever attempt saw it: the effect did happen downstream. Returns a row only if
+ * the record was written.
+ */
 export const FINISH_ATTEMPT = `
   UPDATE hookgate.outbox_deliveries
-     SET status = $3,
+     SET status = $3::text,
          http_status = $4,
          last_error = $5,
          lease_until = NULL,
-         settled_at = CASE WHEN $3 IN ('delivered', 'dead') THEN now() END
-   WHERE kind = $1 AND key = $2`;
+         settled_at = CASE WHEN $3::text IN ('delivered', 'dead') THEN now() END
+   WHERE kind = $1 AND key = $2
+     AND ((status = 'sending' AND attempts = $6)
+          OR ($3::text = 'delivered' AND status NOT IN ('delivered', 'nowhere')))
+  RETURNING status`;
 
 /**
  * A message with no URL configured is settled as delivered nowhere (a key already delivered
- * keeps its record).
+ * keeps its record, and one that another attempt holds under an unexpired lease is left to it).
  */
 export const RECORD_NOWHERE = `
   INSERT INTO hookgate.outbox_deliveries AS d
@@ -49,4 +59,5 @@ export const RECORD_NOWHERE = `
   ON CONFLICT (kind, key) DO UPDATE
     SET status = 'nowhere', url = NULL, lease_until = NULL, settled_at = now()
     WHERE d.status NOT IN ('delivered', 'nowhere')
+      AND NOT (d.status = 'sending' AND d.lease_until > now())
   RETURNING status`;

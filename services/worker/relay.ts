@@ -205,7 +205,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     const timeoutMs = Math.min(message.timeoutMs ?? defaultTimeoutMs, maxTimeoutMs);
     const leaseSeconds = timeoutMs / 1000 + 5;
-    const begun = await pool.query(BEGIN_ATTEMPT, [
+    const begun = await pool.query<{ attempts: number }>(BEGIN_ATTEMPT, [
       kind,
       key,
       message.endpoint ?? null,
@@ -225,6 +225,21 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       return { id: job.id, status: 'failed', output: { error: 'another attempt is in flight' } };
     }
 
+    // This attempt's number: every write that ends it is fenced by it (FINISH_ATTEMPT).
+    const attempt = begun.rows[0]!.attempts;
+    const finish = async (status: string, httpStatus: number | null, error: string | null) =>
+      ((await pool.query(FINISH_ATTEMPT, [kind, key, status, httpStatus, error, attempt])).rowCount ?? 0) > 0;
+    const superseded = (outcome: string): JobResult => {
+      // Another attempt took the record over after this one's lease ran out (this one stalled):
+      // its result is not recorded, and pg-boss ignores this job result too (fenced by retryCount).
+      logger.warn({ ...log, attempt, outcome }, 'relay: attempt outlived its lease; result not recorded');
+      return {
+        id: job.id,
+        status: 'failed',
+        output: { outcome: 'superseded', error: 'attempt outlived its lease' },
+      };
+    };
+
     const headers: Record<string, string> = {
       'content-type': 'application/json',
       'idempotency-key': key,
@@ -243,19 +258,22 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
     });
 
     if (result.outcome === 'delivered') {
-      await pool.query(FINISH_ATTEMPT, [kind, key, 'delivered', result.status, null]);
-      logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
+      if (!(await finish('delivered', result.status, null))) {
+        logger.info({ ...log, httpStatus: result.status }, 'relay: delivered (already recorded)');
+      } else logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
       count(message, 'delivered');
       return { id: job.id, status: 'completed', output: { outcome: 'delivered', status: result.status } };
     }
     if (result.outcome === 'dead') {
-      await pool.query(FINISH_ATTEMPT, [kind, key, 'dead', result.status, result.error]);
+      if (!(await finish('dead', result.status, result.error))) return superseded('dead');
       logger.error({ ...log, httpStatus: result.status, error: result.error }, 'relay: refused; dead');
       count(message, 'dead');
       return { id: job.id, status: 'deadletter', output: { outcome: 'dead', error: result.error } };
     }
     const last = job.retryCount >= job.retryLimit;
-    await pool.query(FINISH_ATTEMPT, [kind, key, last ? 'dead' : 'retrying', result.status, result.error]);
+    if (!(await finish(last ? 'dead' : 'retrying', result.status, result.error))) {
+      return superseded(last ? 'dead' : 'retry');
+    }
     if (last) {
       logger.error(
         { ...log, attempts: job.retryCount + 1, error: result.error },
