@@ -1,8 +1,14 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { LOCK_INBOX_ROWS, RECORD_FAILURES, SETTLE_APPLIED } from '../core/apply/inbox-sql.ts';
+import { failureOf, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
+import {
+  LOCK_INBOX_ROWS,
+  RECORD_FAILURES,
+  SETTLE_APPLIED,
+  SETTLE_EXHAUSTED,
+} from '../core/apply/inbox-sql.ts';
 import { insertOutboxJobs, type OutboxJob } from '../core/apply/outbox.ts';
-import { describeFailure, type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
+import { type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
 import type { ApplyOutcome, Handler } from '../core/handlers/types.ts';
@@ -21,8 +27,11 @@ export interface ApplyJob {
 export interface AppliedEvent {
   readonly eventId: string;
   readonly eventType: string;
-  /** `already_settled` and `missing` complete the job without running the handler. */
-  readonly outcome: ApplyOutcome | 'failed' | 'already_settled' | 'missing';
+  /**
+   * `already_settled` and `missing` complete the job without running the handler; `dead`: the
+   * handler failed in a way retrying cannot fix (EventUnusable), settled at once.
+   */
+  readonly outcome: ApplyOutcome | 'failed' | 'dead' | 'already_settled' | 'missing';
   readonly receivedAt: Date | null;
   readonly error?: string;
   /** The inbox row's traceparent: its trace id joins the event's log lines to its trace. */
@@ -132,6 +141,7 @@ export async function applyBatch(
     }
     const settled = pass?.settled ?? [];
     const failures = pass?.failures ?? [];
+    const unusable = pass?.dead ?? [];
     const bad = pass?.bad ?? [];
     good.push(...(pass?.good ?? []));
     events.push(...(pass?.events ?? []));
@@ -142,6 +152,15 @@ export async function applyBatch(
         settled.map((s) => s.eventId),
         settled.map((s) => s.status),
         settled.map((s) => s.attempts),
+      ]);
+    }
+    if (unusable.length > 0) {
+      await client.query(SETTLE_EXHAUSTED, [
+        endpoint,
+        unusable.map((d) => d.eventId),
+        unusable.map(() => 'dead'),
+        unusable.map((d) => d.attempts),
+        unusable.map((d) => d.text),
       ]);
     }
     if (failures.length > 0) {
@@ -162,13 +181,8 @@ export async function applyBatch(
         { db },
       );
     }
-    for (const { job, code, text } of bad) {
-      await deps.boss.fail(
-        queue,
-        { id: job.id, retryCount: job.retryCount },
-        { code, message: text },
-        { db },
-      );
+    for (const { job, output } of bad) {
+      await deps.boss.fail(queue, { id: job.id, retryCount: job.retryCount }, output, { db });
     }
     return events;
   });
@@ -178,8 +192,11 @@ export async function applyBatch(
 interface PassResult {
   readonly settled: { eventId: string; status: ApplyOutcome; attempts: number }[];
   readonly failures: { eventId: string; attempts: number; text: string }[];
+  /** Failed for good (EventUnusable): settled `dead` now, their jobs completed. */
+  readonly dead: { eventId: string; attempts: number; text: string }[];
   readonly good: ApplyJob[];
-  readonly bad: { job: ApplyJob; code: string; text: string }[];
+  /** Failed jobs with the output pg-boss keeps (the dead-letter step reads its code). */
+  readonly bad: { job: ApplyJob; output: { code: string; message: string } }[];
   readonly events: AppliedEvent[];
   /** Outbox effects of the events that applied, inserted together before COMMIT. */
   readonly outbox: OutboxJob[];
@@ -200,7 +217,15 @@ async function applyPending(
   jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
   isolated: boolean,
 ): Promise<PassResult | null> {
-  const result: PassResult = { settled: [], failures: [], good: [], bad: [], events: [], outbox: [] };
+  const result: PassResult = {
+    settled: [],
+    failures: [],
+    dead: [],
+    good: [],
+    bad: [],
+    events: [],
+    outbox: [],
+  };
   if (isolated) await client.query('SAVEPOINT apply_event');
   for (const row of pending) {
     const rowJobs = jobsByEvent.get(row.event_id) ?? [];
@@ -225,7 +250,7 @@ async function applyPending(
             setOutcome(span, settled === 'processed' ? 'applied' : settled);
             return settled;
           } catch (error) {
-            setOutcome(span, 'retried');
+            setOutcome(span, failureOf(error).permanent ? 'dead' : 'retried');
             throw error;
           }
         },
@@ -245,13 +270,19 @@ async function applyPending(
     } catch (error) {
       if (!isolated) return null;
       await client.query('ROLLBACK TO SAVEPOINT apply_event');
-      const { code, text } = describeFailure(error);
-      result.failures.push({ eventId: row.event_id, attempts, text });
-      for (const job of rowJobs) result.bad.push({ job, code, text });
+      const failure = failureOf(error);
+      const text = lastErrorOf(failure);
+      if (failure.permanent) {
+        result.dead.push({ eventId: row.event_id, attempts, text });
+        result.good.push(...rowJobs);
+      } else {
+        result.failures.push({ eventId: row.event_id, attempts, text });
+        for (const job of rowJobs) result.bad.push({ job, output: jobOutputOf(failure) });
+      }
       result.events.push({
         eventId: row.event_id,
         eventType: row.event_type,
-        outcome: 'failed',
+        outcome: failure.permanent ? 'dead' : 'failed',
         receivedAt: row.received_at,
         error: text,
         traceparent: row.traceparent,

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../core/apply/failure.ts';
 import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from '../core/apply/inbox-sql.ts';
 import type { InboxRow } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
@@ -19,8 +20,6 @@ export interface DeadLetterJob {
   readonly sourceOutput: unknown;
 }
 
-export const ENTITY_NOT_YET_KNOWN_PREFIX = 'entity_not_yet_known:';
-
 export interface Exhausted {
   readonly eventId: string;
   readonly status: 'parked' | 'dead';
@@ -31,29 +30,33 @@ export interface Exhausted {
   readonly traceparent?: string | null;
 }
 
+const EXPIRED =
+  'attempt_expired: an attempt did not finish within worker.expireIn (the worker crashed, was killed or stalled)';
+
 /**
- * How an event that ran out of attempts settles. When the last attempt failed through `fail`,
- * the apply transaction recorded its error on the row in the same commit, so the row's
- * last_error names the final failure: `entity_not_yet_known: …` parks, anything else is dead.
- * When the last attempt never reported (the process died or stalled past expireIn), pg-boss
- * expired it: that is dead, whatever earlier attempts said.
+ * How an event that ran out of attempts settles, decided from the failure its last attempt
+ * reported to pg-boss (the code in the job's output), never from the row's `last_error` text,
+ * which a separate statement writes on the batch-failure path and may be stale:
+ * `entity_not_yet_known` parks, any other code is dead. When the last attempt never reported
+ * (the process died or stalled past expireIn), pg-boss expired it: that is dead, whatever
+ * earlier attempts said.
  */
 export function exhaustedStatus(row: InboxRow, job: DeadLetterJob): Exhausted {
   const attempts = row.requeued_attempts + job.sourceRetryCount + 1;
-  const output = job.sourceOutput as { code?: unknown } | null;
-  const reported = output !== null && typeof output === 'object' && typeof output.code === 'string';
+  const reported = failureFromOutput(job.sourceOutput);
   if (reported) {
-    const lastError = row.last_error ?? `${String(output.code)}: (no message recorded)`;
-    const parked = lastError.startsWith(ENTITY_NOT_YET_KNOWN_PREFIX);
-    return { eventId: row.event_id, status: parked ? 'parked' : 'dead', attempts, lastError };
+    return {
+      eventId: row.event_id,
+      status: reported.code === PARKING_CODE ? 'parked' : 'dead',
+      attempts,
+      lastError: lastErrorOf(reported),
+    };
   }
-  const expired =
-    'attempt_expired: an attempt did not finish within worker.expireIn (the worker crashed, was killed or stalled)';
   return {
     eventId: row.event_id,
     status: 'dead',
     attempts,
-    lastError: (row.last_error ? `${expired}; earlier: ${row.last_error}` : expired).slice(0, 2_000),
+    lastError: (row.last_error ? `${EXPIRED}; earlier: ${row.last_error}` : EXPIRED).slice(0, 2_000),
   };
 }
 

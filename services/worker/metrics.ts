@@ -18,6 +18,8 @@ export function appliedOutcome(outcome: AppliedEvent['outcome']): AppliedOutcome
       return outcome;
     case 'failed':
       return 'retried';
+    case 'dead':
+      return 'dead';
     default:
       return 'skipped';
   }

@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
+import { jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
 import { RECORD_BATCH_FAILURE } from '../core/apply/inbox-sql.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
@@ -115,18 +116,22 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           trace_id: traceIdOf(event.traceparent),
         };
         if (outcome === 'retried') logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
+        else if (outcome === 'dead')
+          logger.warn({ ...line, error: event.error }, 'apply failed for good; event is dead');
         else logger.info(line, 'event applied');
       }
     } catch (error) {
       // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
       logger.error({ err: error, endpoint, jobs: jobs.length }, 'apply batch failed; retrying its jobs');
-      const text = `batch_failed: ${(error as Error).message}`.slice(0, 2_000);
+      // The job's output carries the code the dead-letter step decides from; the row's
+      // last_error (a separate statement that may fail too) is for people only.
+      const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
       await pool
         .query(RECORD_BATCH_FAILURE, [
           endpoint,
           jobs.map((job) => job.eventId),
           jobs.map((job) => job.retryCount),
-          text,
+          lastErrorOf(failure),
         ])
         .catch((recordError: unknown) =>
           logger.error({ err: recordError }, 'could not record the batch failure'),
@@ -135,7 +140,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         .fail(
           queue,
           jobs.map(({ id, retryCount }) => ({ id, retryCount })),
-          { code: 'batch_failed', message: (error as Error).message },
+          jobOutputOf(failure),
         )
         .catch((failError: unknown) =>
           logger.error({ err: failError }, 'could not fail jobs; they will expire'),

@@ -6,8 +6,9 @@ import type { Handler } from '../handlers/types.ts';
 import type { Claim } from '../inbox/claim.ts';
 import type { Logger } from '../logging.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { failureOf, lastErrorOf } from './failure.ts';
 import { LOCK_INBOX_ROWS, SETTLE_APPLIED } from './inbox-sql.ts';
-import { describeFailure, type InboxRow, inboxEvent, runHandler } from './run-handler.ts';
+import { type InboxRow, inboxEvent, runHandler } from './run-handler.ts';
 
 /**
  * Sync mode: applies freshly claimed events inside the claim transaction (the request's own),
@@ -39,7 +40,7 @@ export async function applyInClaim(
         const outcome = await runHandler(client, boss, handler, logger, inboxEvent(endpoint, row, 1));
         settled.push({ eventId: row.event_id, status: outcome });
       } catch (error) {
-        const { text } = describeFailure(error);
+        const text = lastErrorOf(failureOf(error));
         throw new HookgateError('apply_failed', `The event could not be applied (${text}); retry.`, {
           cause: error,
         });

@@ -1,14 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
-import { HookgateError } from '../errors.ts';
-import {
-  type ApplyContext,
-  type ApplyOutcome,
-  EntityNotYetKnown,
-  type Handler,
-  type InboxEvent,
-} from '../handlers/types.ts';
+import type { ApplyContext, ApplyOutcome, Handler, InboxEvent } from '../handlers/types.ts';
 import type { Logger } from '../logging.ts';
 import { collectingOutbox, createOutbox, type OutboxJob } from './outbox.ts';
 
@@ -31,21 +24,6 @@ export interface InboxRow {
   readonly requeued_attempts: number;
   readonly last_error: string | null;
   readonly traceparent: string | null;
-}
-
-const LAST_ERROR_MAX = 2_000;
-
-/** `code: message`, the code first so operators (and the dead-letter consumer) can match on it. */
-export function describeFailure(error: unknown): { code: string; text: string } {
-  let code = 'handler_error';
-  if (error instanceof EntityNotYetKnown) code = error.code;
-  else if (error instanceof HookgateError) code = error.code;
-  else if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
-    const pgCode = (error as { code: string }).code;
-    code = /^[0-9A-Z]{5}$/.test(pgCode) ? `sqlstate_${pgCode}` : pgCode;
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { code, text: `${code}: ${message}`.slice(0, LAST_ERROR_MAX) };
 }
 
 export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): InboxEvent {

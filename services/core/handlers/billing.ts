@@ -15,7 +15,13 @@ import {
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import { createSubscriptionSource, type SubscriptionSource } from './stripe-refetch.ts';
-import type { ApplyContext, ApplyOutcome, Handler, InboxEvent } from './types.ts';
+import {
+  type ApplyContext,
+  type ApplyOutcome,
+  EventUnusable,
+  type Handler,
+  type InboxEvent,
+} from './types.ts';
 
 const httpUrl = z
   .string()
@@ -68,12 +74,12 @@ function fromEpoch(seconds: number | null | undefined): Date | null {
   return seconds == null ? null : new Date(seconds * 1000);
 }
 
-/** The object under `data.object`, or a non-retryable-looking error naming what is wrong. */
+/** The object under `data.object`, or an error naming what is wrong (the event is dead at once). */
 function objectOf<T extends z.ZodType>(schema: T, event: InboxEvent): z.output<T> {
   const parsed = eventSchema(schema).safeParse(event.payload);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
-    throw new HookgateError(
+    throw new EventUnusable(
       'billing_payload_invalid',
       `${event.eventType} event ${event.eventId} has no usable /${issue.path.join('/')}: ${issue.message}`,
     );

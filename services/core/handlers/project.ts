@@ -2,7 +2,13 @@ import { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { evaluatePointer, isJsonPointer } from '../providers/json-pointer.ts';
 import type { HandlerDeps } from './index.ts';
-import { type ApplyOutcome, EntityNotYetKnown, type Handler, type InboxEvent } from './types.ts';
+import {
+  type ApplyOutcome,
+  EntityNotYetKnown,
+  EventUnusable,
+  type Handler,
+  type InboxEvent,
+} from './types.ts';
 
 const optionsSchema = z.strictObject({
   /** Entity type used when the endpoint's extraction gives none. */
@@ -39,10 +45,11 @@ export const ENTITY_EXISTS = `
 
 /**
  * An event the projection cannot key is a configuration problem (no `extract.entityId` or
- * `extract.version`, or a payload without them). It is thrown, not ignored: the event retries,
- * ends `dead` with this reason, and can be requeued once the configuration is fixed.
+ * `extract.version`, or a payload without them). It is thrown, not ignored: the event ends `dead`
+ * at once with this reason (retrying cannot key it), and can be requeued once the configuration
+ * is fixed.
  */
-export class ProjectionUnkeyed extends HookgateError {
+export class ProjectionUnkeyed extends EventUnusable {
   constructor(message: string) {
     super('projection_unkeyed', message);
   }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { HookgateError } from '../errors.ts';
 import type { Logger } from '../logging.ts';
 
 /** A claimed event as the worker reads it back from the inbox. */
@@ -47,6 +48,14 @@ export interface Handler {
   /** Returns how the event settles; returning nothing means `processed`. Throwing retries. */
   apply(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome | undefined>;
 }
+
+/**
+ * The event itself can never be applied as it is (its payload lacks what the handler needs, the
+ * projection cannot key it): retrying cannot help, so it ends `dead` at its first attempt instead
+ * of spending every retry, visible and requeueable once the cause is fixed. Transient failures
+ * (anything else) keep retrying.
+ */
+export class EventUnusable extends HookgateError {}
 
 /**
  * The event is valid but refers to something not known yet (e.g. a payment for an invoice
