@@ -5,6 +5,12 @@ import { z } from 'zod';
 import type { Logger } from '../core/logging.ts';
 import { outboxQueue } from '../core/queue/names.ts';
 import {
+  DEFAULT_OUTBOX_QUEUE_SETTINGS,
+  ensureOutboxQueues,
+  OUTBOX_KINDS,
+  type OutboxQueueSettings,
+} from '../core/queue/queues.ts';
+import {
   activeTraceId,
   contextFromTraceparent,
   inSpan,
@@ -16,68 +22,7 @@ import { postOnce, type SendResult } from './relay-http.ts';
 import { BEGIN_ATTEMPT, DELIVERY_STATUS, FINISH_ATTEMPT, RECORD_NOWHERE } from './relay-sql.ts';
 
 /** The outbox kinds the relay delivers over HTTP. */
-export const RELAY_KINDS = ['forward', 'notify'] as const;
-
-/** Where pg-boss moves an outbox job whose retries are exhausted or that was refused for good. */
-export function outboxDeadLetterQueue(kind: string): string {
-  return `${outboxQueue(kind)}.dead`;
-}
-
-export interface OutboxQueueSettings {
-  /** Retries after the first attempt (a job gets retryLimit + 1 tries). */
-  readonly retryLimit: number;
-  /** Seconds before the first retry; doubled per retry (with jitter) when backoff is on. */
-  readonly retryDelaySeconds: number;
-  readonly retryBackoff: boolean;
-  readonly retryDelayMaxSeconds: number;
-  /** A job active longer than this is retried; above the longest request timeout. */
-  readonly expireInSeconds: number;
-}
-
-/** Dead-lettered outbox jobs are kept this long; hookgate.outbox_deliveries is the durable record. */
-const DEAD_LETTER_RETENTION_SECONDS = 30 * 86_400;
-
-export const DEFAULT_OUTBOX_QUEUE_SETTINGS: OutboxQueueSettings = {
-  retryLimit: 10,
-  retryDelaySeconds: 5,
-  retryBackoff: true,
-  retryDelayMaxSeconds: 900,
-  expireInSeconds: 300,
-};
-
-/**
- * Creates the outbox queues and their dead-letter queues, and brings their delivery policy up
- * to date (updateQueue: a queue created earlier by the worker's ensureQueues, which creates
- * missing outbox queues with defaults, gets the relay's retry policy and dead-letter queue).
- * Must run before any handler's transaction sends to them.
- */
-export async function ensureOutboxQueues(
-  boss: PgBoss,
-  settings: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
-  kinds: readonly string[] = RELAY_KINDS,
-): Promise<void> {
-  for (const kind of kinds) {
-    const dead = outboxDeadLetterQueue(kind);
-    await boss.createQueue(dead, { retentionSeconds: DEAD_LETTER_RETENTION_SECONDS });
-    const options = {
-      retryLimit: settings.retryLimit,
-      retryDelay: settings.retryDelaySeconds,
-      retryBackoff: settings.retryBackoff,
-      expireInSeconds: settings.expireInSeconds,
-    };
-    const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
-    await boss.createQueue(outboxQueue(kind), {
-      ...options,
-      ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
-      deadLetter: dead,
-    });
-    await boss.updateQueue(outboxQueue(kind), {
-      ...options,
-      retryDelayMax: retryDelayMax ?? null,
-      deadLetter: dead,
-    });
-  }
-}
+export const RELAY_KINDS = OUTBOX_KINDS;
 
 export interface RelayMetrics {
   /** hookgate_forward_deliveries_total{endpoint,outcome}; outcome: delivered|retry|dead|duplicate|nowhere */

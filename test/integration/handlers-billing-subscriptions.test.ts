@@ -2,7 +2,7 @@ import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
-import { ensureOutboxQueues } from '../../services/worker/relay.ts';
+import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeStripe, startFakeStripe } from '../support/fake-stripe.ts';
 import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';

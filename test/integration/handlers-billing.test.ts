@@ -5,7 +5,7 @@ import { HookgateError } from '../../services/core/errors.ts';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
 import { outboxQueue } from '../../services/core/queue/names.ts';
-import { ensureOutboxQueues } from '../../services/worker/relay.ts';
+import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';
 

@@ -1,9 +1,10 @@
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
-import { outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
+import { outboxDeadLetterQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
+import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
-import { type OutboxQueueSettings, outboxDeadLetterQueue, startRelays } from '../../services/worker/relay.ts';
+import { startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
 import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';

@@ -11,7 +11,7 @@ import { createLogger } from '../../services/core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../services/core/metrics.ts';
 import { startMetricsServer } from '../../services/core/metrics-server.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
-import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startGateway } from '../../services/gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../services/worker/relay.ts';
 import { startWorker } from '../../services/worker/worker.ts';
@@ -50,7 +50,12 @@ export async function startObservedHookgate(databaseUrl: string, config: Config)
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
+  await ensureQueues(
+    boss,
+    Object.keys(config.endpoints),
+    retryPolicyFrom(config.worker),
+    outboxPolicyFrom(config.relay),
+  );
   const registry = createRegistry();
   registerPoolMetrics(registry, { gateway: pool, worker: workerPool });
   // No cache: the test reads the database and the metrics back to back.

@@ -4,7 +4,7 @@ import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
 import { createBoss } from '../../core/queue/boss.ts';
-import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { requeue, requeueOrphans } from '../../worker/requeue.ts';
 import { openDatabase } from '../database.ts';
 
@@ -41,7 +41,12 @@ export async function requeueCommand(raw: unknown): Promise<void> {
   boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
   try {
     await boss.start();
-    await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
+    await ensureQueues(
+      boss,
+      [options.endpoint],
+      retryPolicyFrom(config.worker),
+      outboxPolicyFrom(config.relay),
+    );
     const statuses = options.status ? [options.status] : (['parked', 'dead'] as const);
     const ids = options.orphans
       ? await requeueOrphans(pool, boss, options.endpoint)

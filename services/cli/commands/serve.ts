@@ -10,7 +10,7 @@ import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
 import { createBoss } from '../../core/queue/boss.ts';
-import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, RELAY_KINDS, startRelays } from '../../worker/relay.ts';
@@ -98,7 +98,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   });
   boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
   await boss.start();
-  await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
+  await ensureQueues(
+    boss,
+    Object.keys(config.endpoints),
+    retryPolicyFrom(config.worker),
+    outboxPolicyFrom(config.relay),
+  );
 
   const registry = createRegistry();
   // The worker gets its own pool in `all` so apply batches never starve the ack path.
@@ -137,13 +142,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
       stopTimeoutMs: config.worker.shutdownTimeout,
       batchSize: config.relay.batchSize,
       concurrency: config.relay.concurrency,
-      queues: {
-        retryLimit: config.relay.retryLimit,
-        retryDelaySeconds: Math.ceil(config.relay.retryDelay / 1000),
-        retryBackoff: true,
-        retryDelayMaxSeconds: Math.ceil(config.relay.retryDelayMax / 1000),
-        expireInSeconds: Math.ceil(config.relay.expireIn / 1000),
-      },
+      queues: outboxPolicyFrom(config.relay),
     });
   }
   if (runsGateway) {

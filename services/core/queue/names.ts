@@ -32,6 +32,11 @@ export function outboxQueue(kind: string): string {
   return `hookgate.outbox.${kind}`;
 }
 
+/** Where pg-boss moves an outbox job whose retries are exhausted or that was refused for good. */
+export function outboxDeadLetterQueue(kind: string): string {
+  return `${outboxQueue(kind)}.dead`;
+}
+
 /** Outbox job ids derive from the effect's key: a re-run apply cannot queue an effect twice. */
 export function outboxJobIdFor(kind: string, key: string): string {
   return jobIdFor(`outbox:${kind}`, key);

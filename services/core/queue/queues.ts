@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config/schema.ts';
-import { applyQueue, deadLetterQueue, outboxQueue } from './names.ts';
+import { applyQueue, deadLetterQueue, outboxDeadLetterQueue, outboxQueue } from './names.ts';
 
 /** How pg-boss retries an apply job; attempts = retryLimit + 1. */
 export interface RetryPolicy {
@@ -34,19 +34,87 @@ export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
 /** Outbox kinds whose queues always exist, so a handler can enqueue to them in any transaction. */
 export const OUTBOX_KINDS = ['forward', 'notify'] as const;
 
+/** How pg-boss retries an outbox (downstream delivery) job: the `relay` section of the config. */
+export interface OutboxQueueSettings {
+  /** Retries after the first attempt (a job gets retryLimit + 1 tries). */
+  readonly retryLimit: number;
+  /** Seconds before the first retry; doubled per retry (with jitter) when backoff is on. */
+  readonly retryDelaySeconds: number;
+  readonly retryBackoff: boolean;
+  readonly retryDelayMaxSeconds: number;
+  /** A job active longer than this is retried; above the longest request timeout. */
+  readonly expireInSeconds: number;
+}
+
+/** The `relay` section of the config as pg-boss queue options (whole seconds). */
+export function outboxPolicyFrom(relay: Config['relay']): OutboxQueueSettings {
+  return {
+    retryLimit: relay.retryLimit,
+    retryDelaySeconds: Math.ceil(relay.retryDelay / 1000),
+    retryBackoff: true,
+    retryDelayMaxSeconds: Math.ceil(relay.retryDelayMax / 1000),
+    expireInSeconds: Math.ceil(relay.expireIn / 1000),
+  };
+}
+
+/** The config's defaults (a test holds them equal to `outboxPolicyFrom` of a default config). */
+export const DEFAULT_OUTBOX_QUEUE_SETTINGS: OutboxQueueSettings = {
+  retryLimit: 10,
+  retryDelaySeconds: 5,
+  retryBackoff: true,
+  retryDelayMaxSeconds: 900,
+  expireInSeconds: 300,
+};
+
 /** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
 const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
 
+/** Dead-lettered outbox jobs are kept this long; hookgate.outbox_deliveries is the durable record. */
+const OUTBOX_DEAD_LETTER_RETENTION_SECONDS = 30 * 86_400;
+
+/**
+ * Creates the outbox queues and their dead-letter queues and brings their policy up to date
+ * (updateQueue: whichever process created a queue first, gateway or worker, the policy is this
+ * one). Must run before any handler's transaction sends to them.
+ */
+export async function ensureOutboxQueues(
+  boss: PgBoss,
+  settings: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
+  kinds: readonly string[] = OUTBOX_KINDS,
+): Promise<void> {
+  for (const kind of kinds) {
+    const dead = outboxDeadLetterQueue(kind);
+    await boss.createQueue(dead, { retentionSeconds: OUTBOX_DEAD_LETTER_RETENTION_SECONDS });
+    const options = {
+      retryLimit: settings.retryLimit,
+      retryDelay: settings.retryDelaySeconds,
+      retryBackoff: settings.retryBackoff,
+      expireInSeconds: settings.expireInSeconds,
+    };
+    const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
+    await boss.createQueue(outboxQueue(kind), {
+      ...options,
+      ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
+      deadLetter: dead,
+    });
+    await boss.updateQueue(outboxQueue(kind), {
+      ...options,
+      retryDelayMax: retryDelayMax ?? null,
+      deadLetter: dead,
+    });
+  }
+}
+
 /**
  * Creates (or brings up to date) each endpoint's apply queue and its dead-letter queue, and the
- * outbox queues. createQueue leaves an existing queue untouched, so the apply policy is applied
- * with updateQueue. Outbox queues are only created if missing: their delivery policy belongs to
- * the relay.
+ * outbox queues. createQueue leaves an existing queue untouched, so each policy is applied with
+ * updateQueue. Gateway, worker and CLI all call this, with the policies from the same config.
  */
 export async function ensureQueues(
   boss: PgBoss,
   endpoints: readonly string[],
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+  outbox: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
 ): Promise<void> {
   for (const endpoint of endpoints) {
     const dead = deadLetterQueue(endpoint);
@@ -76,10 +144,5 @@ export async function ensureQueues(
     await boss.createQueue(applyQueue(endpoint), options);
     await boss.updateQueue(applyQueue(endpoint), options);
   }
-  for (const kind of OUTBOX_KINDS) {
-    const name = outboxQueue(kind);
-    if (!(await boss.getQueue(name))) {
-      await boss.createQueue(name, { retryLimit: 10, retryDelay: 2, retryBackoff: true, retryDelayMax: 600 });
-    }
-  }
+  await ensureOutboxQueues(boss, outbox);
 }
