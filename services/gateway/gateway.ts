@@ -49,29 +49,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   let shuttingDown = false;
   let migrated = false;
 
-  const committer = new GroupCommitter<Claim, ClaimResult>({
-    maxBatch: config.claim.maxBatch,
-    maxWaitMs: config.claim.maxWait,
-    concurrency: config.claim.concurrency,
-    commit: (claims) => claimBatch(pool, boss, claims, options.hooks),
-    onBatch: (size) => metrics.claimBatchSize.observe(size),
-    maxQueued: config.claim.maxQueued,
-    // A delivery still waiting when its request would time out is refused, not committed late.
-    maxQueueAgeMs: config.server.requestTimeout,
-  });
-  const submit = (claim: Claim): Promise<ClaimResult> =>
-    committer.submit(claim).catch(
-      (error: unknown): ClaimResult => ({
-        ok: false,
-        error:
-          error instanceof GroupCommitOverloaded
-            ? new HookgateError('overloaded', error.message)
-            : new HookgateError('database_unavailable', 'The claim failed unexpectedly.', { cause: error }),
-      }),
-    );
-
-  // Sync-mode endpoints bypass the group committer: each delivery is claimed and applied in its
-  // own transaction, so a handler failure rolls back only that delivery (answered 5xx).
+  // Sync-mode endpoints share the group committer's bounds (queue size, queue age, commit slots)
+  // but are committed alone: each delivery is claimed and applied in its own transaction, so a
+  // handler failure rolls back only that delivery (answered 5xx).
   const syncHandlers = new Map<string, Handler>();
   for (const [name, endpoint] of Object.entries(config.endpoints)) {
     if (endpoint.mode !== 'sync') continue;
@@ -90,13 +70,35 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       await applyInClaim(client, boss, syncHandlers, logger, accepted);
     },
   };
-  const claimSync = async (claim: Claim): Promise<ClaimResult> =>
-    (await claimBatch(pool, boss, [claim], syncHooks))[0]!;
+  const isSync = (claim: Claim): boolean => syncHandlers.has(claim.endpoint);
+
+  const committer = new GroupCommitter<Claim, ClaimResult>({
+    maxBatch: config.claim.maxBatch,
+    maxWaitMs: config.claim.maxWait,
+    concurrency: config.claim.concurrency,
+    // A sync claim is always a batch of one (`alone`).
+    commit: (claims) =>
+      claimBatch(pool, boss, claims, claims.length === 1 && isSync(claims[0]!) ? syncHooks : options.hooks),
+    alone: isSync,
+    onBatch: (size) => metrics.claimBatchSize.observe(size),
+    maxQueued: config.claim.maxQueued,
+    // A delivery still waiting when its request would time out is refused, not committed late.
+    maxQueueAgeMs: config.server.requestTimeout,
+  });
+  const submit = (claim: Claim): Promise<ClaimResult> =>
+    committer.submit(claim).catch(
+      (error: unknown): ClaimResult => ({
+        ok: false,
+        error:
+          error instanceof GroupCommitOverloaded
+            ? new HookgateError('overloaded', error.message)
+            : new HookgateError('database_unavailable', 'The claim failed unexpectedly.', { cause: error }),
+      }),
+    );
 
   // webhook.claim: its own traceparent is what the inbox row stores, so the worker's apply span
   // continues this trace (without tracing, the delivery's own traceparent header is kept).
-  const plainClaim = (claim: Claim): Promise<ClaimResult> =>
-    syncHandlers.has(claim.endpoint) ? claimSync(claim) : submit(claim);
+  const plainClaim = submit;
   const tracedClaim = (claim: Claim): Promise<ClaimResult> =>
     inSpan(
       'webhook.claim',

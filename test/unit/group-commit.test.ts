@@ -102,6 +102,44 @@ describe('group commit', () => {
     expect(committed).toEqual([1]);
   });
 
+  it('commits lone items by themselves, at once, under the same bounds and slots', async () => {
+    const batches: number[][] = [];
+    let running = 0;
+    let peak = 0;
+    let release: () => void = () => {};
+    const blocked = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const committer = new GroupCommitter<number, string>({
+      maxBatch: 10,
+      maxWaitMs: 10_000,
+      concurrency: 1,
+      maxQueued: 4,
+      // Negative numbers stand for sync-mode claims.
+      alone: (n) => n < 0,
+      commit: async (items) => {
+        running += 1;
+        peak = Math.max(peak, running);
+        batches.push([...items]);
+        if (items[0] === -1) await blocked;
+        running -= 1;
+        return items.map((item) => `done ${item}`);
+      },
+    });
+    // A lone item does not wait maxWaitMs for company: it takes the slot at once.
+    const first = committer.submit(-1);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(batches).toEqual([[-1]]);
+    const queued = [committer.submit(1), committer.submit(-2), committer.submit(2), committer.submit(-3)];
+    // The queue bound holds for lone items too.
+    await expect(committer.submit(-4)).rejects.toBeInstanceOf(GroupCommitOverloaded);
+    release();
+    expect(await first).toBe('done -1');
+    expect(await Promise.all(queued)).toEqual(['done 1', 'done -2', 'done 2', 'done -3']);
+    expect(batches).toEqual([[-1], [1, 2], [-2], [-3]]);
+    expect(peak).toBe(1);
+  });
+
   it('drains waiting and in-flight items', async () => {
     const { committer, batches } = recorder({ maxBatch: 100, maxWaitMs: 10_000, concurrency: 1 });
     const pending = [committer.submit(1), committer.submit(2)];

@@ -13,6 +13,12 @@ export interface GroupCommitOptions<In, Out> {
   readonly maxQueueAgeMs?: number;
   /** Told the size of every batch, for metrics. */
   readonly onBatch?: (size: number) => void;
+  /**
+   * Items that must be committed on their own (sync-mode claims, whose handler failure must
+   * roll back only them). They wait in the same queue, under the same bounds and commit slots,
+   * but form batches of one, and leave as soon as a slot is free.
+   */
+  readonly alone?: (item: In) => boolean;
 }
 
 /**
@@ -46,6 +52,8 @@ export class GroupCommitter<In, Out> {
   #timer: NodeJS.Timeout | undefined;
   #due = false;
   #idle: (() => void)[] = [];
+  /** Items waiting that must be committed alone. */
+  #aloneWaiting = 0;
 
   constructor(options: GroupCommitOptions<In, Out>) {
     this.#options = options;
@@ -60,6 +68,11 @@ export class GroupCommitter<In, Out> {
     }
     return new Promise<Out>((resolve, reject) => {
       this.#queue.push({ item, resolve, reject, since: performance.now() });
+      // A lone item gains nothing by waiting for company.
+      if (this.#options.alone?.(item)) {
+        this.#aloneWaiting += 1;
+        this.#due = true;
+      }
       if (this.#queue.length >= this.#options.maxBatch) this.#due = true;
       else if (this.#queue.length === 1 && !this.#timer) this.#arm();
       this.#pump();
@@ -84,9 +97,9 @@ export class GroupCommitter<In, Out> {
 
   #pump(): void {
     while (this.#due && this.#queue.length > 0 && this.#inFlight < this.#options.concurrency) {
-      const batch = this.#withoutStale(this.#queue.splice(0, this.#options.maxBatch));
+      const batch = this.#withoutStale(this.#take());
       if (batch.length === 0) continue;
-      this.#due = this.#queue.length >= this.#options.maxBatch;
+      this.#due = this.#queue.length >= this.#options.maxBatch || this.#aloneWaiting > 0;
       if (this.#queue.length === 0 && this.#timer) {
         clearTimeout(this.#timer);
         this.#timer = undefined;
@@ -97,6 +110,24 @@ export class GroupCommitter<In, Out> {
     if (this.#queue.length === 0 && this.#inFlight === 0) {
       for (const resolve of this.#idle.splice(0)) resolve();
     }
+  }
+
+  /** The next batch: a lone item by itself, else up to maxBatch others in arrival order. */
+  #take(): Waiting<In, Out>[] {
+    const alone = this.#options.alone;
+    if (!alone || this.#aloneWaiting === 0) return this.#queue.splice(0, this.#options.maxBatch);
+    if (alone(this.#queue[0]!.item)) {
+      this.#aloneWaiting -= 1;
+      return this.#queue.splice(0, 1);
+    }
+    const batch: Waiting<In, Out>[] = [];
+    const rest: Waiting<In, Out>[] = [];
+    for (const waiting of this.#queue) {
+      if (batch.length < this.#options.maxBatch && !alone(waiting.item)) batch.push(waiting);
+      else rest.push(waiting);
+    }
+    this.#queue = rest;
+    return batch;
   }
 
   /** Refuses items that waited longer than maxQueueAgeMs; returns the rest. */
