@@ -84,13 +84,34 @@ describe('hookgate serve (real processes)', () => {
 
       // SIGTERM while deliveries are in flight: each one either gets its 200 after commit, or
       // no answer at all, and the process exits 0.
-      const deliveries = Array.from({ length: 40 }, () => standardWebhook(SECRET));
-      const inFlight = deliveries.map((d) => post(`${url}/webhooks/demo`, d).catch(() => null));
+      const deliveries = Array.from({ length: 200 }, () => standardWebhook(SECRET));
+      let answered = 0;
+      let firstAnswer: () => void = () => {};
+      const someAnswered = new Promise<void>((resolve) => {
+        firstAnswer = resolve;
+      });
+      const inFlight = deliveries.map((d) =>
+        post(`${url}/webhooks/demo`, d).then(
+          (reply) => {
+            answered += 1;
+            firstAnswer();
+            return reply;
+          },
+          () => null,
+        ),
+      );
+      // The premise: the signal lands while some deliveries have been answered and others are
+      // still in flight.
+      await someAnswered;
       process.child.kill('SIGTERM');
+      const atSignal = answered;
+      expect(atSignal).toBeGreaterThan(0);
+      expect(atSignal).toBeLessThan(deliveries.length);
       const replies = await Promise.all(inFlight);
       expect(await process.exited()).toBe(0);
       expect(process.output()).toContain('stopped cleanly');
       const acknowledged = deliveries.filter((_, i) => replies[i]?.status === 200).map((d) => d.eventId);
+      expect(acknowledged.length).toBeGreaterThan(0);
       const stored = await db.pool.query('SELECT event_id FROM hookgate.inbox WHERE event_id = ANY($1)', [
         deliveries.map((d) => d.eventId),
       ]);

@@ -79,6 +79,29 @@ async function row(endpoint: string, eventId: string) {
   return result.rows[0] as { status: string; attempts: number; last_error: string | null } | undefined;
 }
 
+/** A worker connection holding a transaction id: an apply transaction that has locked or written rows. */
+async function openApplyTransaction(): Promise<{ pid: number; xid: string } | null> {
+  const { rows } = await db.pool.query<{ pid: number; xid: string }>(
+    `SELECT pid, backend_xid::text AS xid FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'hookgate-worker'
+        AND backend_xid IS NOT NULL
+      LIMIT 1`,
+  );
+  return rows[0] ?? null;
+}
+
+/** `committed` or `aborted` once the transaction has ended, else null (still in progress). */
+async function transactionEnding(xid: string): Promise<string | null> {
+  // pg_stat_activity gives the 32-bit xid; pg_xact_status wants it with its epoch.
+  const { rows } = await db.pool.query<{ status: string | null }>(
+    `SELECT pg_xact_status(((pg_snapshot_xmax(pg_current_snapshot())::text::bigint >> 32 << 32)
+                            | $1::bigint)::text::xid8) AS status`,
+    [xid],
+  );
+  const status = rows[0]?.status ?? null;
+  return status === 'in progress' ? null : status;
+}
+
 async function stall(eventId: string): Promise<void> {
   await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
   await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
@@ -140,25 +163,37 @@ describe('worker processes', { timeout: 150_000 }, () => {
     expect((await effectCounts(db.pool, 'crash')).get('victim')).toBe(1);
   });
 
-  it('workers SIGKILLed at arbitrary moments (before, during, after COMMIT) never double-apply', async () => {
+  it('workers SIGKILLed mid-stream, inside open apply transactions, never double-apply', async () => {
     const total = 300;
     const small = { batchSize: 5, concurrency: 2 };
     const smallFile = writeConfigFile(workerConfigDocument(endpoints, small));
     const events = Array.from({ length: total }, (_, i) => entity(`loop_${i}`, `l_${i}`));
     for (let i = 0; i < events.length; i += 100) await claimer.claim('loop', events.slice(i, i + 100));
-    for (let round = 0; round < 3; round += 1) {
+    // How each killed worker's observed write transaction ended: `aborted` means the kill hit it
+    // before COMMIT; `committed` means COMMIT won the race.
+    const endings: string[] = [];
+    for (let round = 0; round < 4; round += 1) {
       const before = (await statusCounts(db.pool, 'loop')).processed ?? 0;
-      if (before >= total) break;
+      if (before >= total - 20) break;
       const proc = spawnWorkerProcess(smallFile, db.url);
       running.add(proc);
       await waitFor(
         'some progress',
-        async () => ((await statusCounts(db.pool, 'loop')).processed ?? 0) >= Math.min(total, before + 15),
+        async () => ((await statusCounts(db.pool, 'loop')).processed ?? 0) >= before + 10,
         60_000,
         10,
       );
+      const open = await waitFor(
+        'a worker inside a write transaction',
+        () => openApplyTransaction(),
+        10_000,
+        2,
+      );
       await kill(proc);
+      endings.push(await waitFor('its transaction to end', () => transactionEnding(open.xid), 10_000));
     }
+    // The premise: at least one kill landed inside an open apply transaction.
+    expect(endings).toContain('aborted');
     const finisher = spawnWorker();
     await waitFor(
       'all applied',

@@ -1,7 +1,12 @@
+import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../services/core/db/pool.ts';
+import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
+import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { post, standardWebhook } from '../support/deliveries.ts';
-import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
+import { type Delivery, post, type Reply, standardWebhook } from '../support/deliveries.ts';
+import { startBoss } from '../support/fake-worker.ts';
+import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 
 let db: TestDatabase;
 let gateway: TestGateway;
@@ -51,6 +56,51 @@ async function clearFault(): Promise<void> {
   await db.pool.query('DROP TRIGGER IF EXISTS test_fault ON hookgate.inbox');
 }
 
+/**
+ * Posts `deliveries` so that they share one claim batch, and proves they did: a gateway with one
+ * commit slot holds it with a first delivery until the others have queued behind it, then lets
+ * go; the batch-size histogram must show exactly one batch of all of them.
+ */
+async function inOneBatch(deliveries: readonly Delivery[]): Promise<Reply[]> {
+  let entered: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const gate = standardWebhook(SW_SECRET);
+  const held = await startTestGateway(db.url, testConfig({ claim: { maxWait: '2ms', concurrency: 1 } }), {
+    beforeCommit: async (_client, accepted) => {
+      if (!accepted.some((claim) => claim.event.eventId === gate.eventId)) return;
+      entered();
+      await released;
+    },
+  });
+  try {
+    const first = post(`${held.url}/webhooks/alpha`, gate);
+    await holding;
+    const replies = Promise.all(deliveries.map((d) => post(`${held.url}/webhooks/alpha`, d)));
+    // Long enough for every request to reach the queue; the histogram below checks it did.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    release();
+    expect((await first).status).toBe(200);
+    const answered = await replies;
+    const metric = await held.registry.getSingleMetric('hookgate_claim_batch_size')?.get();
+    const value = (suffix: string) =>
+      metric?.values.find(
+        (v) => (v as { metricName?: string }).metricName === `hookgate_claim_batch_size${suffix}`,
+      )?.value;
+    // The premise: two batches, the gate's alone and then all the others together.
+    expect([value('_count'), value('_sum')]).toEqual([2, 1 + deliveries.length]);
+    return answered;
+  } finally {
+    release();
+    await held.stop();
+  }
+}
+
 describe('a claim that fails is never acknowledged', () => {
   it('rolls back a claim that fails after its insert: 503, no row, no job; the retry succeeds', async () => {
     const poison = standardWebhook(SW_SECRET);
@@ -71,9 +121,7 @@ describe('a claim that fails is never acknowledged', () => {
     const poison = standardWebhook(SW_SECRET);
     const neighbours = Array.from({ length: 20 }, () => standardWebhook(SW_SECRET));
     await injectFault(poison.eventId, 'insert');
-    const replies = await Promise.all(
-      [poison, ...neighbours].map((d) => post(`${gateway.url}/webhooks/alpha`, d)),
-    );
+    const replies = await inOneBatch([poison, ...neighbours]);
     await clearFault();
     expect(replies[0]?.status).toBe(503);
     expect(replies.slice(1).map((r) => r.status)).toEqual(Array(20).fill(200));
@@ -97,9 +145,7 @@ describe('a claim that fails is never acknowledged', () => {
     // Valid JSON with a NUL escape: jsonb cannot hold it, and no retry will change that.
     const unstorable = standardWebhook(SW_SECRET, { body: '{"type":"thing.updated","text":"a\\u0000b"}' });
     const neighbours = Array.from({ length: 10 }, () => standardWebhook(SW_SECRET));
-    const replies = await Promise.all(
-      [unstorable, ...neighbours].map((d) => post(`${gateway.url}/webhooks/alpha`, d)),
-    );
+    const replies = await inOneBatch([unstorable, ...neighbours]);
     expect([replies[0]?.status, replies[0]?.json.error]).toEqual([422, 'payload_unstorable']);
     expect(replies.slice(1).every((r) => r.status === 200)).toBe(true);
     expect(await stored([unstorable.eventId])).toEqual({ rows: 0, jobs: 0 });
@@ -163,5 +209,66 @@ describe('the answer waits for the commit', () => {
     const reply = await post(`${gateway.url}/webhooks/alpha`, delivery);
     expect([reply.status, reply.json.error]).toEqual([400, 'event_id_invalid']);
     expect(await stored([delivery.eventId])).toEqual({ rows: 0, jobs: 0 });
+  });
+});
+
+describe('the savepoint fallback, called directly', () => {
+  let boss: PgBoss;
+  let pool: ReturnType<typeof createPool>;
+
+  beforeAll(async () => {
+    boss = await startBoss(db.url);
+    await ensureQueues(boss, ['alpha']);
+    pool = createPool({
+      connectionString: db.url,
+      max: 2,
+      statementTimeoutMs: 10_000,
+      connectTimeoutMs: 5_000,
+      applicationName: 'test-claim-direct',
+    });
+  });
+
+  afterAll(async () => {
+    await boss?.stop({ graceful: false, close: true });
+    await pool?.end();
+  });
+
+  const claim = (eventId: string, body = '{"type":"thing.updated"}'): Claim => ({
+    endpoint: 'alpha',
+    provider: 'standard-webhooks',
+    event: {
+      eventId,
+      eventType: 'thing.updated',
+      entityType: null,
+      entityId: null,
+      entityVersion: null,
+      headers: {},
+    },
+    body,
+    traceparent: null,
+  });
+
+  it('one unstorable and one trigger-refused claim among good ones: each gets its own outcome in one call', async () => {
+    const tag = Date.now().toString(36);
+    const good = Array.from({ length: 5 }, (_, i) => claim(`direct_${tag}_${i}`));
+    const unstorable = claim(`direct_${tag}_nul`, '{"type":"thing.updated","text":"a\\u0000b"}');
+    const refused = claim(`direct_${tag}_refused`);
+    await injectFault(refused.event.eventId, 'insert');
+    // A duplicate of an already stored event rides along too.
+    expect((await claimBatch(pool, boss, [good[0]!]))[0]).toEqual({ ok: true, outcome: 'accepted' });
+    const batch = [good[0]!, good[1]!, unstorable, good[2]!, refused, good[3]!, good[4]!];
+    const results = await claimBatch(pool, boss, batch);
+    await clearFault();
+    expect(results.map((r) => (r.ok ? r.outcome : r.error.code))).toEqual([
+      'duplicate',
+      'accepted',
+      'payload_unstorable',
+      'accepted',
+      'database_unavailable',
+      'accepted',
+      'accepted',
+    ]);
+    expect(await stored(good.map((c) => c.event.eventId))).toEqual({ rows: 5, jobs: 5 });
+    expect(await stored([unstorable.event.eventId, refused.event.eventId])).toEqual({ rows: 0, jobs: 0 });
   });
 });
