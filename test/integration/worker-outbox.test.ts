@@ -80,7 +80,8 @@ describe('outbox effects in a batch', () => {
         evt_a: 'processed',
         evt_b: 'processed',
         evt_a_again: 'ignored',
-        evt_bad: 'failed',
+        // An unusable payload: dead at once (EventUnusable), its effects dropped with its rerun.
+        evt_bad: 'dead',
       });
     } finally {
       await pool.end();
