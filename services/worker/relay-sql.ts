@@ -25,7 +25,7 @@ export const BEGIN_ATTEMPT = `
   RETURNING attempts`;
 
 export const DELIVERY_STATUS = `
-  SELECT status, lease_until > now() AS leased
+  SELECT status
     FROM hookgate.outbox_deliveries WHERE kind = $1 AND key = $2`;
 
 /**

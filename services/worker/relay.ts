@@ -21,20 +21,20 @@ import {
 import { postOnce, type SendResult } from './relay-http.ts';
 import { BEGIN_ATTEMPT, DELIVERY_STATUS, FINISH_ATTEMPT, RECORD_NOWHERE } from './relay-sql.ts';
 
-/** The outbox kinds the relay delivers over HTTP. */
-export const RELAY_KINDS = OUTBOX_KINDS;
-
 export interface RelayMetrics {
-  /** hookgate_forward_deliveries_total{endpoint,outcome}; outcome: delivered|retry|dead|duplicate|nowhere */
-  readonly deliveries: Counter<'endpoint' | 'outcome'>;
+  /**
+   * hookgate_forward_deliveries_total{kind,endpoint,outcome}; kind: the outbox kind (forward,
+   * notify); outcome: delivered|retry|dead|duplicate|nowhere. The name predates `notify`.
+   */
+  readonly deliveries: Counter<'kind' | 'endpoint' | 'outcome'>;
 }
 
 export function createRelayMetrics(registry: Registry): RelayMetrics {
   return {
     deliveries: new Counter({
       name: 'hookgate_forward_deliveries_total',
-      help: 'Downstream deliveries by the relay (forward and notify), by outcome.',
-      labelNames: ['endpoint', 'outcome'],
+      help: 'Downstream deliveries by the relay, by outbox kind (forward, notify) and outcome.',
+      labelNames: ['kind', 'endpoint', 'outcome'],
       registers: [registry],
     }),
   };
@@ -62,7 +62,7 @@ export interface RelayOptions {
 }
 
 /** The traceparent an outbox job carries (see OutboxJobData), if any. */
-function traceparentOf(job: { data: unknown }): string | null {
+function jobTraceparent(job: { data: unknown }): string | null {
   const data = job.data as { traceparent?: unknown } | null;
   return typeof data?.traceparent === 'string' ? data.traceparent : null;
 }
@@ -83,7 +83,7 @@ type RelayMessage = z.output<typeof messageSchema>;
 
 /**
  * Accepts the payload itself, or the outbox's envelope `{ kind, key, endpoint, eventId, payload }`
- * (services/worker/outbox.ts); the envelope's key, endpoint and event id fill in what the
+ * (services/core/apply/outbox.ts); the envelope's key, endpoint and event id fill in what the
  * payload leaves out.
  */
 function unwrap(data: unknown): unknown {
@@ -111,15 +111,15 @@ function unwrap(data: unknown): unknown {
  */
 export async function startRelays(options: RelayOptions): Promise<{ stop(): Promise<void> }> {
   const { boss, pool, logger } = options;
-  const kinds = options.kinds ?? RELAY_KINDS;
+  const kinds = options.kinds ?? OUTBOX_KINDS;
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
   const maxTimeoutMs = options.maxTimeoutMs ?? 120_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 15_000;
   const stopping = new AbortController();
   await ensureOutboxQueues(boss, options.queues ?? DEFAULT_OUTBOX_QUEUE_SETTINGS, kinds);
 
-  const count = (message: RelayMessage | null, outcome: string) =>
-    options.metrics?.deliveries.inc({ endpoint: message?.endpoint ?? '', outcome });
+  const count = (kind: string, message: RelayMessage | null, outcome: string) =>
+    options.metrics?.deliveries.inc({ kind, endpoint: message?.endpoint ?? '', outcome });
 
   async function deliver(kind: string, job: JobWithMetadata<unknown>): Promise<JobResult> {
     const parsed = messageSchema.safeParse(unwrap(job.data));
@@ -127,7 +127,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       const issue = parsed.error.issues[0]!;
       const error = `outbox message is malformed at /${issue.path.join('/')}: ${issue.message}`;
       logger.error({ kind, jobId: job.id, error }, 'relay: malformed outbox message dead-lettered');
-      count(null, 'dead');
+      count(kind, null, 'dead');
       return { id: job.id, status: 'deadletter', output: { error } };
     }
     const message = parsed.data;
@@ -138,13 +138,13 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       endpoint: message.endpoint,
       eventId: message.eventId,
       jobId: job.id,
-      trace_id: activeTraceId() ?? traceIdOf(traceparentOf(job)),
+      trace_id: activeTraceId() ?? traceIdOf(jobTraceparent(job)),
     };
 
     if (message.url === null) {
       await pool.query(RECORD_NOWHERE, [kind, key, message.endpoint ?? null]);
       logger.info(log, 'relay: no URL configured; recorded as delivered nowhere');
-      count(message, 'nowhere');
+      count(kind, message, 'nowhere');
       return { id: job.id, status: 'completed', output: { outcome: 'nowhere' } };
     }
 
@@ -158,15 +158,15 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       leaseSeconds,
     ]);
     if (begun.rowCount === 0) {
-      const current = await pool.query<{ status: string; leased: boolean }>(DELIVERY_STATUS, [kind, key]);
+      const current = await pool.query<{ status: string }>(DELIVERY_STATUS, [kind, key]);
       const status = current.rows[0]?.status;
       if (status === 'delivered' || status === 'nowhere') {
         logger.info({ ...log, status }, 'relay: already delivered; not sending again');
-        count(message, 'duplicate');
+        count(kind, message, 'duplicate');
         return { id: job.id, status: 'completed', output: { outcome: 'duplicate', previously: status } };
       }
       // Another attempt holds the lease (an expired job running late): try again later.
-      count(message, 'retry');
+      count(kind, message, 'retry');
       return { id: job.id, status: 'failed', output: { error: 'another attempt is in flight' } };
     }
 
@@ -206,13 +206,13 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       if (!(await finish('delivered', result.status, null))) {
         logger.info({ ...log, httpStatus: result.status }, 'relay: delivered (already recorded)');
       } else logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
-      count(message, 'delivered');
+      count(kind, message, 'delivered');
       return { id: job.id, status: 'completed', output: { outcome: 'delivered', status: result.status } };
     }
     if (result.outcome === 'dead') {
       if (!(await finish('dead', result.status, result.error))) return superseded('dead');
       logger.error({ ...log, httpStatus: result.status, error: result.error }, 'relay: refused; dead');
-      count(message, 'dead');
+      count(kind, message, 'dead');
       return { id: job.id, status: 'deadletter', output: { outcome: 'dead', error: result.error } };
     }
     const last = job.retryCount >= job.retryLimit;
@@ -224,13 +224,13 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         { ...log, attempts: job.retryCount + 1, error: result.error },
         'relay: retries exhausted; dead',
       );
-      count(message, 'dead');
+      count(kind, message, 'dead');
     } else {
       logger.warn(
         { ...log, attempt: job.retryCount + 1, error: result.error },
         'relay: delivery failed; retrying',
       );
-      count(message, 'retry');
+      count(kind, message, 'retry');
     }
     return {
       id: job.id,
@@ -252,7 +252,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         setOutcome(span, typeof output?.outcome === 'string' ? output.outcome : result.status);
         return result;
       },
-      contextFromTraceparent(traceparentOf(job)),
+      contextFromTraceparent(jobTraceparent(job)),
     );
   }
 

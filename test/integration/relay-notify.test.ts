@@ -1,10 +1,11 @@
 import type { PgBoss } from 'pg-boss';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import { outboxDeadLetterQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
 import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
-import { startRelays } from '../../services/worker/relay.ts';
+import { createRelayMetrics, type RelayMetrics, startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
 import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';
@@ -22,6 +23,8 @@ let db: TestDatabase;
 let boss: PgBoss;
 let downstream: FakeDownstream;
 let relay: { stop(): Promise<void> };
+const registry = new Registry();
+let metrics: RelayMetrics;
 let counter = 0;
 const newInvoice = () => `in_${Date.now().toString(36)}_${++counter}`;
 
@@ -66,7 +69,9 @@ beforeAll(async () => {
   downstream = await startFakeDownstream();
   // As at worker start: ensureQueues creates missing outbox queues with defaults first.
   await ensureQueues(boss, []);
+  metrics = createRelayMetrics(registry);
   relay = await startRelays({
+    metrics,
     boss,
     pool: db.pool,
     logger: silentLogger,
@@ -110,6 +115,11 @@ describe('relay: notify (billing)', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     const requests = downstream.requests.filter((r) => r.path === '/billing');
     expect(requests).toHaveLength(2);
+    // Counted under its own outbox kind.
+    const counted = (await metrics.deliveries.get()).values
+      .filter((v) => v.labels.kind === 'notify' && v.labels.endpoint === 'stripe')
+      .map((v) => [v.labels.outcome, v.value]);
+    expect(Object.fromEntries(counted)).toMatchObject({ retry: 1, delivered: 1 });
     for (const request of requests) {
       expect(request.headers['idempotency-key']).toBe(`${id}:paid`);
       expect(request.headers['x-hookgate-kind']).toBe('notify');

@@ -10,10 +10,10 @@ import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
 import { createBoss } from '../../core/queue/boss.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, OUTBOX_KINDS, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
-import { createRelayMetrics, RELAY_KINDS, startRelays } from '../../worker/relay.ts';
+import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
 
@@ -40,7 +40,7 @@ function envPort(name: string, fallback: number): number {
 function workerPoolSizeFor(config: Config, logger: Logger): number {
   const endpoints = Object.keys(config.endpoints).length;
   const needed =
-    endpoints * (config.worker.concurrency + 1) + RELAY_KINDS.length * config.relay.concurrency + 1;
+    endpoints * (config.worker.concurrency + 1) + OUTBOX_KINDS.length * config.relay.concurrency + 1;
   if (config.worker.poolSize >= needed) return config.worker.poolSize;
   logger.warn(
     { configured: config.worker.poolSize, using: needed },
