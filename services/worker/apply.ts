@@ -1,17 +1,22 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { failureOf, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
-import {
-  LOCK_INBOX_ROWS,
-  RECORD_FAILURES,
-  SETTLE_APPLIED,
-  SETTLE_EXHAUSTED,
-} from '../core/apply/inbox-sql.ts';
 import { insertOutboxJobs, type OutboxJob } from '../core/apply/outbox.ts';
-import { type InboxRow, inboxEvent, runHandler } from '../core/apply/run-handler.ts';
+import { inboxEvent, runHandler } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
 import type { ApplyOutcome, Handler } from '../core/handlers/types.ts';
+import {
+  type Applied,
+  attemptsOf,
+  type Ended,
+  type FailedAttempt,
+  type InboxRow,
+  lockForApply,
+  recordFailures,
+  settleApplied,
+  settleEnded,
+} from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { applyQueue } from '../core/queue/names.ts';
 import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
@@ -87,8 +92,12 @@ export async function applyBatch(
   const started = process.hrtime.bigint();
   const queue = applyQueue(endpoint);
   const events = await withTransaction(deps.pool, async (client) => {
-    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
-    const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
+    const rows = await lockForApply(
+      client,
+      endpoint,
+      jobs.map((job) => job.eventId),
+    );
+    const byEvent = new Map(rows.map((row) => [row.event_id, row]));
     const jobsByEvent = new Map<string, ApplyJob[]>();
     for (const job of jobs) {
       const list = jobsByEvent.get(job.eventId) ?? [];
@@ -146,31 +155,9 @@ export async function applyBatch(
     good.push(...(pass?.good ?? []));
     events.push(...(pass?.events ?? []));
 
-    if (settled.length > 0) {
-      await client.query(SETTLE_APPLIED, [
-        endpoint,
-        settled.map((s) => s.eventId),
-        settled.map((s) => s.status),
-        settled.map((s) => s.attempts),
-      ]);
-    }
-    if (unusable.length > 0) {
-      await client.query(SETTLE_EXHAUSTED, [
-        endpoint,
-        unusable.map((d) => d.eventId),
-        unusable.map(() => 'dead'),
-        unusable.map((d) => d.attempts),
-        unusable.map((d) => d.text),
-      ]);
-    }
-    if (failures.length > 0) {
-      await client.query(RECORD_FAILURES, [
-        endpoint,
-        failures.map((f) => f.eventId),
-        failures.map((f) => f.attempts),
-        failures.map((f) => f.text),
-      ]);
-    }
+    await settleApplied(client, endpoint, settled);
+    await settleEnded(client, endpoint, unusable);
+    await recordFailures(client, endpoint, failures);
     const db = executorFor(client);
     if (pass && pass.outbox.length > 0) await insertOutboxJobs(deps.boss, db, pass.outbox);
     if (good.length > 0) {
@@ -190,10 +177,10 @@ export async function applyBatch(
 }
 
 interface PassResult {
-  readonly settled: { eventId: string; status: ApplyOutcome; attempts: number }[];
-  readonly failures: { eventId: string; attempts: number; text: string }[];
+  readonly settled: Applied[];
+  readonly failures: FailedAttempt[];
   /** Failed for good (EventUnusable): settled `dead` now, their jobs completed. */
-  readonly dead: { eventId: string; attempts: number; text: string }[];
+  readonly dead: Ended[];
   readonly good: ApplyJob[];
   /** Failed jobs with the output pg-boss keeps (the dead-letter step reads its code). */
   readonly bad: { job: ApplyJob; output: { code: string; message: string } }[];
@@ -229,7 +216,7 @@ async function applyPending(
   if (isolated) await client.query('SAVEPOINT apply_event');
   for (const row of pending) {
     const rowJobs = jobsByEvent.get(row.event_id) ?? [];
-    const attempts = row.requeued_attempts + Math.max(...rowJobs.map((job) => job.retryCount)) + 1;
+    const attempts = attemptsOf(row.requeued_attempts, Math.max(...rowJobs.map((job) => job.retryCount)));
     // This event's effects; kept only if its apply is kept.
     const effects: OutboxJob[] = [];
     try {
@@ -273,10 +260,10 @@ async function applyPending(
       const failure = failureOf(error);
       const text = lastErrorOf(failure);
       if (failure.permanent) {
-        result.dead.push({ eventId: row.event_id, attempts, text });
+        result.dead.push({ eventId: row.event_id, status: 'dead', attempts, lastError: text });
         result.good.push(...rowJobs);
       } else {
-        result.failures.push({ eventId: row.event_id, attempts, text });
+        result.failures.push({ eventId: row.event_id, attempts, lastError: text });
         for (const job of rowJobs) result.bad.push({ job, output: jobOutputOf(failure) });
       }
       result.events.push({

@@ -1,10 +1,15 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../core/apply/failure.ts';
-import { LOCK_INBOX_ROWS, SETTLE_EXHAUSTED } from '../core/apply/inbox-sql.ts';
-import type { InboxRow } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
+import {
+  attemptsOf,
+  type Ended,
+  lockForSettling,
+  type SettlingRow,
+  settleEnded,
+} from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { deadLetterQueue } from '../core/queue/names.ts';
 import { traceIdOf } from '../core/tracing.ts';
@@ -20,11 +25,7 @@ export interface DeadLetterJob {
   readonly sourceOutput: unknown;
 }
 
-export interface Exhausted {
-  readonly eventId: string;
-  readonly status: 'parked' | 'dead';
-  readonly attempts: number;
-  readonly lastError: string;
+export interface Exhausted extends Ended {
   /** For metrics and logs (set by settleDeadLetters). */
   readonly eventType?: string;
   readonly traceparent?: string | null;
@@ -41,8 +42,8 @@ const EXPIRED =
  * (the process died or stalled past expireIn), pg-boss expired it: that is dead, whatever
  * earlier attempts said.
  */
-export function exhaustedStatus(row: InboxRow, job: DeadLetterJob): Exhausted {
-  const attempts = row.requeued_attempts + job.sourceRetryCount + 1;
+export function exhaustedStatus(row: SettlingRow, job: DeadLetterJob): Exhausted {
+  const attempts = attemptsOf(row.requeued_attempts, job.sourceRetryCount);
   const reported = failureFromOutput(job.sourceOutput);
   if (reported) {
     return {
@@ -77,8 +78,12 @@ export async function settleDeadLetters(
   jobs: readonly DeadLetterJob[],
 ): Promise<Exhausted[]> {
   const exhausted = await withTransaction(deps.pool, async (client) => {
-    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, jobs.map((job) => job.eventId)]);
-    const byEvent = new Map(rows.rows.map((row) => [row.event_id, row]));
+    const rows = await lockForSettling(
+      client,
+      endpoint,
+      jobs.map((job) => job.eventId),
+    );
+    const byEvent = new Map(rows.map((row) => [row.event_id, row]));
     const settled: Exhausted[] = [];
     const seen = new Set<string>();
     for (const job of jobs) {
@@ -91,15 +96,7 @@ export async function settleDeadLetters(
         traceparent: row.traceparent,
       });
     }
-    if (settled.length > 0) {
-      await client.query(SETTLE_EXHAUSTED, [
-        endpoint,
-        settled.map((e) => e.eventId),
-        settled.map((e) => e.status),
-        settled.map((e) => e.attempts),
-        settled.map((e) => e.lastError),
-      ]);
-    }
+    await settleEnded(client, endpoint, settled);
     await deps.boss.complete(
       deadLetterQueue(endpoint),
       jobs.map(({ id, retryCount }) => ({ id, retryCount })),

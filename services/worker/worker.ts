@@ -2,10 +2,10 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
 import { jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
-import { RECORD_BATCH_FAILURE } from '../core/apply/inbox-sql.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
+import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
 import { traceIdOf } from '../core/tracing.ts';
@@ -126,16 +126,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       // The job's output carries the code the dead-letter step decides from; the row's
       // last_error (a separate statement that may fail too) is for people only.
       const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
-      await pool
-        .query(RECORD_BATCH_FAILURE, [
-          endpoint,
-          jobs.map((job) => job.eventId),
-          jobs.map((job) => job.retryCount),
-          lastErrorOf(failure),
-        ])
-        .catch((recordError: unknown) =>
-          logger.error({ err: recordError }, 'could not record the batch failure'),
-        );
+      await recordBatchFailure(pool, endpoint, jobs, lastErrorOf(failure)).catch((recordError: unknown) =>
+        logger.error({ err: recordError }, 'could not record the batch failure'),
+      );
       await boss
         .fail(
           queue,

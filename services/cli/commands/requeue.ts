@@ -2,10 +2,10 @@ import { z } from 'zod';
 import { loadConfig } from '../../core/config/load.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
 import { createLogger } from '../../core/logging.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
-import { requeue, requeueOrphans } from '../../worker/requeue.ts';
 import { openDatabase } from '../database.ts';
 
 export const requeueOptionsSchema = z.strictObject({

@@ -2,13 +2,13 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
-import type { Handler } from '../handlers/types.ts';
+import type { ApplyOutcome, Handler } from '../handlers/types.ts';
 import type { Claim } from '../inbox/claim.ts';
+import { lockForApply, settleApplied } from '../inbox/rows.ts';
 import type { Logger } from '../logging.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { failureOf, lastErrorOf } from './failure.ts';
-import { LOCK_INBOX_ROWS, SETTLE_APPLIED } from './inbox-sql.ts';
-import { type InboxRow, inboxEvent, runHandler } from './run-handler.ts';
+import { inboxEvent, runHandler } from './run-handler.ts';
 
 /**
  * Sync mode: applies freshly claimed events inside the claim transaction (the request's own),
@@ -33,12 +33,12 @@ export async function applyInClaim(
   const db = executorFor(client);
   for (const [endpoint, eventIds] of byEndpoint) {
     const handler = handlers.get(endpoint)!;
-    const rows = await client.query<InboxRow>(LOCK_INBOX_ROWS, [endpoint, eventIds]);
-    const settled: { eventId: string; status: string }[] = [];
-    for (const row of rows.rows) {
+    const rows = await lockForApply(client, endpoint, eventIds);
+    const settled: { eventId: string; status: ApplyOutcome; attempts: number }[] = [];
+    for (const row of rows) {
       try {
         const outcome = await runHandler(client, boss, handler, logger, inboxEvent(endpoint, row, 1));
-        settled.push({ eventId: row.event_id, status: outcome });
+        settled.push({ eventId: row.event_id, status: outcome, attempts: 1 });
       } catch (error) {
         const text = lastErrorOf(failureOf(error));
         throw new HookgateError('apply_failed', `The event could not be applied (${text}); retry.`, {
@@ -46,12 +46,7 @@ export async function applyInClaim(
         });
       }
     }
-    await client.query(SETTLE_APPLIED, [
-      endpoint,
-      settled.map((s) => s.eventId),
-      settled.map((s) => s.status),
-      settled.map(() => 1),
-    ]);
+    await settleApplied(client, endpoint, settled);
     // The job was inserted by this same transaction; completing it keeps a worker from re-running it.
     await boss.complete(
       applyQueue(endpoint),

@@ -2,29 +2,12 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
 import type { ApplyContext, ApplyOutcome, Handler, InboxEvent } from '../handlers/types.ts';
+import type { InboxRow } from '../inbox/rows.ts';
 import type { Logger } from '../logging.ts';
 import { collectingOutbox, createOutbox, type OutboxJob } from './outbox.ts';
 
 // Running one handler on one inbox row: shared by the worker's batches and by sync-mode
 // endpoints, which apply inside the gateway's claim transaction.
-
-/** An inbox row as LOCK_INBOX_ROWS reads it. */
-export interface InboxRow {
-  readonly event_id: string;
-  readonly provider: string;
-  readonly event_type: string;
-  readonly entity_type: string | null;
-  readonly entity_id: string | null;
-  readonly entity_version: string | null;
-  readonly payload: unknown;
-  readonly headers: Record<string, string>;
-  readonly received_at: Date;
-  readonly status: string;
-  readonly attempts: number;
-  readonly requeued_attempts: number;
-  readonly last_error: string | null;
-  readonly traceparent: string | null;
-}
 
 export function inboxEvent(endpoint: string, row: InboxRow, attempts: number): InboxEvent {
   return {

@@ -1,15 +1,16 @@
+// `hookgate requeue`: parked, dead and orphaned events back to pending with a live job each.
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { withTransaction } from '../core/db/transaction.ts';
-import { HookgateError } from '../core/errors.ts';
-import { sendApplyJobs } from '../core/queue/apply-jobs.ts';
-import { applyQueue, jobIdFor } from '../core/queue/names.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { HookgateError } from '../errors.ts';
+import { sendApplyJobs } from '../queue/apply-jobs.ts';
+import { applyQueue, jobIdFor } from '../queue/names.ts';
 
 /**
  * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply
  * counts on from them). Rows are locked, so a requeue cannot race a dead-letter settle.
  */
-export const REQUEUE_ROWS = `
+const REQUEUE_ROWS = `
   WITH picked AS (
     SELECT endpoint, event_id
       FROM hookgate.inbox
@@ -78,17 +79,17 @@ async function resendJobs(
 }
 
 /** Pending rows, oldest first, to check for a missing job (bounded per call). */
-export const PENDING_EVENT_IDS = `
+const PENDING_EVENT_IDS = `
   SELECT event_id FROM hookgate.inbox
    WHERE endpoint = $1 AND status = 'pending'
    ORDER BY received_at, event_id
    LIMIT $2`;
 
 /**
- * Locks the orphans that are still pending and, as `requeue` does, carries their attempts over
- * so the fresh job counts on from them.
+ * Carries the attempts of the orphans that are still pending over (as `requeue` does), so the
+ * fresh job counts on from them; the UPDATE also locks them for the rest of the transaction.
  */
-export const LOCK_STILL_PENDING = `
+const CARRY_OVER_PENDING_ATTEMPTS = `
   UPDATE hookgate.inbox
      SET requeued_attempts = attempts
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'
@@ -117,7 +118,7 @@ export async function requeueOrphans(
   }
   if (orphans.length === 0) return [];
   return await withTransaction(pool, async (client) => {
-    const locked = await client.query<{ event_id: string }>(LOCK_STILL_PENDING, [endpoint, orphans]);
+    const locked = await client.query<{ event_id: string }>(CARRY_OVER_PENDING_ATTEMPTS, [endpoint, orphans]);
     const ids = locked.rows.map((row) => row.event_id);
     await resendJobs(boss, client, endpoint, ids);
     return ids;
