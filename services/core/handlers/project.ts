@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { HookgateError } from '../errors.ts';
 import { evaluatePointer, isJsonPointer } from '../providers/json-pointer.ts';
+import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import {
   type ApplyOutcome,
@@ -56,15 +56,7 @@ export class ProjectionUnkeyed extends EventUnusable {
 }
 
 export function createProjectHandler(options: unknown, deps: HandlerDeps): Handler {
-  const parsed = optionsSchema.safeParse(options ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new HookgateError(
-      'handler_options_invalid',
-      `endpoints.${deps.endpoint}.options${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`,
-    );
-  }
-  const settings = parsed.data;
+  const settings = parseHandlerOptions(optionsSchema, options, deps.endpoint);
   const createOn = settings.createOn ? new Set(settings.createOn) : null;
 
   return {
