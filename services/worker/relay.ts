@@ -3,6 +3,13 @@ import type { JobResult, JobWithMetadata, PgBoss } from 'pg-boss';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import type { Logger } from '../core/logging.ts';
+import {
+  type AttemptResult,
+  beginAttempt,
+  deliveryStatus,
+  finishAttempt,
+  recordNowhere,
+} from '../core/outbox/deliveries.ts';
 import { outboxQueue } from '../core/queue/names.ts';
 import {
   DEFAULT_OUTBOX_QUEUE_SETTINGS,
@@ -19,7 +26,6 @@ import {
   traceIdOf,
 } from '../core/tracing.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
-import { BEGIN_ATTEMPT, DELIVERY_STATUS, FINISH_ATTEMPT, RECORD_NOWHERE } from './relay-sql.ts';
 
 export interface RelayMetrics {
   /**
@@ -142,7 +148,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
     };
 
     if (message.url === null) {
-      await pool.query(RECORD_NOWHERE, [kind, key, message.endpoint ?? null]);
+      await recordNowhere(pool, { kind, key, endpoint: message.endpoint ?? null });
       logger.info(log, 'relay: no URL configured; recorded as delivered nowhere');
       count(kind, message, 'nowhere');
       return { id: job.id, status: 'completed', output: { outcome: 'nowhere' } };
@@ -150,16 +156,16 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     const timeoutMs = Math.min(message.timeoutMs ?? defaultTimeoutMs, maxTimeoutMs);
     const leaseSeconds = timeoutMs / 1000 + 5;
-    const begun = await pool.query<{ attempts: number }>(BEGIN_ATTEMPT, [
+    // This attempt's number: every write that ends it is fenced by it (finishAttempt).
+    const attempt = await beginAttempt(pool, {
       kind,
       key,
-      message.endpoint ?? null,
-      message.url,
+      endpoint: message.endpoint ?? null,
+      url: message.url,
       leaseSeconds,
-    ]);
-    if (begun.rowCount === 0) {
-      const current = await pool.query<{ status: string }>(DELIVERY_STATUS, [kind, key]);
-      const status = current.rows[0]?.status;
+    });
+    if (attempt === null) {
+      const status = await deliveryStatus(pool, { kind, key });
       if (status === 'delivered' || status === 'nowhere') {
         logger.info({ ...log, status }, 'relay: already delivered; not sending again');
         count(kind, message, 'duplicate');
@@ -170,10 +176,8 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       return { id: job.id, status: 'failed', output: { error: 'another attempt is in flight' } };
     }
 
-    // This attempt's number: every write that ends it is fenced by it (FINISH_ATTEMPT).
-    const attempt = begun.rows[0]!.attempts;
-    const finish = async (status: string, httpStatus: number | null, error: string | null) =>
-      ((await pool.query(FINISH_ATTEMPT, [kind, key, status, httpStatus, error, attempt])).rowCount ?? 0) > 0;
+    const finish = (status: AttemptResult['status'], httpStatus: number | null, error: string | null) =>
+      finishAttempt(pool, { kind, key }, attempt, { status, httpStatus, error });
     const superseded = (outcome: string): JobResult => {
       // Another attempt took the record over after this one's lease ran out (this one stalled):
       // its result is not recorded, and pg-boss ignores this job result too (fenced by retryCount).

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { pruneSettledDeliveries } from '../outbox/deliveries.ts';
 
 /**
  * Retention. Settled inbox rows (processed, ignored, stale) older than the window are deleted
@@ -6,7 +7,7 @@ import type pg from 'pg';
  * never deleted, whatever their age. A row's deletion ends deduplication for its event id, so
  * the window must outlast every provider's retries (Stripe: 3 days).
  */
-export const PRUNE_SETTLED_INBOX = `
+const PRUNE_SETTLED_INBOX = `
   DELETE FROM hookgate.inbox i
    USING (
      SELECT endpoint, event_id
@@ -17,21 +18,6 @@ export const PRUNE_SETTLED_INBOX = `
       LIMIT $2
    ) old
    WHERE i.endpoint = old.endpoint AND i.event_id = old.event_id`;
-
-/**
- * Downstream delivery records that settled (delivered, or nowhere to deliver) before the window.
- * After this, replaying an event can send its effect again (with the same Idempotency-Key).
- */
-export const PRUNE_SETTLED_DELIVERIES = `
-  DELETE FROM hookgate.outbox_deliveries d
-   USING (
-     SELECT kind, key
-       FROM hookgate.outbox_deliveries
-      WHERE status IN ('delivered', 'nowhere')
-        AND settled_at < now() - make_interval(secs => $1::double precision)
-      LIMIT $2
-   ) old
-   WHERE d.kind = old.kind AND d.key = old.key`;
 
 export interface PruneRequest {
   readonly inboxOlderThanMs: number;
@@ -45,18 +31,24 @@ export interface PruneReport {
   readonly deliveries: number;
 }
 
-async function inChunks(db: pg.Pool, sql: string, olderThanMs: number, chunk: number): Promise<number> {
+async function pruneSettledInbox(db: pg.Pool, olderThanMs: number, chunk: number): Promise<number> {
+  return (await db.query(PRUNE_SETTLED_INBOX, [olderThanMs / 1000, chunk])).rowCount ?? 0;
+}
+
+/** Runs one bounded delete until it deletes less than a chunk. */
+async function inChunks(step: () => Promise<number>, chunk: number): Promise<number> {
   let total = 0;
   for (;;) {
-    const result = await db.query(sql, [olderThanMs / 1000, chunk]);
-    total += result.rowCount ?? 0;
-    if ((result.rowCount ?? 0) < chunk) return total;
+    const deleted = await step();
+    total += deleted;
+    if (deleted < chunk) return total;
   }
 }
 
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
+  const { chunk } = request;
   return {
-    inboxRows: await inChunks(db, PRUNE_SETTLED_INBOX, request.inboxOlderThanMs, request.chunk),
-    deliveries: await inChunks(db, PRUNE_SETTLED_DELIVERIES, request.deliveriesOlderThanMs, request.chunk),
+    inboxRows: await inChunks(() => pruneSettledInbox(db, request.inboxOlderThanMs, chunk), chunk),
+    deliveries: await inChunks(() => pruneSettledDeliveries(db, request.deliveriesOlderThanMs, chunk), chunk),
   };
 }
