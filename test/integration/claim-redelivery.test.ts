@@ -93,6 +93,17 @@ describe('redelivery of an event whose job id is already taken', { timeout: 60_0
     expect(await jobState('redo', 'dup_1')).toBe('completed');
   });
 
+  it('before prune, once pg-boss has deleted the completed job: a duplicate, no new job', async () => {
+    expect((await deliver('redo', 'dup_2')).json.status).toBe('accepted');
+    await processed('redo', 'dup_2');
+    await waitFor('job completed', async () => (await jobState('redo', 'dup_2')) === 'completed');
+    await boss.deleteJob(applyQueue('redo'), jobIdFor('redo', 'dup_2'));
+    expect(await jobState('redo', 'dup_2')).toBeNull();
+    expect((await deliver('redo', 'dup_2')).json.status).toBe('duplicate');
+    expect(await jobState('redo', 'dup_2')).toBeNull();
+    expect(await row('redo', 'dup_2')).toMatchObject({ status: 'processed', attempts: 1 });
+  });
+
   it('after prune, while pg-boss still retains the completed job: accepted and applied', async () => {
     expect((await deliver('redo', 'pruned_1')).json.status).toBe('accepted');
     await processed('redo', 'pruned_1');
