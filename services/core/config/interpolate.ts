@@ -19,8 +19,9 @@ export function interpolateEnv(
   if (typeof value === 'string') {
     return value.replace(REFERENCE, (whole, escaped: string, name: string, fallback: string | undefined) => {
       if (escaped) return whole.slice(1);
-      const resolved = env[name];
-      if (resolved !== undefined && resolved !== '') return resolved;
+      // Own properties only: `${constructor}` or `${__proto__}` must not find Object's members.
+      const resolved = Object.hasOwn(env, name) ? env[name] : undefined;
+      if (typeof resolved === 'string' && resolved !== '') return resolved;
       if (fallback !== undefined) return fallback;
       problems.push({ path, variable: name });
       return '';
