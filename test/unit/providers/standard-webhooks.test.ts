@@ -207,6 +207,7 @@ describe('standard-webhooks identify', () => {
         entityId: null,
         entityVersion: null,
         headers: {},
+        idUnsigned: false,
       },
     });
   });
