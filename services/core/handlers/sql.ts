@@ -45,6 +45,7 @@ export function bindEnvReferences(
   if (references(statement) !== references(codeOnly(statement))) {
     throw invalid(
       endpoint,
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the message shows the config syntax
       '${...} inside quotes or a comment cannot be bound; write it as a value, e.g. WHERE tenant = ${TENANT}',
     );
   }
