@@ -27,6 +27,11 @@ const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
   overloaded: 'Too many deliveries are waiting to be stored; this one was not accepted. Retry later.',
 };
 
+const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
+  payload_unstorable:
+    'PostgreSQL cannot store this JSON (for example a \\u0000 escape, or nesting deeper than jsonb allows); it will not be accepted on retry.',
+};
+
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
@@ -100,8 +105,14 @@ export async function receive(
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
-    const answer = refuse(code, result.error.message);
-    if (answer.status < 500) return { ...answer, eventId: identity.event.eventId };
+    const answer = refuse(code, CLAIM_REFUSED[code] ?? result.error.message);
+    // PostgreSQL's own words stay in the log: they describe the database, not the delivery.
+    if (answer.status < 500)
+      return {
+        ...answer,
+        eventId: identity.event.eventId,
+        cause: `${result.error.code}: ${result.error.message}`,
+      };
     // The provider learns only that it should retry; the reason goes to the log.
     const cause = result.error.cause instanceof Error ? `: ${result.error.cause.message}` : '';
     return {

@@ -189,6 +189,18 @@ describe('paths and methods', () => {
   });
 });
 
+describe('errors do not leak', () => {
+  it("answers 422 payload_unstorable without PostgreSQL's error text", async () => {
+    const unstorable = standardWebhook(SW_SECRET, { body: '{"type":"thing.updated","text":"a\\u0000b"}' });
+    const reply = await post(`${gateway.url}/webhooks/alpha`, unstorable);
+    expect([reply.status, reply.json.error]).toEqual([422, 'payload_unstorable']);
+    expect(String(reply.json.message)).not.toMatch(
+      /unsupported Unicode|cannot be converted|PostgreSQL cannot store this payload:/,
+    );
+    expect(Object.keys(reply.json).sort()).toEqual(['error', 'message']);
+  });
+});
+
 describe('compressed bodies', () => {
   it('refuses a gzip body with 415 whether the signature covers the compressed or the plain bytes', async () => {
     const plain = standardWebhook(SW_SECRET);
