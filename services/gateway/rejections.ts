@@ -49,3 +49,15 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
   return Object.hasOwn(STATUS_BY_CODE, code);
 }
+
+/**
+ * Every value the `outcome` label of hookgate_deliveries_total can take. docs/observability.md
+ * lists them; a test keeps the two equal.
+ */
+export const DELIVERY_OUTCOMES: readonly string[] = [
+  'accepted',
+  'duplicate',
+  'replied',
+  'client_aborted',
+  ...Object.keys(STATUS_BY_CODE),
+];
