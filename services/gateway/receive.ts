@@ -32,6 +32,12 @@ const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
     'PostgreSQL cannot store this JSON (for example a \\u0000 escape, or nesting deeper than jsonb allows); it will not be accepted on retry.',
 };
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+// C0 controls (tab included), DEL and C1 controls.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
@@ -77,12 +83,15 @@ export async function receive(
   });
   if (!verdict.ok) return refuse(verdict.code, verdict.message);
 
-  const text = rawBody.toString('utf8');
+  // JSON is UTF-8 (RFC 8259). A lenient decode would swap bad bytes for U+FFFD and store
+  // something other than what was signed.
+  let text: string;
   let body: unknown;
   try {
+    text = UTF8.decode(rawBody);
     body = parseJson(text);
   } catch {
-    return refuse('body_not_json', 'The signature is valid but the body is not JSON.');
+    return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
   }
 
   const identity = endpoint.provider.identify({ headers, body });
@@ -91,6 +100,15 @@ export async function receive(
     return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
   if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
     return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
+  }
+  // An id is a key operators type, grep and print: control characters (newlines that forge log
+  // lines, NUL that PostgreSQL refuses) and lone surrogates have no business in one.
+  const id = identity.event.eventId;
+  if (CONTROL.test(id) || !id.isWellFormed() || id.trim() === '') {
+    return refuse(
+      'event_id_invalid',
+      'The event id is blank, or contains control characters or invalid Unicode.',
+    );
   }
 
   const traceparent = headers.traceparent;

@@ -1,10 +1,18 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { gzipSync } from 'node:zlib';
+import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { post, standardWebhook } from '../support/deliveries.ts';
-import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
+import { post, standardWebhook, stripeEvent } from '../support/deliveries.ts';
+import {
+  STRIPE_SECRET,
+  SW_SECRET,
+  startTestGateway,
+  type TestGateway,
+  testConfig,
+} from '../support/gateway.ts';
 import { jsonOf, rawExchange, statusOf } from '../support/raw-http.ts';
+import { signatureHeaders } from '../support/sign.ts';
 
 // Requests no provider sends: lying lengths, endless bodies, slow clients, wrong methods.
 let db: TestDatabase;
@@ -186,6 +194,73 @@ describe('paths and methods', () => {
     const res = await fetch(`${gateway.url}/webhooks/%zz`, { method: 'POST', body: '{}' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ error: 'endpoint_unknown' });
+  });
+});
+
+describe('hostile content in signed deliveries', () => {
+  it('refuses invalid UTF-8 as body_not_json instead of storing replacement characters', async () => {
+    const body = Buffer.concat([
+      Buffer.from('{"type":"thing.updated","name":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]);
+    // Signed over the exact bytes, with the scheme's formula (test/support/sign.ts).
+    const headers = {
+      'content-type': 'application/json',
+      ...signatureHeaders('standard-webhooks', {
+        body,
+        secret: SW_SECRET,
+        timestamp: Math.floor(Date.now() / 1000),
+        id: 'msg_not_utf8',
+      }),
+    };
+    const exact = await post(`${gateway.url}/webhooks/alpha`, { body, headers });
+    expect([exact.status, exact.json.error]).toEqual([400, 'body_not_json']);
+    expect(await inboxRows()).toBe(0);
+  });
+
+  it('refuses ids that are blank or carry control characters or lone surrogates', async () => {
+    for (const id of ['   ', 'evt_1\n{"level":50}', 'evt\u0000x', 'evt\u0085', 'a\ud800b']) {
+      const delivery = stripeEvent(STRIPE_SECRET, { eventId: 'placeholder' });
+      const body = delivery.body.replace('"placeholder"', JSON.stringify(id));
+      const header = new Stripe('sk_test_x').webhooks.generateTestHeaderString({
+        payload: body,
+        secret: STRIPE_SECRET,
+      });
+      const reply = await post(`${gateway.url}/webhooks/stripe`, {
+        body,
+        headers: { 'content-type': 'application/json', 'stripe-signature': header },
+      });
+      expect([id, reply.status, reply.json.error]).toEqual([id, 400, 'event_id_invalid']);
+    }
+    const stored = await db.pool.query(
+      `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'stripe'`,
+    );
+    expect(stored.rows[0].n).toBe(0);
+  });
+
+  it('stores SQL and log-injection text in every field of a valid delivery verbatim, as data', async () => {
+    const hostile = "'; DROP TABLE hookgate.inbox; -- $1 ${DATABASE_URL} <script>";
+    const eventId = `evt_${hostile}`;
+    const delivery = stripeEvent(STRIPE_SECRET, {
+      eventId,
+      type: `invoice.${hostile}`,
+      object: { id: `in_${hostile}`, object: hostile, note: `line\n{"level":60,"msg":"forged"}` },
+    });
+    const reply = await post(`${gateway.url}/webhooks/stripe`, delivery);
+    expect([reply.status, reply.json.status]).toEqual([200, 'accepted']);
+    const row = await db.pool.query(
+      `SELECT event_type, entity_type, entity_id, payload FROM hookgate.inbox WHERE endpoint = 'stripe' AND event_id = $1`,
+      [eventId],
+    );
+    expect(row.rows).toEqual([
+      {
+        event_type: `invoice.${hostile}`,
+        entity_type: hostile,
+        entity_id: `in_${hostile}`,
+        payload: JSON.parse(delivery.body),
+      },
+    ]);
   });
 });
 
