@@ -6,6 +6,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook, stripeEvent } from '../support/deliveries.ts';
 import {
   STRIPE_SECRET,
+  SW_OLD_SECRET,
   SW_SECRET,
   startTestGateway,
   type TestGateway,
@@ -261,6 +262,17 @@ describe('hostile content in signed deliveries', () => {
         payload: JSON.parse(delivery.body),
       },
     ]);
+  });
+});
+
+describe('secrets of other endpoints', () => {
+  it("refuses a delivery signed with another endpoint's secret with 401, storing nothing", async () => {
+    // alpha accepts SW_OLD_SECRET (rotation); beta does not.
+    const delivery = standardWebhook(SW_OLD_SECRET);
+    expect((await post(`${gateway.url}/webhooks/alpha`, delivery)).status).toBe(200);
+    const reply = await post(`${gateway.url}/webhooks/beta`, standardWebhook(SW_OLD_SECRET));
+    expect([reply.status, reply.json.error]).toEqual([401, 'signature_invalid']);
+    await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'alpha'`);
   });
 });
 
