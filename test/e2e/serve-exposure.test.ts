@@ -86,6 +86,42 @@ describe('serve: published demo secrets and the listen address', () => {
     expect(bad.output).toContain('LISTEN_ADDRESS="example.com" is not an IP address');
   });
 
+  it('a flood of 2 000 forged deliveries writes a handful of log lines, with the counts', async () => {
+    const port = await freePort();
+    const server = startHookgate(['serve', '--role', 'gateway', '--config', configFile], {
+      env: { DATABASE_URL: db.url, PORT: String(port), METRICS_PORT: '0', DEMO_SECRET: SECRET },
+    });
+    try {
+      await server.waitFor(/hookgate is serving/);
+      const before = server.output().length;
+      const forged = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
+      for (let round = 0; round < 40; round += 1) {
+        const replies = await Promise.all(
+          Array.from({ length: 50 }, () =>
+            post(`http://127.0.0.1:${port}/webhooks/demo`, standardWebhook(forged)),
+          ),
+        );
+        // The premise: every one of them was refused.
+        expect(replies.every((r) => r.status === 401)).toBe(true);
+      }
+      const logged = server.output().slice(before);
+      expect(logged.split('\n').filter((line) => line.includes('signature_invalid')).length).toBe(1);
+      expect(logged.length).toBeLessThan(4_000);
+    } finally {
+      server.child.kill('SIGTERM');
+    }
+    expect(await server.exited()).toBe(0);
+    // On shutdown the window's summary is written: one line, with the count.
+    const summary = server
+      .output()
+      .split('\n')
+      .find((line) => line.includes('requests refused'));
+    expect(summary).toBeDefined();
+    expect(JSON.parse(summary!).refused).toEqual([
+      { endpoint: 'demo', outcome: 'signature_invalid', count: 2000 },
+    ]);
+  });
+
   it('listens on all interfaces by default with a real database', async () => {
     const port = await freePort();
     const server = startHookgate(['serve', '--role', 'gateway', '--config', configFile], {
