@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
@@ -260,7 +261,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   const rawAnswer = (socket: Duplex, result: Answer): void => {
     const payload = JSON.stringify(result.body);
     socket.end(
-      `HTTP/1.1 ${result.status} ${result.outcome}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `HTTP/1.1 ${result.status} ${STATUS_CODES[result.status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\n` +
         `content-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
       () => socket.destroy(),
     );

@@ -162,6 +162,14 @@ describe('slow and truncated requests', () => {
     );
     expect(stored.rows[0].n).toBe(0);
   });
+
+  it('closes a connection that sends nothing at all with a JSON 408 once the limit passes', async () => {
+    const exchange = await rawExchange(port, { head: '', deadlineMs: 8_000 });
+    expect(exchange.ended).toBe('closed');
+    expect(exchange.response).toMatch(/^HTTP\/1\.1 408 Request Timeout\r\n/);
+    expect(jsonOf(exchange.response).error).toBe('request_timeout');
+    expect(exchange.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS + 1_500);
+  });
 });
 
 describe('paths and methods', () => {
