@@ -98,6 +98,8 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     close = false,
   ): void => {
     record(endpoint, started, result);
+    // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
+    const closing = close || !res.req.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
     if (result.status === 405) res.setHeader('Allow', 'POST');
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
@@ -105,9 +107,9 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     res.writeHead(result.status, {
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(payload),
-      ...(close ? { connection: 'close' } : {}),
+      ...(closing ? { connection: 'close' } : {}),
     });
-    if (close) {
+    if (closing) {
       const socket = res.socket;
       res.on('finish', () => socket?.destroy());
     }

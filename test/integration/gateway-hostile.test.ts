@@ -75,6 +75,20 @@ describe('oversized bodies', () => {
     expect(await inboxRows()).toBe(0);
   });
 
+  it('closes at once on a huge body sent to an unknown endpoint or a path that takes none', async () => {
+    for (const path of ['/webhooks/nope', '/nothing-here']) {
+      const exchange = await rawExchange(port, {
+        head: head(path, { 'content-type': 'application/json', 'content-length': '100000000000' }),
+        flood: { chunk: Buffer.alloc(64 * 1024, 97), chunked: false },
+        deadlineMs: 8_000,
+      });
+      expect(statusOf(exchange.response)).toBe(404);
+      expect(exchange.ended).toBe('closed');
+      expect(exchange.elapsedMs).toBeLessThan(REQUEST_TIMEOUT_MS);
+      expect(exchange.bodyBytesWritten).toBeLessThan(32 * MiB);
+    }
+  });
+
   it('aborts a chunked body as soon as it passes the limit', async () => {
     const delivery = standardWebhook(SW_SECRET);
     const { 'content-length': _drop, ...headers } = delivery.headers;
