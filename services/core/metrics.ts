@@ -67,3 +67,36 @@ export function registerPoolMetrics(registry: Registry, pools: PoolsByName): voi
     },
   });
 }
+
+/** What a label value becomes once its label has seen too many distinct values (or a huge one). */
+export const OTHER_LABEL_VALUE = '(other)';
+
+/**
+ * Bounds the values of a label that comes from event data (`event_type`): per scope (an
+ * endpoint), the first `limit` distinct values are kept as they are and every later new value,
+ * or any value longer than `maxLength`, is reported as `(other)`. A sender inventing types can
+ * then add at most `limit` series per endpoint and outcome.
+ */
+export class BoundedLabelValues {
+  private readonly seen = new Map<string, Set<string>>();
+  private readonly limit: number;
+  private readonly maxLength: number;
+
+  constructor(limit = 100, maxLength = 120) {
+    this.limit = limit;
+    this.maxLength = maxLength;
+  }
+
+  value(scope: string, value: string): string {
+    if (value.length > this.maxLength) return OTHER_LABEL_VALUE;
+    let values = this.seen.get(scope);
+    if (!values) {
+      values = new Set();
+      this.seen.set(scope, values);
+    }
+    if (values.has(value)) return value;
+    if (values.size >= this.limit) return OTHER_LABEL_VALUE;
+    values.add(value);
+    return value;
+  }
+}

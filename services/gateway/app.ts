@@ -1,10 +1,15 @@
-import express, { type ErrorRequestHandler, type Request, type Response } from 'express';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import { activeTraceId } from '../core/tracing.ts';
 import type { Endpoint } from './endpoints.ts';
+import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
+import { RefusalLog } from './refusal-log.ts';
 
 export interface GatewayAppDeps extends ReceiveDeps {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
@@ -13,7 +18,17 @@ export interface GatewayAppDeps extends ReceiveDeps {
   readonly logger: Logger;
   /** Null when ready, else the reason. */
   readonly readiness: () => Promise<string | null>;
+  /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
+  readonly readinessTimeoutMs?: number;
   readonly shuttingDown: () => boolean;
+}
+
+export interface GatewayApp {
+  readonly app: express.Express;
+  /** The HTTP server's `clientError` listener: timeouts and unparsable requests, answered in JSON and counted. */
+  readonly onClientError: (error: NodeJS.ErrnoException, socket: Duplex) => void;
+  /** Writes the last refusal summary. */
+  readonly stop: () => void;
 }
 
 function headerBag(req: Request): HeaderBag {
@@ -28,12 +43,26 @@ function headerBag(req: Request): HeaderBag {
 // Labels stay bounded: a path naming no endpoint is counted under one label.
 const UNKNOWN_ENDPOINT = '(unknown)';
 
-export function createGatewayApp(deps: GatewayAppDeps): express.Express {
+export const READINESS_TIMEOUT_MS = 2_000;
+
+interface InFlight {
+  readonly res: Response;
+  readonly started: bigint;
+}
+
+/** A delivery the client gave up on: nobody is left to answer, but it is counted. */
+const CLIENT_ABORTED = 'client_aborted';
+
+export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
+  const refusals = new RefusalLog(deps.logger);
+  // The response of each webhook request still being read, so a request timeout can be
+  // answered (and counted) through it rather than behind its back.
+  const inFlight = new WeakMap<Duplex, InFlight>();
 
-  const answer = (res: Response, endpoint: Endpoint | undefined, started: bigint, result: Answer): void => {
+  const record = (endpoint: Endpoint | undefined, started: bigint, result: Answer): void => {
     const name = endpoint?.name ?? UNKNOWN_ENDPOINT;
     deps.metrics.deliveries.inc({
       endpoint: name,
@@ -53,80 +82,172 @@ export function createGatewayApp(deps: GatewayAppDeps): express.Express {
       trace_id: activeTraceId(),
     };
     if (result.status >= 500) deps.logger.warn(line, 'delivery not accepted');
+    else if (result.status >= 300 || result.status === 0) refusals.record(line);
     else deps.logger.info(line, 'delivery answered');
+  };
+
+  /**
+   * `close`: the connection ends after the answer instead of Node reading (and discarding)
+   * whatever body the client still sends — for a 100 GB Content-Length, that is 100 GB.
+   */
+  const answer = (
+    res: Response,
+    endpoint: Endpoint | undefined,
+    started: bigint,
+    result: Answer,
+    close = false,
+  ): void => {
+    record(endpoint, started, result);
+    // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
+    const closing = close || !res.req.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
+    if (result.status === 405) res.setHeader('Allow', 'POST');
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
     const payload = JSON.stringify(result.body);
     res.writeHead(result.status, {
       'content-type': 'application/json; charset=utf-8',
       'content-length': Buffer.byteLength(payload),
+      ...(closing ? { connection: 'close' } : {}),
     });
+    if (closing) {
+      const socket = res.socket;
+      res.on('finish', () => socket?.destroy());
+    }
     res.end(payload);
   };
 
-  const rawBody = express.raw({ type: () => true, limit: deps.bodyLimit });
+  // A compressed body is refused (415) rather than inflated: providers sign the bytes they send
+  // and none of them compresses webhooks (see docs/gateway.md).
+  const rawBody: RequestHandler = (req, _res, next) => {
+    readBody(req, deps.bodyLimit).then((body) => {
+      req.body = body;
+      next();
+    }, next);
+  };
 
   app.post(
     '/webhooks/:endpoint',
     (req, res, next) => {
-      res.locals.started = process.hrtime.bigint();
-      const endpoint = deps.endpoints.get(req.params.endpoint);
+      const started = process.hrtime.bigint();
+      res.locals.started = started;
+      const endpoint = deps.endpoints.get(String(req.params.endpoint));
       if (!endpoint) {
         answer(
           res,
           undefined,
-          res.locals.started,
+          started,
           refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
         );
         return;
       }
       if (deps.shuttingDown()) {
-        answer(
-          res,
-          endpoint,
-          res.locals.started,
-          refuse('shutting_down', 'This instance is shutting down; retry.'),
-        );
+        answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
         return;
       }
       res.locals.endpoint = endpoint;
+      const socket = req.socket;
+      inFlight.set(socket, { res, started });
+      res.once('close', () => {
+        if (inFlight.get(socket)?.res === res) inFlight.delete(socket);
+      });
       next();
     },
     rawBody,
     async (req, res) => {
       const endpoint = res.locals.endpoint as Endpoint;
       const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      answer(res, endpoint, res.locals.started, await receive(deps, endpoint, body, headerBag(req)));
+      const result = await receive(deps, endpoint, body, headerBag(req));
+      if (res.headersSent || res.destroyed) {
+        // The request timed out (answered 408) or the client left while the claim ran.
+        return;
+      }
+      answer(res, endpoint, res.locals.started, result);
     },
   );
+
+  app.all('/webhooks/:endpoint', (req, res) => {
+    const endpoint = deps.endpoints.get(req.params.endpoint);
+    answer(
+      res,
+      endpoint,
+      process.hrtime.bigint(),
+      refuse('method_not_allowed', 'Webhook endpoints take POST only.'),
+    );
+  });
 
   app.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
 
+  // One check at a time: probes arriving while the database hangs share it instead of piling up.
+  let readinessCheck: Promise<string | null> | null = null;
+  const readinessTimeoutMs = deps.readinessTimeoutMs ?? READINESS_TIMEOUT_MS;
   app.get('/readyz', async (_req, res) => {
     if (deps.shuttingDown()) {
       res.status(503).json({ status: 'shutting_down' });
       return;
     }
-    const reason = await deps.readiness();
+    readinessCheck ??= deps.readiness().finally(() => {
+      readinessCheck = null;
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<string>((resolve) => {
+      timer = setTimeout(
+        () => resolve(`database did not answer within ${readinessTimeoutMs} ms`),
+        readinessTimeoutMs,
+      );
+    });
+    const reason = await Promise.race([readinessCheck, timedOut]);
+    clearTimeout(timer);
     if (reason) res.status(503).json({ status: 'not_ready', reason });
     else res.json({ status: 'ready' });
   });
 
-  const bodyErrors: ErrorRequestHandler = (error: { type?: string; status?: number }, _req, res, next) => {
+  // Anything else: the same JSON refusal as the webhook path, counted, never echoing the path.
+  app.use((_req, res) => {
+    answer(res, undefined, process.hrtime.bigint(), refuse('not_found', 'Nothing is served at this path.'));
+  });
+
+  const bodyErrors: ErrorRequestHandler = (
+    error: { type?: string; status?: number } | URIError,
+    _req,
+    res,
+    next,
+  ) => {
     const endpoint = res.locals.endpoint as Endpoint | undefined;
     const started = (res.locals.started as bigint | undefined) ?? process.hrtime.bigint();
     if (res.headersSent) return next(error);
-    if (error.type === 'entity.too.large') {
+    const type = 'type' in error ? error.type : undefined;
+    const status = 'status' in error ? error.status : undefined;
+    if (type === 'entity.too.large') {
       answer(
         res,
         endpoint,
         started,
         refuse('body_too_large', `The body exceeds the limit of ${deps.bodyLimit} bytes.`),
+        true,
       );
-    } else if (error.status && error.status < 500) {
-      answer(res, endpoint, started, refuse('body_unreadable', 'The request body could not be read.'));
+    } else if (type === 'encoding.unsupported') {
+      answer(
+        res,
+        endpoint,
+        started,
+        refuse('encoding_unsupported', 'Compressed bodies are not accepted; send the body as signed.'),
+        true,
+      );
+    } else if (type === 'request.aborted') {
+      // The client went away (or the request timed out and was answered 408 already).
+      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
+    } else if (error instanceof URIError || (endpoint === undefined && status === 400)) {
+      // `/webhooks/%zz`: a name that cannot be decoded names no endpoint.
+      answer(
+        res,
+        undefined,
+        started,
+        refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
+      );
+    } else if (status && status < 500) {
+      answer(res, endpoint, started, refuse('body_unreadable', 'The request body could not be read.'), true);
     } else {
       deps.logger.error({ err: error }, 'unexpected error');
       answer(
@@ -138,5 +259,46 @@ export function createGatewayApp(deps: GatewayAppDeps): express.Express {
     }
   };
   app.use(bodyErrors);
-  return app;
+
+  const rawAnswer = (socket: Duplex, result: Answer): void => {
+    const payload = JSON.stringify(result.body);
+    socket.end(
+      `HTTP/1.1 ${result.status} ${STATUS_CODES[result.status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+      () => socket.destroy(),
+    );
+  };
+
+  const onClientError = (error: NodeJS.ErrnoException, socket: Duplex): void => {
+    const code = error.code ?? '';
+    let result: Answer | null = null;
+    if (code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      result = refuse('request_timeout', 'The request was not received in time.');
+      const pending = inFlight.get(socket);
+      if (pending && !pending.res.headersSent) {
+        inFlight.delete(socket);
+        answer(
+          pending.res,
+          pending.res.locals.endpoint as Endpoint | undefined,
+          pending.started,
+          result,
+          true,
+        );
+        return;
+      }
+    } else if (code === 'HPE_HEADER_OVERFLOW') {
+      result = refuse('headers_too_large', 'The request headers exceed the limit.');
+    } else if (code.startsWith('HPE_')) {
+      result = refuse('request_malformed', 'The request is not valid HTTP/1.1.');
+    }
+    const writable = (socket as Socket).writable && !inFlight.get(socket)?.res.headersSent;
+    if (result === null || !writable) {
+      socket.destroy();
+      return;
+    }
+    record(undefined, process.hrtime.bigint(), result);
+    rawAnswer(socket, result);
+  };
+
+  return { app, onClientError, stop: () => refusals.flush() };
 }

@@ -24,6 +24,9 @@ import {
 import { createGatewayApp } from './app.ts';
 import { buildEndpoints, type Endpoint } from './endpoints.ts';
 
+/** How often Node enforces the request and header timeouts on open connections. */
+const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
+
 export interface GatewayOptions {
   readonly config: Config;
   readonly pool: pg.Pool;
@@ -113,7 +116,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     );
   const claim = tracingEnabled() ? tracedClaim : plainClaim;
 
-  const app = createGatewayApp({
+  const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
     bodyLimit: config.server.bodyLimit,
     metrics,
@@ -139,10 +142,19 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     },
   });
 
-  const server: Server = createServer({ maxHeaderSize: config.server.headerLimit }, app);
-  server.requestTimeout = config.server.requestTimeout;
-  server.headersTimeout = Math.min(config.server.requestTimeout, 60_000);
+  const server: Server = createServer(
+    {
+      maxHeaderSize: config.server.headerLimit,
+      requestTimeout: config.server.requestTimeout,
+      headersTimeout: Math.min(config.server.requestTimeout, 60_000),
+      // Node checks both timeouts only this often (30 s by default): a slow client would be held
+      // up to 30 s past its limit.
+      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+    },
+    gatewayApp.app,
+  );
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', gatewayApp.onClientError);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
@@ -164,6 +176,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       });
       await Promise.race([closed, deadline]);
       await committer.drain();
+      gatewayApp.stop();
       logger.info('gateway stopped');
     },
   };

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
@@ -25,6 +26,17 @@ const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
   apply_failed: 'The event could not be applied right now; it was not accepted. Retry later.',
   overloaded: 'Too many deliveries are waiting to be stored; this one was not accepted. Retry later.',
 };
+
+const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
+  payload_unstorable:
+    'PostgreSQL cannot store this JSON (for example a \\u0000 escape, or nesting deeper than jsonb allows); it will not be accepted on retry.',
+};
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+// C0 controls (tab included), DEL and C1 controls.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -71,12 +83,15 @@ export async function receive(
   });
   if (!verdict.ok) return refuse(verdict.code, verdict.message);
 
-  const text = rawBody.toString('utf8');
+  // JSON is UTF-8 (RFC 8259). A lenient decode would swap bad bytes for U+FFFD and store
+  // something other than what was signed.
+  let text: string;
   let body: unknown;
   try {
+    text = UTF8.decode(rawBody);
     body = parseJson(text);
   } catch {
-    return refuse('body_not_json', 'The signature is valid but the body is not JSON.');
+    return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
   }
 
   const identity = endpoint.provider.identify({ headers, body });
@@ -86,6 +101,15 @@ export async function receive(
   if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
     return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
   }
+  // An id is a key operators type, grep and print: control characters (newlines that forge log
+  // lines, NUL that PostgreSQL refuses) and lone surrogates have no business in one.
+  const id = identity.event.eventId;
+  if (CONTROL.test(id) || !id.isWellFormed() || id.trim() === '') {
+    return refuse(
+      'event_id_invalid',
+      'The event id is blank, or contains control characters or invalid Unicode.',
+    );
+  }
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -94,11 +118,19 @@ export async function receive(
     event: identity.event,
     body: text,
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
+    // The id came from an unsigned header: the same signed body under another id is a replay.
+    bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
-    const answer = refuse(code, result.error.message);
-    if (answer.status < 500) return { ...answer, eventId: identity.event.eventId };
+    const answer = refuse(code, CLAIM_REFUSED[code] ?? result.error.message);
+    // PostgreSQL's own words stay in the log: they describe the database, not the delivery.
+    if (answer.status < 500)
+      return {
+        ...answer,
+        eventId: identity.event.eventId,
+        cause: `${result.error.code}: ${result.error.message}`,
+      };
     // The provider learns only that it should retry; the reason goes to the log.
     const cause = result.error.cause instanceof Error ? `: ${result.error.cause.message}` : '';
     return {

@@ -10,7 +10,13 @@ export type GatewayErrorCode =
   | 'apply_failed'
   | 'overloaded'
   | 'event_id_invalid'
-  | 'shutting_down';
+  | 'shutting_down'
+  | 'encoding_unsupported'
+  | 'request_timeout'
+  | 'headers_too_large'
+  | 'request_malformed'
+  | 'method_not_allowed'
+  | 'not_found';
 
 /** HTTP status per refusal. 401 says "not from who it claims"; 400 says "malformed". */
 export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
@@ -25,8 +31,14 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   version_invalid: 400,
   body_not_json: 400,
   body_unreadable: 400,
+  request_malformed: 400,
   endpoint_unknown: 404,
+  not_found: 404,
+  method_not_allowed: 405,
+  request_timeout: 408,
   body_too_large: 413,
+  encoding_unsupported: 415,
+  headers_too_large: 431,
   payload_unstorable: 422,
   database_unavailable: 503,
   apply_failed: 503,
@@ -37,3 +49,15 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
   return Object.hasOwn(STATUS_BY_CODE, code);
 }
+
+/**
+ * Every value the `outcome` label of hookgate_deliveries_total can take. docs/observability.md
+ * lists them; a test keeps the two equal.
+ */
+export const DELIVERY_OUTCOMES: readonly string[] = [
+  'accepted',
+  'duplicate',
+  'replied',
+  'client_aborted',
+  ...Object.keys(STATUS_BY_CODE),
+];

@@ -1,4 +1,5 @@
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { BoundedLabelValues } from '../core/metrics.ts';
 import type { AppliedEvent } from './apply.ts';
 
 /**
@@ -25,20 +26,28 @@ export function appliedOutcome(outcome: AppliedEvent['outcome']): AppliedOutcome
   }
 }
 
+type AppliedLabels = { endpoint: string; event_type: string; outcome: string };
+
 export interface WorkerMetrics {
-  readonly eventsApplied: Counter<'endpoint' | 'event_type' | 'outcome'>;
+  /** `event_type` values are bounded per endpoint (see BoundedLabelValues). */
+  readonly eventsApplied: { inc(labels: AppliedLabels): void };
   readonly applyDuration: Histogram<'endpoint'>;
   readonly endToEnd: Histogram<'endpoint'>;
 }
 
 export function createWorkerMetrics(registry: Registry): WorkerMetrics {
+  const applied = new Counter({
+    name: 'hookgate_events_applied_total',
+    help: 'Events the worker settled or attempted, by outcome (applied, stale, ignored, retried, parked, dead, skipped).',
+    labelNames: ['endpoint', 'event_type', 'outcome'],
+    registers: [registry],
+  });
+  const eventTypes = new BoundedLabelValues();
   return {
-    eventsApplied: new Counter({
-      name: 'hookgate_events_applied_total',
-      help: 'Events the worker settled or attempted, by outcome (applied, stale, ignored, retried, parked, dead, skipped).',
-      labelNames: ['endpoint', 'event_type', 'outcome'],
-      registers: [registry],
-    }),
+    eventsApplied: {
+      inc: (labels) =>
+        applied.inc({ ...labels, event_type: eventTypes.value(labels.endpoint, labels.event_type) }),
+    },
     applyDuration: new Histogram({
       name: 'hookgate_apply_duration_seconds',
       help: 'Time to apply and commit one batch of events (one transaction).',

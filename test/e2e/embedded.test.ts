@@ -25,7 +25,10 @@ describe('serve with the embedded PostgreSQL', () => {
     const env = { DATABASE_URL: undefined, PORT: String(port), METRICS_PORT: String(await freePort()) };
     const server = startHookgate(['serve', '--config', 'hookgate.yaml'], { cwd: dir, env });
     try {
-      await server.waitFor(/hookgate is serving/, 120_000);
+      const serving = await server.waitFor(/hookgate is serving/, 120_000);
+      // The demo's secrets are public: it listens on loopback only and says so loudly.
+      expect(JSON.parse(serving).host).toBe('127.0.0.1');
+      expect(server.output()).toMatch(/"level":40.*DEMO ONLY: endpoints\.demo\.secrets\[0\]/);
       const firstLine = JSON.parse(server.output().split('\n')[0] ?? '{}') as { msg?: string };
       expect(firstLine.msg).toMatch(
         /DATABASE_URL is not set: starting an embedded PostgreSQL under \.\/\.hookgate\//,

@@ -165,8 +165,12 @@ describe('hookgate scraped by a real Prometheus', () => {
       .split('\n')
       .filter((line) => line.startsWith('{"'))
       .map((line) => JSON.parse(line) as Record<string, unknown>);
+    // Refusals are sampled: the first forged delivery gets its line, the other two are counted.
     const answered = lines.filter((l) => l.msg === 'delivery answered');
-    expect(answered.length).toBe(13);
+    expect(answered.length).toBe(11);
+    expect(answered.filter((l) => l.outcome === 'signature_invalid')).toEqual([
+      expect.objectContaining({ status: 401, sampled: true }),
+    ]);
     expect(answered.find((l) => l.event_id === 'evt_e2e_1' && l.outcome === 'accepted')?.trace_id).toBe(
       PROVIDER_TRACE,
     );

@@ -113,7 +113,8 @@ describe('claim', () => {
   });
 
   it('keeps 18-digit Shopify ids exact (JSON numbers past 2^53 are not rounded)', async () => {
-    const body = '{"id":820982911946154508,"updated_at":"2024-04-12T10:18:49-04:00"}';
+    const body =
+      '{"id":820982911946154508,"admin_graphql_api_id":"gid://shopify/Order/820982911946154508","updated_at":"2024-04-12T10:18:49-04:00"}';
     const eventId = `shop-${Date.now()}`;
     const headers = {
       'content-type': 'application/json',
@@ -130,7 +131,7 @@ describe('claim', () => {
     );
     expect(row.rows).toEqual([
       {
-        entity_type: 'orders',
+        entity_type: 'Order',
         entity_id: '820982911946154508',
         v: '1712931529000000',
         payload_id: '820982911946154508',

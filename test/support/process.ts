@@ -11,6 +11,8 @@ const KNOWN_SECRETS = [
   'whsec_test_stripe_secret_for_hookgate',
   'shpss_test_secret_for_hookgate',
   'whsec_demo_only_not_a_real_secret',
+  'whsec_yVg1LulcM3w0Om+AAVsaLtF/Sk2F2QRo',
+  'yVg1LulcM3w0Om+AAVsaLtF/Sk2F2QRo',
 ];
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -1,8 +1,9 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
+import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
-import type { Config } from '../../core/config/schema.ts';
+import { type Config, listenAddress } from '../../core/config/schema.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
@@ -33,6 +34,34 @@ function envPort(name: string, fallback: number): number {
 }
 
 /**
+ * Where to listen: LISTEN_ADDRESS, else `server.listenAddress`, else all interfaces when a real
+ * database is configured (a container must be reachable) and loopback for the embedded demo
+ * (a laptop must not expose a demo with public secrets to its network).
+ */
+export function resolveListenAddress(config: Config, embedded: boolean): string {
+  const value = process.env.LISTEN_ADDRESS?.trim();
+  if (value) {
+    const parsed = listenAddress.safeParse(value);
+    if (!parsed.success)
+      throw new HookgateError('env_invalid', `LISTEN_ADDRESS="${value}" is not an IP address.`);
+    return parsed.data;
+  }
+  return config.server.listenAddress ?? (embedded ? '127.0.0.1' : '0.0.0.0');
+}
+
+/**
+ * The example config's fallback secrets are public. With a real database that is a deployment
+ * anyone can send forged events to: refuse. The embedded demo may use them, loudly (see below).
+ */
+function refuseDemoSecrets(paths: readonly string[], embedded: boolean): void {
+  if (paths.length === 0 || embedded) return;
+  throw new HookgateError(
+    'config_invalid',
+    `The configuration uses a published demo secret (from hookgate.example.yaml) at ${paths.join(', ')}: anyone can sign deliveries with it. Set the endpoint's real secret (e.g. DEMO_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET).`,
+  );
+}
+
+/**
  * Every apply and dead-letter loop holds a connection while it works, as do the relay's loops
  * and the backlog query: a smaller pool would make loops time out waiting for one after they
  * have fetched (and so spent an attempt of) their jobs.
@@ -58,8 +87,18 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const runsGateway = options.role !== 'worker';
   const runsWorker = options.role !== 'gateway';
   const configDir = dirname(resolve(options.config));
+  const embedded = !process.env.DATABASE_URL?.trim();
+  const demoPaths = demoSecretPaths(config);
+  refuseDemoSecrets(demoPaths, embedded);
+  const host = resolveListenAddress(config, embedded);
 
   const database = await openDatabase(logger);
+  if (demoPaths.length > 0) {
+    logger.warn(
+      { paths: demoPaths },
+      `DEMO ONLY: ${demoPaths.join(', ')} use a published demo secret; anyone can sign deliveries for these endpoints. hookgate refuses this with DATABASE_URL set.`,
+    );
+  }
   if (database.embedded) {
     await runMigrations(database.url, logger);
   }
@@ -128,7 +167,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
     endpoints: Object.keys(config.endpoints),
     onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
   });
-  const metricsServer = await startMetricsServer(registry, metricsPort);
+  const metricsServer = await startMetricsServer(registry, metricsPort, host);
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
@@ -147,10 +186,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
   }
   if (runsGateway) {
     const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({ config, pool, boss, logger, metrics, port, configDir });
+    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
   }
   logger.info(
-    { role: options.role, port: gateway?.port ?? null, metricsPort: metricsServer.port },
+    { role: options.role, host, port: gateway?.port ?? null, metricsPort: metricsServer.port },
     'hookgate is serving',
   );
 

@@ -3,11 +3,16 @@
  * document. Substituting after parsing means a secret containing YAML syntax cannot change
  * the document's shape. `$${` escapes a literal `${`.
  */
-const REFERENCE = /\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+export const REFERENCE = /\$(\$?)\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 export interface InterpolationProblem {
   readonly path: readonly (string | number)[];
   readonly variable: string;
+}
+
+/** `endpoints.<name>.handler` holding `sql:`: its references become bound parameters (handlers/sql.ts). */
+function isSqlHandler(path: readonly (string | number)[], value: string): boolean {
+  return path.length === 3 && path[0] === 'endpoints' && path[2] === 'handler' && value.startsWith('sql:');
 }
 
 export function interpolateEnv(
@@ -17,10 +22,13 @@ export function interpolateEnv(
   path: readonly (string | number)[] = [],
 ): unknown {
   if (typeof value === 'string') {
+    // Pasting a value into SQL text would let whoever sets the variable rewrite the statement.
+    if (isSqlHandler(path, value)) return value;
     return value.replace(REFERENCE, (whole, escaped: string, name: string, fallback: string | undefined) => {
       if (escaped) return whole.slice(1);
-      const resolved = env[name];
-      if (resolved !== undefined && resolved !== '') return resolved;
+      // Own properties only: `${constructor}` or `${__proto__}` must not find Object's members.
+      const resolved = Object.hasOwn(env, name) ? env[name] : undefined;
+      if (typeof resolved === 'string' && resolved !== '') return resolved;
       if (fallback !== undefined) return fallback;
       problems.push({ path, variable: name });
       return '';

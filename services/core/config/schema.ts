@@ -1,10 +1,17 @@
+import { isIP } from 'node:net';
 import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
+import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { byteSize, durationMs } from './duration.ts';
 
 const ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const JSON_POINTER = /^(\/([^~/]|~[01])*)*$/;
+
+/** An IP address, v4 or v6 (`0.0.0.0`, `127.0.0.1`, `::`): no names, so no resolver surprises. */
+export const listenAddress = z
+  .string()
+  .refine((value) => isIP(value) !== 0, 'must be an IP address such as 0.0.0.0, 127.0.0.1 or ::');
 
 const jsonPointer = z.string().regex(JSON_POINTER, 'must be a JSON pointer such as /data/id');
 
@@ -38,6 +45,18 @@ const endpointSchema = z
     hmac: hmacOptionsSchema.optional(),
   })
   .superRefine((endpoint, ctx) => {
+    // A key that cannot be decoded would make every delivery a 401; refuse it at start instead.
+    if (endpoint.provider === 'standard-webhooks' || endpoint.provider === 'svix') {
+      endpoint.secrets.forEach((secret, index) => {
+        if (standardWebhooksKey(secret) === null) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['secrets', index],
+            message: 'is not a Standard Webhooks secret: expected whsec_ followed by base64',
+          });
+        }
+      });
+    }
     if (endpoint.provider === 'hmac' && !endpoint.hmac) {
       ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is required when provider is hmac' });
     }
@@ -62,6 +81,11 @@ export const configSchema = z
   .strictObject({
     server: z
       .strictObject({
+        /**
+         * Address the gateway and /metrics listen on (env LISTEN_ADDRESS wins). Unset: 0.0.0.0
+         * with DATABASE_URL (containers), 127.0.0.1 for the embedded demo database.
+         */
+        listenAddress: listenAddress.optional(),
         /** Largest accepted body; larger deliveries get 413 without being read further. */
         bodyLimit: byteSize.default(1024 * 1024),
         /** Largest accepted header block (Node's --max-http-header-size). */

@@ -1,18 +1,21 @@
 /**
- * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING makes a duplicate a no-op
+ * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
+ * primary key, or the body digest of providers whose id header is unsigned — see migration
+ * 0005) makes a duplicate a no-op
  * that still waits for a concurrent claim of the same key to commit or roll back, so a
  * duplicate is only acknowledged once the original is durable. RETURNING names the rows
  * this statement created; everything else in the batch was a duplicate.
  */
 export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
-    (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent)
+    (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent,
+     body_digest)
   SELECT *
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[]
+    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[]
   )
-  ON CONFLICT (endpoint, event_id) DO NOTHING
+  ON CONFLICT DO NOTHING
   RETURNING endpoint, event_id`;
 
 /**

@@ -14,6 +14,8 @@ export interface Claim {
   /** The verified body as received; PostgreSQL parses it into jsonb. */
   readonly body: string;
   readonly traceparent: string | null;
+  /** SHA-256 of the signed body, set when the event id is unsigned (see migration 0005). */
+  readonly bodyDigest?: Buffer | null;
 }
 
 export type ClaimOutcome = 'accepted' | 'duplicate';
@@ -54,6 +56,7 @@ function columns(claims: readonly Claim[]): unknown[] {
     claims.map((c) => c.body),
     claims.map((c) => JSON.stringify(c.event.headers)),
     claims.map((c) => c.traceparent),
+    claims.map((c) => c.bodyDigest ?? null),
   ];
 }
 

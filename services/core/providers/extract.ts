@@ -7,6 +7,8 @@ import { normaliseVersion } from './version.ts';
 export interface Source<Args extends unknown[] = []> {
   readonly label: string;
   readonly read: (...args: Args) => unknown;
+  /** The value comes from a header outside the signed content (only meaningful for the event id). */
+  readonly unsigned?: boolean;
 }
 
 export interface IdentityDefaults {
@@ -114,6 +116,8 @@ export function identifyEvent(
     entityId,
     entityVersion,
     headers: defaults.headers,
+    // An override is a JSON pointer into the signed body.
+    idUnsigned: overrides?.eventId === undefined && defaults.eventId.unsigned === true,
   };
   return { ok: true, event };
 }

@@ -9,7 +9,10 @@ const SIGNATURE_HEADER = 'x-hub-signature-256';
 const PREFIX = 'sha256=';
 const KEPT_HEADERS = ['x-github-event', 'x-github-hook-id'];
 
-/** GitHub signs the body alone, with no timestamp: replay is bounded only by deduplication. */
+/**
+ * GitHub signs the body alone, with no timestamp: replay is bounded only by deduplication, on the
+ * delivery id and (since that header is unsigned) on the body's digest.
+ */
 export function createGithubProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'github',
@@ -35,7 +38,10 @@ export function createGithubProvider(overrides?: ExtractOverrides): Provider {
         eventId: {
           label: 'the X-GitHub-Delivery header',
           read: () => headerValue(headers, 'x-github-delivery'),
+          unsigned: true,
         },
+        // Unsigned too, and the body does not say its event name: the type is kept for routing
+        // and reading, and the body digest stops a captured body from coming back under another.
         eventType: {
           label: 'the X-GitHub-Event header',
           read: () => {

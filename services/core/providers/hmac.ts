@@ -8,7 +8,8 @@ import type { ExtractOverrides, Provider } from './types.ts';
 
 /**
  * A plain HMAC of the body under a configurable header. There is no timestamp, so nothing
- * stops a captured delivery from being replayed; only deduplication on the event id limits it.
+ * stops a captured delivery from being replayed; only deduplication limits it (on the event
+ * id, and on the body's digest when the id comes from the unsigned eventIdHeader).
  */
 export function createHmacProvider(options: HmacOptions, overrides?: ExtractOverrides): Provider {
   const header = options.header.toLowerCase();
@@ -34,26 +35,26 @@ export function createHmacProvider(options: HmacOptions, overrides?: ExtractOver
       return { ok: true };
     },
     identify({ headers, body }) {
-      // As hmac-options.ts documents: a configured header first, then the extract pointer.
-      const fromHeaderThenPointer = (name: string | undefined, pointer: string | undefined) => () =>
-        (name === undefined ? undefined : headerValue(headers, name)) ??
-        (pointer === undefined ? undefined : evaluatePointer(body, pointer));
+      // As hmac-options.ts documents: a configured header first, then the extract pointer. A
+      // header is unsigned; a pointer reads the signed body.
       const where = (name: string | undefined, pointer: string | undefined, key: string): string =>
         [name && `the ${name} header`, pointer && `the JSON pointer "${pointer}" (extract.${key})`]
           .filter(Boolean)
           .join(' or ') || `hmac.${key}Header or extract.${key}, neither of which is configured`;
+      const source = (name: string | undefined, pointer: string | undefined, key: string) => {
+        const fromHeader = name === undefined ? undefined : headerValue(headers, name);
+        return {
+          label: where(name, pointer, key),
+          read: () => fromHeader ?? (pointer === undefined ? undefined : evaluatePointer(body, pointer)),
+          unsigned: fromHeader !== undefined,
+        };
+      };
       return identifyEvent(
         body,
         { ...overrides, eventId: undefined, eventType: undefined },
         {
-          eventId: {
-            label: where(options.eventIdHeader, overrides?.eventId, 'eventId'),
-            read: fromHeaderThenPointer(options.eventIdHeader, overrides?.eventId),
-          },
-          eventType: {
-            label: where(options.eventTypeHeader, overrides?.eventType, 'eventType'),
-            read: fromHeaderThenPointer(options.eventTypeHeader, overrides?.eventType),
-          },
+          eventId: source(options.eventIdHeader, overrides?.eventId, 'eventId'),
+          eventType: source(options.eventTypeHeader, overrides?.eventType, 'eventType'),
           eventTypeFallback: 'unknown',
           headers: keepHeaders(
             headers,

@@ -14,9 +14,20 @@ function shopifyHeader(headers: HeaderBag, suffix: string): string | undefined {
   return firstHeader(headers, names(suffix));
 }
 
+const GID = /^gid:\/\/shopify\/([A-Za-z][A-Za-z0-9]*)\/[^/]+$/;
+
+/** `gid://shopify/Order/450789469` → `Order`. */
+function gidType(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined;
+  return GID.exec(value)?.[1];
+}
+
 const KEPT_HEADERS = ['topic', 'shop-domain', 'api-version', 'triggered-at'].flatMap(names);
 
-/** Shopify signs the body alone, with no timestamp: replay is bounded only by deduplication. */
+/**
+ * Shopify signs the body alone, with no timestamp: replay is bounded only by deduplication, on
+ * the event id and (since that header is unsigned) on the body's digest.
+ */
 export function createShopifyProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'shopify',
@@ -43,14 +54,14 @@ export function createShopifyProvider(overrides?: ExtractOverrides): Provider {
         eventId: {
           label: 'the X-Shopify-Event-Id or X-Shopify-Webhook-Id header',
           read: () => shopifyHeader(headers, 'event-id') ?? shopifyHeader(headers, 'webhook-id'),
+          unsigned: true,
         },
+        // The topic is unsigned: it names the event type (for routing and reading) but never the
+        // entity, which comes from the signed body's GraphQL id.
         eventType: { label: 'the X-Shopify-Topic header', read: () => shopifyHeader(headers, 'topic') },
         entityType: {
-          label: 'the topic prefix',
-          read: (eventType) => {
-            const slash = eventType.indexOf('/');
-            return slash > 0 ? eventType.slice(0, slash) : undefined;
-          },
+          label: 'the type in the body field /admin_graphql_api_id',
+          read: () => gidType(evaluatePointer(body, '/admin_graphql_api_id')),
         },
         entityId: {
           label: 'the body field /id or /admin_graphql_api_id',
@@ -62,10 +73,9 @@ export function createShopifyProvider(overrides?: ExtractOverrides): Provider {
               : evaluatePointer(body, '/admin_graphql_api_id');
           },
         },
-        version: {
-          label: 'the body field /updated_at or the X-Shopify-Triggered-At header',
-          read: () => evaluatePointer(body, '/updated_at') ?? shopifyHeader(headers, 'triggered-at'),
-        },
+        // Only the signed body may order events: X-Shopify-Triggered-At is unsigned, and a
+        // replay with a far-future value would freeze the entity.
+        version: { label: 'the body field /updated_at', read: () => evaluatePointer(body, '/updated_at') },
         headers: keepHeaders(headers, KEPT_HEADERS),
       });
     },

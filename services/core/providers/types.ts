@@ -43,6 +43,12 @@ export interface EventIdentity {
   readonly entityVersion: string | null;
   /** Non-secret headers worth keeping with the event (event topic, retry count, ...). */
   readonly headers: Readonly<Record<string, string>>;
+  /**
+   * The event id came from a header the signature does not cover (GitHub, Shopify, hmac's
+   * eventIdHeader): a captured body re-sent under a new id would verify as a new event, so the
+   * gateway also deduplicates on a digest of the signed body.
+   */
+  readonly idUnsigned?: boolean;
 }
 
 /**

@@ -92,6 +92,7 @@ describe('github identify', () => {
         entityId: null,
         entityVersion: null,
         headers: { 'x-github-event': 'issues', 'x-github-hook-id': '292430182' },
+        idUnsigned: true,
       },
     });
   });

@@ -92,6 +92,7 @@ describe('paddle identify', () => {
         entityId: 'sub_01hv8wxyz',
         entityVersion: '1712917129621022',
         headers: {},
+        idUnsigned: false,
       },
     });
   });

@@ -77,13 +77,13 @@ describe('shopify verify', () => {
 });
 
 describe('shopify identify', () => {
-  it('takes the event id, topic, entity from topic and numeric id, version from updated_at', () => {
+  it('takes the event id and topic from headers, entity and version only from the signed body', () => {
     expect(identify(provider, request(BODY, headers(BODY), [SECRET]))).toEqual({
       ok: true,
       event: {
         eventId: '98880550-7158-44d4-b7cd-2c97c8a091b5',
         eventType: 'orders/updated',
-        entityType: 'orders',
+        entityType: 'Order',
         entityId: '5461508341832',
         entityVersion: '1712917129000000',
         headers: {
@@ -92,25 +92,48 @@ describe('shopify identify', () => {
           'x-shopify-api-version': '2024-04',
           'x-shopify-triggered-at': '2024-04-12T10:18:49.621022Z',
         },
+        idUnsigned: true,
       },
     });
   });
 
-  it('falls back to the webhook id, and to the triggered-at header for the version', () => {
-    const body = JSON.stringify({ id: 1 });
+  it('falls back to the webhook id; never takes a version from the unsigned X-Shopify-Triggered-At', () => {
+    const body = JSON.stringify({ id: 1, admin_graphql_api_id: 'gid://shopify/Order/1' });
     const { 'X-Shopify-Event-Id': _event, ...h } = headers(body);
-    expect(identify(provider, request(body, h, [SECRET]))).toMatchObject({
+    // A captured body replayed with a year-9999 header must not freeze the entity.
+    const replayed = { ...h, 'X-Shopify-Triggered-At': '9999-12-31T23:59:59Z' };
+    expect(identify(provider, request(body, replayed, [SECRET]))).toMatchObject({
       ok: true,
       event: {
         eventId: 'b54557e4-bdd9-4b37-8a5f-bf7d70bcd043',
+        entityType: 'Order',
         entityId: '1',
-        entityVersion: '1712917129621022',
+        entityVersion: null,
       },
+    });
+  });
+
+  it('never takes the entity type from the unsigned topic', () => {
+    // An order's body sent under a customer topic is still an Order.
+    const asCustomer = { ...headers(BODY), 'X-Shopify-Topic': 'customers/update' };
+    expect(identify(provider, request(BODY, asCustomer, [SECRET]))).toMatchObject({
+      ok: true,
+      event: { eventType: 'customers/update', entityType: 'Order', entityId: '5461508341832' },
+    });
+    // Without a GraphQL id in the body there is no entity at all.
+    const bare = JSON.stringify({ id: 7, updated_at: '2024-04-12T10:18:49Z' });
+    expect(identify(provider, request(bare, headers(bare), [SECRET]))).toMatchObject({
+      ok: true,
+      event: { entityType: null, entityId: null, entityVersion: null },
     });
   });
 
   it('reads the unprefixed Shopify-* header names', () => {
-    const body = JSON.stringify({ id: 9, updated_at: '2024-04-12T10:18:49Z' });
+    const body = JSON.stringify({
+      id: 9,
+      admin_graphql_api_id: 'gid://shopify/Product/9',
+      updated_at: '2024-04-12T10:18:49Z',
+    });
     const h = {
       'Shopify-Hmac-Sha256': hmacHeader(body),
       'Shopify-Topic': 'products/update',
@@ -122,10 +145,11 @@ describe('shopify identify', () => {
       event: {
         eventId: 'evt-unprefixed',
         eventType: 'products/update',
-        entityType: 'products',
+        entityType: 'Product',
         entityId: '9',
         entityVersion: '1712917129000000',
         headers: { 'shopify-topic': 'products/update', 'shopify-shop-domain': 'example.myshopify.com' },
+        idUnsigned: true,
       },
     });
   });
@@ -149,7 +173,11 @@ describe('shopify identify', () => {
   });
 
   it('refuses an unreadable updated_at', () => {
-    const body = JSON.stringify({ id: 1, updated_at: 'last tuesday' });
+    const body = JSON.stringify({
+      id: 1,
+      admin_graphql_api_id: 'gid://shopify/Order/1',
+      updated_at: 'last tuesday',
+    });
     expect(identify(provider, request(body, headers(body), [SECRET]))).toMatchObject({
       code: 'version_invalid',
     });

@@ -97,6 +97,7 @@ describe('slack identify', () => {
         entityId: null,
         entityVersion: null,
         headers: { 'x-slack-retry-num': '1', 'x-slack-retry-reason': 'http_timeout' },
+        idUnsigned: false,
       },
     });
   });

@@ -172,6 +172,7 @@ describe('stripe identify', () => {
         entityId: 'in_1PXyZ2',
         entityVersion: null,
         headers: {},
+        idUnsigned: false,
       },
     });
   });
