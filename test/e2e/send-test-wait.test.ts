@@ -34,13 +34,27 @@ describe('send-test --wait', () => {
       await gateway.waitFor(/hookgate is serving/);
       const url = `http://127.0.0.1:${port}`;
       const alone = await runHookgate(
-        ['send-test', '--endpoint', 'demo', '--config', configFile, '--url', url, '--duplicates', '0', '--wait', '2s'],
+        [
+          'send-test',
+          '--endpoint',
+          'demo',
+          '--config',
+          configFile,
+          '--url',
+          url,
+          '--duplicates',
+          '0',
+          '--wait',
+          '2s',
+        ],
         { env },
       );
       expect(alone.output).toMatch(/delivery: HTTP 200/);
       expect(alone.output).toMatch(/send_test_timeout: Event \S+ was still pending after 2s/);
       expect(alone.code).toBe(2);
-      const pending = await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`);
+      const pending = await db.pool.query(
+        `SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`,
+      );
       expect(pending.rows[0].n).toBe(1);
 
       worker = startHookgate(['serve', '--role', 'worker', '--config', configFile], {
@@ -48,7 +62,19 @@ describe('send-test --wait', () => {
       });
       await worker.waitFor(/hookgate is serving/);
       const served = await runHookgate(
-        ['send-test', '--endpoint', 'demo', '--config', configFile, '--url', url, '--duplicates', '0', '--wait', '30s'],
+        [
+          'send-test',
+          '--endpoint',
+          'demo',
+          '--config',
+          configFile,
+          '--url',
+          url,
+          '--duplicates',
+          '0',
+          '--wait',
+          '30s',
+        ],
         { env },
       );
       expect(served.output).toMatch(/event \S+: processed/);
