@@ -48,7 +48,7 @@ describe.each(SCENARIOS)('scenario ci/%s', (scenario) => {
     });
     expect(rendered.code).toBe(0);
     const [configMap] = parseManifests(rendered.stdout);
-    const text = (configMap?.data as Record<string, string>)['hookgate.yaml'] ?? '';
+    const text = ((configMap?.data ?? {}) as Record<string, string>)['hookgate.yaml'] ?? '';
     // Every ${NAME} gets a value, as the Secret's keys would provide at run time.
     const env: Record<string, string> = {};
     for (const match of text.matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g))
