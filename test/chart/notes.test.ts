@@ -1,23 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { CHART, KUBE_VERSION, run, scenarioFile, tool } from './tools.ts';
+import { CHART, run, scenarioFile, tool } from './tools.ts';
 
 // NOTES.txt, as `helm install` prints it (client-side dry run: no cluster, so `lookup` finds no
 // Secret and the warning must list what the Secret needs).
 async function notes(scenario: string): Promise<string> {
   const result = await run(
     tool('helm'),
-    [
-      'install',
-      'hg',
-      CHART,
-      '-n',
-      'hookgate',
-      '--dry-run=client',
-      '--kube-version',
-      KUBE_VERSION,
-      '-f',
-      scenarioFile(scenario),
-    ],
+    ['install', 'hg', CHART, '-n', 'hookgate', '--dry-run=client', '-f', scenarioFile(scenario)],
     { KUBECONFIG: '/dev/null' },
   );
   expect(result.code, result.stderr).toBe(0);
