@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ROOT } from '../support/process.ts';
@@ -7,7 +7,8 @@ import type { Manifest } from './tools.ts';
 
 // A small stand-in for the kubelet: it turns a rendered container into a local process the way
 // Kubernetes would start it from the image. What it maps, and nothing more:
-// - the image: WORKDIR /app is the repository root, `node` is the pinned Node.js, and the image's
+// - the image: WORKDIR /app is a temp directory holding what the Dockerfile copies (package.json,
+//   services/, migrations/, and node_modules/ linked), `node` is the pinned Node.js, and the image's
 //   own environment (Dockerfile ENV NODE_ENV=production, PATH) is added; nothing else of the
 //   test runner's environment leaks in;
 // - env: envFrom (Secret/ConfigMap: every key), then env (value, secretKeyRef, configMapKeyRef,
@@ -143,12 +144,41 @@ export interface LocalProcess {
   exited(): Promise<{ code: number | null; signal: string | null; at: number }>;
 }
 
-/** Starts a prepared container as the image would run it (WORKDIR /app = the repository). */
-export function startContainer(prepared: Prepared): LocalProcess {
+/**
+ * The image's /app: what the Dockerfile copies, so a process that wrote into its working
+ * directory (where the image's root filesystem is read-only) shows up in `filesUnder`.
+ */
+export function imageRoot(): string {
+  const app = mkdtempSync(join(tmpdir(), 'hookgate-image-app-'));
+  for (const entry of ['package.json', 'services', 'migrations']) {
+    cpSync(join(ROOT, entry), join(app, entry), { recursive: true });
+  }
+  symlinkSync(resolve(ROOT, 'node_modules'), join(app, 'node_modules'));
+  return app;
+}
+
+/** Every file and directory under `dir` (not following node_modules), with its modification time. */
+export function filesUnder(dir: string): Record<string, number> {
+  const found: Record<string, number> = {};
+  const walk = (path: string, relative: string) => {
+    for (const entry of readdirSync(path)) {
+      if (relative === '' && entry === 'node_modules') continue;
+      const full = join(path, entry);
+      const stats = statSync(full);
+      found[`${relative}${entry}`] = stats.mtimeMs;
+      if (stats.isDirectory()) walk(full, `${relative}${entry}/`);
+    }
+  };
+  walk(dir, '');
+  return found;
+}
+
+/** Starts a prepared container as the image would run it, in `app` (the image's WORKDIR). */
+export function startContainer(prepared: Prepared, app: string): LocalProcess {
   const [command, ...args] = prepared.argv;
   if (command !== 'node') throw new Error(`the image runs node, not ${command}`);
   const child = spawn(process.execPath, args, {
-    cwd: resolve(ROOT),
+    cwd: app,
     // The image's ENV plus the container's env: nothing else of this test's environment.
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', NODE_ENV: 'production', ...prepared.env },
     stdio: ['ignore', 'pipe', 'pipe'],

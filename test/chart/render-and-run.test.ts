@@ -6,7 +6,16 @@ import { stringify } from 'yaml';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, stripeEvent } from '../support/deliveries.ts';
-import { type Container, type LocalProcess, podSpec, prepare, probeUrl, startContainer } from './kubelet.ts';
+import {
+  type Container,
+  filesUnder,
+  imageRoot,
+  type LocalProcess,
+  podSpec,
+  prepare,
+  probeUrl,
+  startContainer,
+} from './kubelet.ts';
 import { find, type Manifest, render, scenarioFile } from './tools.ts';
 
 // The proof that matters: the default chart, rendered, started as local processes exactly as
@@ -22,6 +31,7 @@ const SIGNING_SECRET = 'whsec_test_stripe_secret_for_hookgate';
 
 let db: TestDatabase;
 let manifests: Manifest[];
+let app: string;
 const running: LocalProcess[] = [];
 
 beforeAll(async () => {
@@ -33,6 +43,7 @@ beforeAll(async () => {
   );
   // The default scenario, with the test database and a known secret in place of its CI values.
   manifests = await render({ valuesFiles: [scenarioFile('default-values.yaml'), values] });
+  app = imageRoot();
 });
 
 afterAll(async () => {
@@ -82,12 +93,17 @@ describe('the default chart, rendered and run as local processes', () => {
       Number(annotations(job)['helm.sh/hook-weight']),
     );
 
+    const appFiles = filesUnder(app);
+    expect(Object.keys(appFiles)).toContain('services/cli/main.ts');
     // Premise: the database starts empty, so the Job has real work.
     const before = await db.pool.query(`SELECT to_regclass('hookgate.inbox') AS inbox`);
     expect(before.rows[0].inbox).toBeNull();
 
     const jobPod = podSpec(job);
-    const migrate = startContainer(prepare(manifests, jobPod, only(jobPod.containers), 'hookgate-migrate-x'));
+    const migrate = startContainer(
+      prepare(manifests, jobPod, only(jobPod.containers), 'hookgate-migrate-x'),
+      app,
+    );
     running.push(migrate);
     const deadline = (job.spec as { activeDeadlineSeconds: number }).activeDeadlineSeconds;
     const migrated = await Promise.race([
@@ -117,6 +133,7 @@ describe('the default chart, rendered and run as local processes', () => {
         PORT: String(gatewayPorts.http),
         METRICS_PORT: String(gatewayPorts.metrics),
       }),
+      app,
     );
     const workerPrepared = prepare(manifests, workerPod, worker, 'hookgate-worker-x', {
       METRICS_PORT: String(workerMetrics),
@@ -132,7 +149,7 @@ describe('the default chart, rendered and run as local processes', () => {
     ]);
     expect(workerPrepared.env.STRIPE_WEBHOOK_SECRET).toBe(SIGNING_SECRET);
     expect(workerPrepared.env.DATABASE_URL).toBe(db.url);
-    const workerProcess = startContainer(workerPrepared);
+    const workerProcess = startContainer(workerPrepared, app);
     running.push(gatewayProcess, workerProcess);
 
     // --- Probes exactly as rendered: startup/readiness on /readyz, liveness on /healthz.
@@ -182,7 +199,7 @@ describe('the default chart, rendered and run as local processes', () => {
     expect(testArgs).toContain(serviceUrl);
     const prepared = prepare(manifests, testSpec, testContainer, 'hookgate-test');
     prepared.argv[prepared.argv.indexOf(serviceUrl)] = `http://127.0.0.1:${gatewayPorts.http}`;
-    const helmTest = startContainer(prepared);
+    const helmTest = startContainer(prepared, app);
     running.push(helmTest);
     const tested = await helmTest.exited();
     expect(tested.code, helmTest.output()).toBe(0);
@@ -216,7 +233,11 @@ describe('the default chart, rendered and run as local processes', () => {
     }
     expect(gateway.lifecycle?.preStop?.exec?.command[0]).toBe('sleep');
 
-    // No process printed the signing secret or the database URL.
+    // Nothing was written into the image's /app (its root filesystem is read-only in the pods):
+    // no embedded database, no cache, no file of any kind.
+    expect(filesUnder(app)).toEqual(appFiles);
+
+    // No process printed the signing secret.
     for (const process of [migrate, gatewayProcess, workerProcess, helmTest]) {
       expect(process.output()).not.toContain(SIGNING_SECRET);
     }
