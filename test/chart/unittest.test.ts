@@ -11,7 +11,7 @@ const SUITES = readdirSync(join(CHART, 'tests'))
 
 describe('helm-unittest suites', () => {
   it('there are suites to run', () => {
-    expect(SUITES.length).toBeGreaterThanOrEqual(9);
+    expect(SUITES.length).toBeGreaterThanOrEqual(10);
   });
 
   it.each(SUITES)('tests/%s passes', async (suite) => {
