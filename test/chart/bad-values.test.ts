@@ -79,6 +79,18 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: false,
   },
   {
+    name: 'an unknown key in a hookgate config section',
+    set: ['config.database.poolsize=20'],
+    message: /at '\/config\/database': additional properties 'poolsize' not allowed/,
+    schema: true,
+  },
+  {
+    name: "a config value outside hookgate's bounds",
+    set: ['config.database.poolSize=500'],
+    message: /at '\/config\/database\/poolSize': maximum: got 500, want 200/,
+    schema: true,
+  },
+  {
     name: 'no endpoint configured',
     set: ['config.endpoints=null'],
     message: /at '\/config': missing property 'endpoints'/,
