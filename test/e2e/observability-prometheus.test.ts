@@ -112,7 +112,7 @@ describe('hookgate scraped by a real Prometheus', () => {
     prometheus = await startPrometheus({
       port: await freePort(),
       targets: [`127.0.0.1:${metricsPort}`],
-      ruleFiles: [join(ROOT, 'observability/prometheus/rules.yaml')],
+      ruleFiles: [join(ROOT, 'charts/hookgate/files/prometheus/rules.yaml')],
     });
     const ratio = await waitFor(
       'Prometheus to answer the duplicate-rate query',

@@ -5,9 +5,9 @@ import { parse } from 'yaml';
 import { run } from '../support/observability.ts';
 import { ROOT } from '../support/process.ts';
 
-const RULES = join(ROOT, 'observability/prometheus/rules.yaml');
-const RULE_TESTS = join(ROOT, 'observability/prometheus/rules.test.yaml');
-const DASHBOARD = join(ROOT, 'observability/grafana/hookgate-dashboard.json');
+const RULES = join(ROOT, 'charts/hookgate/files/prometheus/rules.yaml');
+const RULE_TESTS = join(ROOT, 'charts/hookgate/files/prometheus/rules.test.yaml');
+const DASHBOARD = join(ROOT, 'charts/hookgate/files/grafana/hookgate-dashboard.json');
 
 interface Rule {
   readonly record?: string;

@@ -1,6 +1,8 @@
 import { z } from 'zod';
+import { parseDuration } from '../../core/config/duration.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { withCommandPool } from '../database.ts';
 import { sampleDelivery } from '../sample-delivery.ts';
 
 const optionsSchema = z.object({
@@ -9,7 +11,56 @@ const optionsSchema = z.object({
   type: z.string().min(1).optional(),
   duplicates: z.coerce.number().int().min(0).max(100),
   url: z.url().optional(),
+  wait: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined) return undefined;
+      const ms = parseDuration(text);
+      if (ms === undefined || ms < 1_000 || ms > 3_600_000) {
+        ctx.addIssue({ code: 'custom', message: `"${text}" is not a duration between 1s and 1h, e.g. 60s` });
+        return z.NEVER;
+      }
+      return ms;
+    }),
 });
+
+export const EVENT_STATUS = `
+  SELECT status, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2`;
+
+const SETTLED_OK = new Set(['processed', 'ignored', 'stale']);
+const SETTLED_FAILED = new Set(['parked', 'dead']);
+
+/** Polls the inbox (DATABASE_URL) until the event is settled; refuses parked, dead and timeouts. */
+async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: number): Promise<void> {
+  await withCommandPool('send-test', 10_000, async (pool) => {
+    const deadline = Date.now() + timeoutMs;
+    let status = 'missing';
+    while (Date.now() < deadline) {
+      const result = await pool.query<{ status: string; last_error: string | null }>(EVENT_STATUS, [
+        endpoint,
+        eventId,
+      ]);
+      const row = result.rows[0];
+      status = row?.status ?? 'missing';
+      if (SETTLED_OK.has(status)) {
+        process.stdout.write(`event ${eventId}: ${status}\n`);
+        return;
+      }
+      if (SETTLED_FAILED.has(status)) {
+        throw new HookgateError(
+          'send_test_failed',
+          `Event ${eventId} ended ${status}: ${row?.last_error ?? 'no error recorded'}.`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new HookgateError(
+      'send_test_timeout',
+      `Event ${eventId} was still ${status} after ${timeoutMs / 1000}s. Is a worker running?`,
+    );
+  });
+}
 
 /** The newcomer's first success: one signed sample event, then its duplicates. */
 export async function sendTestCommand(raw: unknown): Promise<void> {
@@ -57,4 +108,5 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
       `${failures} of ${options.duplicates + 1} deliveries were not accepted.`,
     );
   }
+  if (options.wait !== undefined) await waitUntilSettled(options.endpoint, delivery.eventId, options.wait);
 }

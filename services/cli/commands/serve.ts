@@ -167,7 +167,20 @@ export async function serveCommand(raw: unknown): Promise<void> {
     endpoints: Object.keys(config.endpoints),
     onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
   });
-  const metricsServer = await startMetricsServer(registry, metricsPort, host);
+  let stopping = false;
+  // The worker role has no webhook port: its probes live on the metrics listener (every role).
+  const metricsServer = await startMetricsServer(registry, metricsPort, host, {
+    ready: async () => {
+      if (stopping) return 'shutting down';
+      try {
+        await pool.query('SELECT 1');
+        return null;
+      } catch (error) {
+        logger.warn({ err: error }, 'readiness check failed');
+        return 'database unreachable';
+      }
+    },
+  });
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
@@ -193,7 +206,6 @@ export async function serveCommand(raw: unknown): Promise<void> {
     'hookgate is serving',
   );
 
-  let stopping = false;
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;

@@ -1,0 +1,217 @@
+{{/* Chart name, truncated to the 63 characters a label allows. */}}
+{{- define "hookgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Fully qualified app name: release-chart, or the release name alone when it contains the chart name. */}}
+{{- define "hookgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "hookgate.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Common labels. */}}
+{{- define "hookgate.labels" -}}
+helm.sh/chart: {{ include "hookgate.chart" . }}
+{{ include "hookgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: hookgate
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels. */}}
+{{- define "hookgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "hookgate.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of one component: call with (dict "ctx" $ "component" "gateway"). */}}
+{{- define "hookgate.componentLabels" -}}
+{{ include "hookgate.labels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "hookgate.componentSelectorLabels" -}}
+{{ include "hookgate.selectorLabels" .ctx }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{- define "hookgate.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "hookgate.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "hookgate.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret every container reads: the user's existingSecret or the chart-created one. */}}
+{{- define "hookgate.secretName" -}}
+{{- default (include "hookgate.fullname" .) .Values.secrets.existingSecret }}
+{{- end }}
+
+{{- define "hookgate.configMapName" -}}
+{{- printf "%s-config" (include "hookgate.fullname" .) }}
+{{- end }}
+
+{{- define "hookgate.configPath" -}}/etc/hookgate/hookgate.yaml{{- end }}
+
+{{/* The first endpoint (sorted), for NOTES and `helm test`. */}}
+{{- define "hookgate.testEndpoint" -}}
+{{- default (first (keys .Values.config.endpoints | sortAlpha)) .Values.tests.endpoint }}
+{{- end }}
+
+{{/* Seconds of a hookgate duration (ms, s, m, h), rounded up; used for render-time checks. */}}
+{{- define "hookgate.durationSeconds" -}}
+{{- $text := toString . }}
+{{- if hasSuffix "ms" $text }}
+{{- div (add (trimSuffix "ms" $text | atoi) 999) 1000 }}
+{{- else if hasSuffix "s" $text }}
+{{- trimSuffix "s" $text | atoi }}
+{{- else if hasSuffix "m" $text }}
+{{- mul (trimSuffix "m" $text | atoi) 60 }}
+{{- else if hasSuffix "h" $text }}
+{{- mul (trimSuffix "h" $text | atoi) 3600 }}
+{{- else }}
+{{- fail (printf "%q is not a duration; write a whole number and a unit, e.g. 15s" $text) }}
+{{- end }}
+{{- end }}
+
+{{/* Environment of every hookgate container: the Secret (every key), DATABASE_URL, ports, OTEL_*. */}}
+{{- define "hookgate.envFrom" -}}
+- secretRef:
+    name: {{ include "hookgate.secretName" . }}
+{{- end }}
+
+{{/* Call with (dict "ctx" $ "component" "gateway"). */}}
+{{- define "hookgate.env" -}}
+{{- $ctx := .ctx }}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "hookgate.secretName" $ctx }}
+      key: {{ $ctx.Values.secrets.databaseUrlKey }}
+- name: LOG_LEVEL
+  value: {{ $ctx.Values.logLevel | quote }}
+- name: HOOKGATE_CONFIG
+  value: {{ include "hookgate.configPath" $ctx }}
+{{- with $ctx.Values.otel }}
+{{- if .endpoint }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ .endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ .protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ .sampler | quote }}
+{{- if .samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ .samplerArg | quote }}
+{{- end }}
+- name: OTEL_SERVICE_NAME
+  value: {{ printf "hookgate-%s" $.component | quote }}
+- name: K8S_POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: {{ printf "k8s.pod.name=$(K8S_POD_NAME),k8s.namespace.name=%s,service.version=%s%s" $ctx.Release.Namespace $ctx.Chart.AppVersion (ternary (printf ",%s" .resourceAttributes) "" (ne .resourceAttributes "")) | quote }}
+{{- end }}
+{{- end }}
+{{- with $ctx.Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "hookgate.volumes" -}}
+- name: config
+  configMap:
+    name: {{ include "hookgate.configMapName" . }}
+- name: tmp
+  emptyDir:
+    sizeLimit: {{ .Values.tmpSizeLimit }}
+{{- end }}
+
+{{- define "hookgate.volumeMounts" -}}
+- name: config
+  mountPath: /etc/hookgate
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+
+{{/* Default spread across nodes and zones, unless the component sets its own constraints. */}}
+{{- define "hookgate.topologySpread" -}}
+{{- $values := index .ctx.Values .component }}
+{{- if $values.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- toYaml $values.topologySpreadConstraints | nindent 2 }}
+{{- else if .ctx.Values.topologySpread.enabled }}
+topologySpreadConstraints:
+  {{- range list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+  - maxSkew: {{ $.ctx.Values.topologySpread.maxSkew }}
+    topologyKey: {{ . }}
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels:
+        {{- include "hookgate.componentSelectorLabels" $ | nindent 8 }}
+  {{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Render-time checks: values that would install something broken fail with a sentence. */}}
+{{- define "hookgate.validate" -}}
+{{- if and .Values.worker.keda.enabled .Values.worker.autoscaling.enabled }}
+{{- fail "worker.keda.enabled and worker.autoscaling.enabled are both true: choose one autoscaler for the worker (KEDA scales on the backlog, the HPA on CPU)." }}
+{{- end }}
+{{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.databaseUrl) }}
+{{- fail "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
+{{- end }}
+{{- if and .Values.secrets.existingSecret (or .Values.secrets.databaseUrl .Values.secrets.values) }}
+{{- fail "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
+{{- end }}
+{{- if not .Values.config.endpoints }}
+{{- fail "config.endpoints is empty: configure at least one endpoint (its name is the URL POST /webhooks/<name>)." }}
+{{- end }}
+{{- range $name, $endpoint := .Values.config.endpoints }}
+{{- range $endpoint.secrets }}
+{{- if not (regexMatch "^\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}$" (toString .)) }}
+{{- fail (printf "config.endpoints.%s.secrets: every entry must be a ${NAME} reference to a key of the Secret, never a literal secret (a ConfigMap is not secret)." $name) }}
+{{- end }}
+{{- if and (not $.Values.secrets.existingSecret) (not (hasKey $.Values.secrets.values (trimPrefix "${" (trimSuffix "}" (toString .))))) }}
+{{- fail (printf "config.endpoints.%s.secrets: %s has no key in secrets.values; add it there (or use secrets.existingSecret)." $name (toString .)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- $shutdown := include "hookgate.durationSeconds" (default "15s" (dig "server" "shutdownTimeout" "" .Values.config)) | atoi }}
+{{- $workerShutdown := include "hookgate.durationSeconds" (default "15s" (dig "worker" "shutdownTimeout" "" .Values.config)) | atoi }}
+{{- $drain := max $shutdown $workerShutdown }}
+{{- $gatewayNeeds := add .Values.gateway.preStopSleepSeconds $drain 10 }}
+{{- if le (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds) }}
+{{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
+{{- end }}
+{{- $workerNeeds := add $drain 10 }}
+{{- if le (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds) }}
+{{- fail (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
+{{- end }}
+{{- end }}

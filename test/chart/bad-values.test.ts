@@ -1,0 +1,119 @@
+import { describe, expect, it } from 'vitest';
+import { helm, scenarioFile } from './tools.ts';
+
+// Values that would install something broken fail `helm template` and `helm lint` with a
+// message naming the problem. The default scenario renders (the control), so each failure below
+// comes from the one value the case changes.
+const base = [scenarioFile('default-values.yaml')];
+
+// Schema errors fail `helm lint` too; render-time checks (`fail` in templates) fail `helm template`
+// and `helm install`, while `helm lint` only logs them, so only `template` is asserted for those.
+const cases: { name: string; set: string[]; valuesFiles?: string[]; message: RegExp; schema: boolean }[] = [
+  {
+    name: 'an unknown top-level key (a typo of gateway)',
+    set: ['gatway.replicaCount=3'],
+    message: /additional properties 'gatway' not allowed/,
+    schema: true,
+  },
+  {
+    name: 'an unknown key inside gateway',
+    set: ['gateway.ingres.enabled=true'],
+    message: /at '\/gateway': additional properties 'ingres' not allowed/,
+    schema: true,
+  },
+  {
+    name: 'an unknown key inside worker.keda',
+    set: ['worker.keda.target=5'],
+    message: /at '\/worker\/keda': additional properties 'target' not allowed/,
+    schema: true,
+  },
+  {
+    name: 'a wrong type (replicaCount as text)',
+    set: ['gateway.replicaCount=three'],
+    message: /at '\/gateway\/replicaCount': got string, want integer/,
+    schema: true,
+  },
+  {
+    name: 'a wrong type (a boolean toggle as text)',
+    set: ['networkPolicy.enabled=yes'],
+    message: /at '\/networkPolicy\/enabled': got string, want boolean/,
+    schema: true,
+  },
+  {
+    name: 'both autoscalers on the worker',
+    set: ['worker.keda.enabled=true', 'worker.autoscaling.enabled=true'],
+    message: /worker.keda.enabled and worker.autoscaling.enabled are both true: choose one autoscaler/,
+    schema: false,
+  },
+  {
+    name: 'no secret source',
+    set: [],
+    valuesFiles: [],
+    message: /No secret source: set secrets.existingSecret .* or set secrets.databaseUrl/,
+    schema: false,
+  },
+  {
+    name: 'existingSecret together with chart-created secret values',
+    set: ['secrets.existingSecret=mine'],
+    message:
+      /secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source/,
+    schema: false,
+  },
+  {
+    name: 'a literal signing secret in the ConfigMap',
+    set: ['config.endpoints.stripe.secrets[0]=whsec_literal'],
+    message: /at '\/config\/endpoints\/stripe\/secrets\/0': 'whsec_literal' does not match pattern/,
+    schema: true,
+  },
+  {
+    name: 'a ${NAME} the chart-created Secret does not hold',
+    set: ['config.endpoints.stripe.secrets[0]=${OTHER_SECRET}'],
+    message: /config.endpoints.stripe.secrets: \$\{OTHER_SECRET\} has no key in secrets.values/,
+    schema: false,
+  },
+  {
+    name: 'a grace period shorter than preStop + drain',
+    set: ['gateway.terminationGracePeriodSeconds=20'],
+    message:
+      /gateway.terminationGracePeriodSeconds \(20\) must exceed preStopSleepSeconds \+ the longest shutdownTimeout \+ 10s \(30\)/,
+    schema: false,
+  },
+  {
+    name: 'an unknown key in a hookgate config section',
+    set: ['config.database.poolsize=20'],
+    message: /at '\/config\/database': additional properties 'poolsize' not allowed/,
+    schema: true,
+  },
+  {
+    name: "a config value outside hookgate's bounds",
+    set: ['config.database.poolSize=500'],
+    message: /at '\/config\/database\/poolSize': maximum: got 500, want 200/,
+    schema: true,
+  },
+  {
+    name: 'no endpoint configured',
+    set: ['config.endpoints=null'],
+    message: /at '\/config': missing property 'endpoints'/,
+    schema: true,
+  },
+];
+
+describe('bad values fail with a readable message', () => {
+  it('the control: the default scenario renders', async () => {
+    const result = await helm('template', { valuesFiles: base });
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+  });
+
+  it.each(cases)('$name: helm template fails, naming it', async (bad) => {
+    const template = await helm('template', { valuesFiles: bad.valuesFiles ?? base, set: bad.set });
+    expect(template.code).not.toBe(0);
+    expect(template.stderr).toMatch(bad.message);
+  });
+
+  it.each(cases.filter((bad) => bad.schema))('$name: helm lint --strict fails, naming it', async (bad) => {
+    const lint = await helm('lint', { valuesFiles: bad.valuesFiles ?? base, set: bad.set });
+    expect(lint.code).not.toBe(0);
+    expect(lint.stdout + lint.stderr).toMatch(bad.message);
+  });
+});
