@@ -170,6 +170,24 @@ describe('hookgate verify', () => {
       ['pending_not_sent', 'gh-unsent'],
     ]);
     expect(report.endpoints.find((e) => e.endpoint === 'gh')).toMatchObject({ pendingNotSent: 1 });
+    expect(report.violationCount).toBe(3);
+  });
+
+  it('counts every pending row the file does not name, beyond the listed examples', async () => {
+    // Older acknowledged pending rows must not crowd the unsent ones out of the count.
+    await db.pool.query(
+      `UPDATE hookgate.inbox SET status = 'pending', received_at = now() - interval '1 hour'`,
+    );
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload)
+       SELECT 'gh', 'gh-unsent-' || n, 'github', 'issues.edited', '{}' FROM generate_series(1, 30) AS n`,
+    );
+    const report = await verify();
+    const unsent = report.violations.filter((v) => v.kind === 'pending_not_sent');
+    expect(unsent).toHaveLength(20);
+    expect(unsent.every((v) => v.event_id?.startsWith('gh-unsent-'))).toBe(true);
+    expect(report.violationCount).toBe(ROWS.length + 30);
+    expect(report.endpoints.find((e) => e.endpoint === 'gh')).toMatchObject({ pendingNotSent: 30 });
   });
 
   it('catches an entity moved to an older version, and one whose state is gone', async () => {

@@ -15,12 +15,16 @@ export const PENDING_COUNTS = `
    WHERE status = 'pending' AND endpoint = ANY($1::text[])
    GROUP BY endpoint`;
 
-export const OLDEST_PENDING = `
-  SELECT endpoint, event_id
-    FROM hookgate.inbox
-   WHERE status = 'pending' AND endpoint = ANY($1::text[])
-   ORDER BY received_at
-   LIMIT $2`;
+/** The oldest pending rows that are not among the acknowledged pending ones ($2, $3). */
+export const OLDEST_PENDING_NOT_SENT = `
+  SELECT i.endpoint, i.event_id
+    FROM hookgate.inbox i
+   WHERE i.status = 'pending' AND i.endpoint = ANY($1::text[])
+     AND NOT EXISTS (
+       SELECT 1 FROM unnest($2::text[], $3::text[]) AS s(endpoint, event_id)
+        WHERE s.endpoint = i.endpoint AND s.event_id = i.event_id)
+   ORDER BY i.received_at
+   LIMIT $4`;
 
 /** Endpoints that hold projected state, when no configuration says which ones project. */
 export const ENDPOINTS_WITH_STATE = `
