@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type EndpointRoles, type VerifyReport, verifyRun } from '../../services/cli/verify/checks.ts';
 import { readSentFile } from '../../services/cli/verify/sent-file.ts';
+import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 
@@ -246,5 +247,12 @@ describe('hookgate verify', () => {
     expect(bad.output).toContain('line 2');
     const none = await runHookgate(['verify'], { env });
     expect(none.code).toBe(2);
+    // An operational failure (no database to check against) is 1, like a violation: not proven.
+    const port = await freePort();
+    const down = await runHookgate(['verify', '--sent', sentFile], {
+      env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`, LOG_LEVEL: 'warn' },
+    });
+    expect(down.code).toBe(1);
+    expect(down.output).toMatch(/ECONNREFUSED|connect/);
   });
 });
