@@ -10,6 +10,8 @@ import pg from 'pg';
 import { stringify } from 'yaml';
 import { type DriverResult, drive as driveArrivals } from '../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import { verifyRun } from '../services/cli/verify/checks.ts';
+import { readSentFile } from '../services/cli/verify/sent-file.ts';
 import { parseConfig } from '../services/core/config/load.ts';
 import { freePort } from '../services/core/db/embedded.ts';
 import { createPool } from '../services/core/db/pool.ts';
@@ -81,6 +83,13 @@ export interface EndToEndResult {
   readonly committedWithin500ms: number;
   /** Gateway, workers and PostgreSQL over the load and its drain, per 1 000 events. */
   readonly cpu: CpuCost;
+  /** `hookgate verify` over the acknowledged deliveries after the drain. */
+  readonly verify: {
+    readonly ok: boolean;
+    readonly violationCount: number;
+    readonly uniquePayments: number;
+    readonly ledgerEntries: number;
+  };
 }
 
 export interface ApplyReport {
@@ -488,7 +497,8 @@ async function endToEnd(
       ),
     );
     children.push(...(await startWorkers(settings.workers, configFile, url, metricsPorts)));
-    const arrivals = (runId: string, seconds: number) =>
+    const sentFile = join(tmpdir(), `hookgate-bench-e2e-${process.pid}.jsonl`);
+    const arrivals = (runId: string, seconds: number, recordTo?: string) =>
       driveArrivals({
         baseUrl: `http://127.0.0.1:${gatewayPort}`,
         targets: [{ endpoint: ENDPOINT, provider: 'stripe', secret: SECRET }],
@@ -499,6 +509,7 @@ async function endToEnd(
         requestTimeoutMs: 10_000,
         mix: DEFAULT_MIX,
         run: { id: runId, startedAt: Math.floor(Date.now() / 1000) },
+        ...(recordTo ? { recordTo } : {}),
       });
     // Warm up (JIT, pools) at the same rate on events that are not measured.
     await arrivals('warm', 2);
@@ -510,7 +521,7 @@ async function endToEnd(
       worker: () => workers.reduce((sum, w) => sum + processCpu(w.pid), 0),
       postgres: () => postgresCpu(postmaster),
     });
-    const load = await arrivals('e2e', settings.seconds);
+    const load = await arrivals('e2e', settings.seconds, sentFile);
     const pending = () =>
       db
         .query<{ n: number }>(
@@ -522,6 +533,14 @@ async function endToEnd(
     const deadline = Date.now() + 120_000;
     while ((await pending()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     const cpu = cpuSince();
+    const verifyPool = new pg.Pool({ connectionString: url, max: 1 });
+    const verified = await verifyRun(verifyPool, await readSentFile(sentFile), {
+      billing: new Set([ENDPOINT]),
+      project: new Map(),
+    }).finally(() => {
+      rmSync(sentFile, { force: true });
+      return verifyPool.end();
+    });
     const stats = await db.query<{
       events: number;
       settled: number;
@@ -561,6 +580,12 @@ async function endToEnd(
       maxMs: row.max ?? Number.NaN,
       // The warm-up events are in the histogram too; they were applied under the same load.
       committedWithin500ms: shareWithin(metrics, '0.5'),
+      verify: {
+        ok: verified.ok,
+        violationCount: verified.violationCount,
+        uniquePayments: verified.payments.unique,
+        ledgerEntries: verified.payments.booked,
+      },
       cpu: { seconds: cpu, per1k: perThousand(cpu, row.events), unit: 'events accepted' },
     };
   } finally {
@@ -644,6 +669,7 @@ export function renderApply(report: ApplyReport): string[] {
       `    received → processed: p50 ${e.p50Ms.toFixed(0)} ms  p99 ${e.p99Ms.toFixed(0)} ms  max ${e.maxMs.toFixed(0)} ms  (${e.settled}/${e.events} settled; goal p99 <= 500 ms)`,
       `    worker histogram (received → committed): ${(e.committedWithin500ms * 100).toFixed(1)}% within 0.5 s`,
       `    CPU s per 1k events accepted: ${cpuLine(e.cpu)}`,
+      `    hookgate verify: ${e.verify.ok ? 'OK' : `FAILED, ${e.verify.violationCount} violations`} (${e.verify.uniquePayments} unique payments sent, ${e.verify.ledgerEntries} in the ledger)`,
     );
   }
   lines.push(machine);
