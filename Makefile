@@ -66,6 +66,7 @@ format: $(DEPS)
 
 typecheck: $(DEPS)
 	tsc --noEmit -p tsconfig.json
+	tsc --noEmit -p load/tsconfig.json
 
 ## bench: throughput ratios against baselines measured in the same run
 bench: $(DEPS)

@@ -7,8 +7,11 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import Stripe from 'stripe';
 import { stringify } from 'yaml';
+import { type DriverResult, drive as driveArrivals } from '../load/driver/driver.ts';
+import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import { verifyRun } from '../services/cli/verify/checks.ts';
+import { readSentFile } from '../services/cli/verify/sent-file.ts';
 import { parseConfig } from '../services/core/config/load.ts';
 import { freePort } from '../services/core/db/embedded.ts';
 import { createPool } from '../services/core/db/pool.ts';
@@ -16,7 +19,7 @@ import { type Claim, claimBatch } from '../services/core/inbox/claim.ts';
 import { createStripeProvider } from '../services/core/providers/stripe.ts';
 import { createBoss } from '../services/core/queue/boss.ts';
 import { ensureQueues, retryPolicyFrom } from '../services/core/queue/queues.ts';
-import { drive, type LoadResult, type PreparedRequest } from './load.ts';
+import { cpuWindow, perThousand, postgresCpu, postmasterPid, processCpu } from './cpu.ts';
 import { type BenchDatabase, startProcess, stopProcess } from './processes.ts';
 
 const SECRET = 'whsec_bench_apply_5b7c0d1e2f3a4b5c6d7e8f90';
@@ -37,6 +40,14 @@ export interface ApplySettings {
   readonly connections: number;
 }
 
+/** CPU seconds per process over a phase, and the same per 1 000 events (or deliveries). */
+export interface CpuCost {
+  readonly seconds: Readonly<Record<string, number>>;
+  readonly per1k: Readonly<Record<string, number>>;
+  /** What `per1k` counts. */
+  readonly unit: string;
+}
+
 export interface DrainResult {
   readonly events: number;
   /** Wall time from the first settled event to the last (polled every 25 ms). */
@@ -49,12 +60,16 @@ export interface DrainResult {
   readonly outcomes: Readonly<Record<string, number>>;
   readonly ledgerEntries: number;
   readonly invoices: Readonly<Record<string, number>>;
+  /** Worker processes (summed) and PostgreSQL, from their readiness to the last settled event. */
+  readonly cpu: CpuCost;
 }
 
 export interface EndToEndResult {
   readonly targetRate: number;
-  readonly load: LoadResult;
-  /** 2xx/s as autocannon saw it. */
+  /** hookgate's load driver: evenly spaced arrivals, the k6 scripts' mix. */
+  readonly load: DriverResult;
+  readonly mix: string;
+  /** Arrivals/s the driver achieved. */
   readonly achievedRate: number;
   /** Accepted events / (last received_at − first received_at). */
   readonly receivedRate: number;
@@ -66,6 +81,15 @@ export interface EndToEndResult {
   readonly maxMs: number;
   /** Worker histogram (received → apply committed): share of events at or under 0.5 s. */
   readonly committedWithin500ms: number;
+  /** Gateway, workers and PostgreSQL over the load and its drain, per 1 000 events. */
+  readonly cpu: CpuCost;
+  /** `hookgate verify` over the acknowledged deliveries after the drain. */
+  readonly verify: {
+    readonly ok: boolean;
+    readonly violationCount: number;
+    readonly uniquePayments: number;
+    readonly ledgerEntries: number;
+  };
 }
 
 export interface ApplyReport {
@@ -332,7 +356,13 @@ async function drainHookgate(
 ): Promise<DrainResult> {
   const spawnedAt = performance.now();
   const workers = await startWorkers(settings.workers, configFile, url);
+  const postmaster = await postmasterPid(db);
+  const window = cpuWindow({
+    worker: () => workers.reduce((sum, w) => sum + processCpu(w.pid), 0),
+    postgres: () => postgresCpu(postmaster),
+  });
   let timing: Awaited<ReturnType<typeof timeDrain>>;
+  let cpu: Record<string, number>;
   try {
     timing = await timeDrain(
       async () =>
@@ -346,10 +376,11 @@ async function drainHookgate(
       spawnedAt,
       300_000,
     );
+    cpu = window();
   } finally {
     await Promise.all(workers.map(stopProcess));
   }
-  const window = await db.query<{ seconds: number }>(
+  const dbWindow = await db.query<{ seconds: number }>(
     `SELECT extract(epoch FROM max(processed_at) - min(processed_at))::float8 AS seconds
        FROM hookgate.inbox WHERE endpoint = $1`,
     [ENDPOINT],
@@ -362,10 +393,11 @@ async function drainHookgate(
     events: timing.events,
     seconds: timing.seconds,
     perSecond: timing.events / timing.seconds,
-    dbWindowPerSecond: settings.events / window.rows[0]!.seconds,
+    dbWindowPerSecond: settings.events / dbWindow.rows[0]!.seconds,
     wallSecondsFromSpawn: timing.wallSecondsFromSpawn,
     outcomes: Object.fromEntries(outcomes.rows.map((r) => [r.status, r.n])),
     ...(await billingCounts(db)),
+    cpu: { seconds: cpu, per1k: perThousand(cpu, settings.events), unit: 'events applied' },
   };
 }
 
@@ -385,7 +417,13 @@ async function drainBaseline(db: pg.Client, url: string, settings: ApplySettings
     ),
   );
   const workers = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+  const postmaster = await postmasterPid(db);
+  const cpuSince = cpuWindow({
+    worker: () => workers.reduce((sum, w) => sum + processCpu(w.pid), 0),
+    postgres: () => postgresCpu(postmaster),
+  });
   let timing: Awaited<ReturnType<typeof timeDrain>>;
+  let cpu: Record<string, number>;
   try {
     const failure = started.find((s) => s.status === 'rejected');
     if (failure) throw failure.reason;
@@ -397,6 +435,7 @@ async function drainBaseline(db: pg.Client, url: string, settings: ApplySettings
       spawnedAt,
       600_000,
     );
+    cpu = cpuSince();
   } finally {
     await Promise.all(workers.map(stopProcess));
   }
@@ -415,22 +454,8 @@ async function drainBaseline(db: pg.Client, url: string, settings: ApplySettings
     wallSecondsFromSpawn: timing.wallSecondsFromSpawn,
     outcomes: Object.fromEntries(outcomes.rows.map((r) => [r.outcome, r.n])),
     ...(await billingCounts(db)),
+    cpu: { seconds: cpu, per1k: perThousand(cpu, settings.events), unit: 'events applied' },
   };
-}
-
-function signedDeliveries(prefix: string, count: number): PreparedRequest[] {
-  const timestamp = Math.floor(Date.now() / 1000);
-  return billingEvents(prefix, count).map((e) => ({
-    body: e.body,
-    headers: {
-      'content-type': 'application/json',
-      'stripe-signature': Stripe.webhooks.generateTestHeaderString({
-        payload: e.body,
-        secret: SECRET,
-        timestamp,
-      }),
-    },
-  }));
 }
 
 /** Share of observations at or under `le` seconds in a Prometheus histogram, summed over targets. */
@@ -472,21 +497,31 @@ async function endToEnd(
       ),
     );
     children.push(...(await startWorkers(settings.workers, configFile, url, metricsPorts)));
-    const target = `http://127.0.0.1:${gatewayPort}/webhooks/${ENDPOINT}`;
-    const connections = Math.min(settings.connections, settings.rate);
+    const sentFile = join(tmpdir(), `hookgate-bench-e2e-${process.pid}.jsonl`);
+    const arrivals = (runId: string, seconds: number, recordTo?: string) =>
+      driveArrivals({
+        baseUrl: `http://127.0.0.1:${gatewayPort}`,
+        targets: [{ endpoint: ENDPOINT, provider: 'stripe', secret: SECRET }],
+        rate: settings.rate,
+        seconds,
+        connections: settings.connections,
+        maxInFlight: 10_000,
+        requestTimeoutMs: 10_000,
+        mix: DEFAULT_MIX,
+        run: { id: runId, startedAt: Math.floor(Date.now() / 1000) },
+        ...(recordTo ? { recordTo } : {}),
+      });
     // Warm up (JIT, pools) at the same rate on events that are not measured.
-    await drive(target, signedDeliveries('warm', settings.rate * 2), {
-      connections,
-      seconds: 2,
-      rate: settings.rate,
+    await arrivals('warm', 2);
+    const gateway = children[0]!;
+    const workers = children.slice(1);
+    const postmaster = await postmasterPid(db);
+    const cpuSince = cpuWindow({
+      gateway: () => processCpu(gateway.pid),
+      worker: () => workers.reduce((sum, w) => sum + processCpu(w.pid), 0),
+      postgres: () => postgresCpu(postmaster),
     });
-    // Enough distinct deliveries that the list never wraps around (a wrap would send duplicates).
-    const requests = signedDeliveries('e2e', Math.ceil(settings.rate * settings.seconds * 1.2) + 1_000);
-    const load = await drive(target, requests, {
-      connections,
-      seconds: settings.seconds,
-      rate: settings.rate,
-    });
+    const load = await arrivals('e2e', settings.seconds, sentFile);
     const pending = () =>
       db
         .query<{ n: number }>(
@@ -497,6 +532,15 @@ async function endToEnd(
         .then((r) => r.rows[0]!.n);
     const deadline = Date.now() + 120_000;
     while ((await pending()) > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    const cpu = cpuSince();
+    const verifyPool = new pg.Pool({ connectionString: url, max: 1 });
+    const verified = await verifyRun(verifyPool, await readSentFile(sentFile), {
+      billing: new Set([ENDPOINT]),
+      project: new Map(),
+    }).finally(() => {
+      rmSync(sentFile, { force: true });
+      return verifyPool.end();
+    });
     const stats = await db.query<{
       events: number;
       settled: number;
@@ -521,13 +565,14 @@ async function endToEnd(
       metricsPorts.map(async (port) => (await fetch(`http://127.0.0.1:${port}/metrics`)).text()),
     );
     const row = stats.rows[0]!;
-    const achievedRate = load.okPerSecond;
+    const achievedRate = load.achievedRate;
     return {
       targetRate: settings.rate,
       load,
+      mix: `Stripe billing mix of load/lib/mix.ts: ${DEFAULT_MIX.laterDuplicates * 100}% re-sent later, ${DEFAULT_MIX.concurrentDuplicates * 100}% sent twice at once`,
       achievedRate,
       receivedRate: row.received_seconds ? row.events / row.received_seconds : Number.NaN,
-      reached: achievedRate >= settings.rate * 0.95,
+      reached: achievedRate >= settings.rate * 0.95 && load.dropped === 0,
       events: row.events,
       settled: row.settled,
       p50Ms: row.p50 ?? Number.NaN,
@@ -535,6 +580,13 @@ async function endToEnd(
       maxMs: row.max ?? Number.NaN,
       // The warm-up events are in the histogram too; they were applied under the same load.
       committedWithin500ms: shareWithin(metrics, '0.5'),
+      verify: {
+        ok: verified.ok,
+        violationCount: verified.violationCount,
+        uniquePayments: verified.payments.unique,
+        ledgerEntries: verified.payments.booked,
+      },
+      cpu: { seconds: cpu, per1k: perThousand(cpu, row.events), unit: 'events accepted' },
     };
   } finally {
     await Promise.all(children.map(stopProcess));
@@ -586,6 +638,10 @@ export async function applyScenario(database: BenchDatabase, settings: ApplySett
 }
 
 const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
+const cpuLine = (cpu: CpuCost) =>
+  Object.entries(cpu.per1k)
+    .map(([name, value]) => `${name} ${value.toFixed(3)}`)
+    .join(', ');
 const counts = (record: Readonly<Record<string, number>>) =>
   Object.entries(record)
     .map(([k, v]) => `${k}=${v}`)
@@ -601,16 +657,19 @@ export function renderApply(report: ApplyReport): string[] {
     '  worker                 applied/s  db-window  drain s  from spawn s   outcomes',
     row('baseline (1 tx/event)', report.baseline),
     row('hookgate             ', report.hookgate),
+    `  CPU s per 1k events: baseline ${cpuLine(report.baseline.cpu)}; hookgate ${cpuLine(report.hookgate.cpu)}`,
     `  ratio (hookgate applied/s / baseline applied/s): ${report.ratio.toFixed(2)}   (goal >= 4)`,
   ];
   const machine = `  machine: ${report.settings.workers} worker processes + PostgreSQL on ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`;
   const e = report.endToEnd;
   if (e) {
     lines.push(
-      `  end to end at ${e.targetRate}/s for ${s.seconds}s (${Math.min(s.connections, e.targetRate)} connections, signed Stripe deliveries, gateway + ${s.workers} workers):`,
-      `    arrival: ${e.achievedRate.toFixed(0)} 2xx/s (received ${e.receivedRate.toFixed(0)}/s) — target ${e.reached ? 'reached' : 'NOT reached'}; ack p50 ${e.load.p50Ms} ms p99 ${e.load.p99Ms} ms; non-2xx ${e.load.non2xx} errors ${e.load.errors}`,
+      `  end to end at ${e.targetRate}/s for ${s.seconds}s (evenly spaced arrivals, ${s.connections} connections, ${e.mix}, gateway + ${s.workers} workers):`,
+      `    arrival: ${e.achievedRate.toFixed(0)} arrivals/s, ${e.load.acked} acknowledged (received ${e.receivedRate.toFixed(0)} events/s) — target ${e.reached ? 'reached' : 'NOT reached'}; ack p50 ${e.load.ackP50Ms.toFixed(1)} ms p99 ${e.load.ackP99Ms.toFixed(1)} ms; non-2xx ${e.load.non2xx} errors ${e.load.errors} dropped ${e.load.dropped}`,
       `    received → processed: p50 ${e.p50Ms.toFixed(0)} ms  p99 ${e.p99Ms.toFixed(0)} ms  max ${e.maxMs.toFixed(0)} ms  (${e.settled}/${e.events} settled; goal p99 <= 500 ms)`,
       `    worker histogram (received → committed): ${(e.committedWithin500ms * 100).toFixed(1)}% within 0.5 s`,
+      `    CPU s per 1k events accepted: ${cpuLine(e.cpu)}`,
+      `    hookgate verify: ${e.verify.ok ? 'OK' : `FAILED, ${e.verify.violationCount} violations`} (${e.verify.uniquePayments} unique payments sent, ${e.verify.ledgerEntries} in the ledger)`,
     );
   }
   lines.push(machine);

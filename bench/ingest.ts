@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { freePort } from '../services/core/db/embedded.ts';
+import { cpuWindow, perThousand, postgresCpu, postmasterPid, processCpu } from './cpu.ts';
 import { drive, type LoadResult, type PreparedRequest } from './load.ts';
 import { type BenchDatabase, ROOT, startProcess, stopProcess } from './processes.ts';
 
@@ -11,13 +13,26 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export interface IngestReport {
   readonly scenario: 'ingest';
   readonly settings: { connections: number; seconds: number; rounds: number; duplicateShare: number };
-  readonly baseline: readonly LoadResult[];
-  readonly gateway: readonly LoadResult[];
+  readonly baseline: readonly MeasuredLoad[];
+  readonly gateway: readonly MeasuredLoad[];
   /** One transaction per request, same verifier: context for the ratio. */
-  readonly handRolled: readonly LoadResult[];
+  readonly handRolled: readonly MeasuredLoad[];
   readonly handRolledRatio: number;
   readonly meanClaimBatch: number;
   readonly ratio: number;
+  /**
+   * CPU seconds per 1 000 acknowledged deliveries, per round, from /proc: the receiving
+   * process and PostgreSQL (the load generator runs in this process and is not counted).
+   */
+  readonly cpuPer1k: {
+    readonly bareExpress: readonly Record<string, number>[];
+    readonly hookgate: readonly Record<string, number>[];
+    readonly handRolled: readonly Record<string, number>[];
+  };
+}
+
+export interface MeasuredLoad extends LoadResult {
+  readonly cpuPer1k: Record<string, number>;
 }
 
 /** Signed Standard Webhooks deliveries, 20% of them repeats of an earlier one. */
@@ -100,9 +115,22 @@ export async function ingestScenario(
     },
     `http://127.0.0.1:${gatewayPort}/readyz`,
   );
-  const baseline: LoadResult[] = [];
-  const handRolled: LoadResult[] = [];
-  const measured: LoadResult[] = [];
+  const baseline: MeasuredLoad[] = [];
+  const handRolled: MeasuredLoad[] = [];
+  const measured: MeasuredLoad[] = [];
+  const db = new pg.Client({ connectionString: database.url });
+  await db.connect();
+  const postmaster = await postmasterPid(db);
+  await db.end();
+  /** One autocannon run with the receiving process's and PostgreSQL's CPU over it. */
+  const costed = async (
+    pid: number | undefined,
+    ...args: Parameters<typeof drive>
+  ): Promise<MeasuredLoad> => {
+    const done = cpuWindow({ process: () => processCpu(pid), postgres: () => postgresCpu(postmaster) });
+    const result = await drive(...args);
+    return { ...result, cpuPer1k: perThousand(done(), result.ok) };
+  };
   let meanBatch = Number.NaN;
   try {
     const bareUrl = `http://127.0.0.1:${barePort}/webhooks/bench`;
@@ -113,13 +141,13 @@ export async function ingestScenario(
     await drive(gatewayUrl, prepare(5000, duplicateShare), { connections: settings.connections, seconds: 2 });
     let offset = 0;
     for (let round = 0; round < settings.rounds; round += 1) {
-      baseline.push(await drive(bareUrl, requests, settings));
+      baseline.push(await costed(bare.pid, bareUrl, requests, settings));
       const slice = requests.slice(offset).concat(requests.slice(0, offset));
-      const result = await drive(gatewayUrl, slice, settings);
+      const result = await costed(gateway.pid, gatewayUrl, slice, settings);
       measured.push(result);
       offset += result.requests;
       // Its own database schema, so its duplicates and ours do not interfere.
-      handRolled.push(await drive(handUrl, requests, settings));
+      handRolled.push(await costed(hand.pid, handUrl, requests, settings));
     }
     const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
     const sum = Number(/hookgate_claim_batch_size_sum (\S+)/.exec(metrics)?.[1]);
@@ -141,6 +169,11 @@ export async function ingestScenario(
     // Each round pairs a baseline run with a hookgate run right after it; the median of the
     // per-round ratios is robust to the machine's load drifting between rounds.
     ratio: median(measured.map((r, i) => r.okPerSecond / baseline[i]!.okPerSecond)),
+    cpuPer1k: {
+      bareExpress: baseline.map((r) => r.cpuPer1k),
+      hookgate: measured.map((r) => r.cpuPer1k),
+      handRolled: handRolled.map((r) => r.cpuPer1k),
+    },
   };
 }
 
@@ -148,11 +181,11 @@ const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(9);
 
 export function renderIngest(report: IngestReport): string[] {
   const { connections, seconds, rounds } = report.settings;
-  const row = (label: string, r: LoadResult) =>
-    `  ${label}${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)}`;
+  const row = (label: string, r: MeasuredLoad) =>
+    `  ${label}${fmt(r.okPerSecond)} ${fmt(r.p50Ms, 1)} ${fmt(r.p99Ms, 1)} ${fmt(r.non2xx)} ${fmt(r.errors)} ${fmt(r.cpuPer1k.process ?? Number.NaN, 3)} ${fmt(r.cpuPer1k.postgres ?? Number.NaN, 3)}`;
   return [
     `ingest: ${connections} connections, ${seconds}s x ${rounds} rounds, 20% duplicates, signed Standard Webhooks`,
-    '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors',
+    '  target              2xx/s   p50 ms   p99 ms   non-2xx  errors  CPU s/1k: receiver  postgres',
     ...report.baseline.map((r) => row('bare express ', r)),
     ...report.gateway.map((r) => row('hookgate     ', r)),
     ...report.handRolled.map((r) => row('hand-rolled  ', r)),

@@ -17,16 +17,16 @@ export interface PreparedRequest {
 }
 
 /**
- * Load on 127.0.0.1 with a fixed number of connections for a fixed time; every target gets
- * exactly the same generator, request list and settings. Closed-loop by default; with `rate`
- * (requests/s over all connections, autocannon's `overallRate`) each connection sends at most
- * its share per second. autocannon restarts every connection's quota on a one-second timer, so
- * a rate-limited run arrives in per-second bursts rather than evenly spaced.
+ * Closed-loop load on 127.0.0.1 with a fixed number of connections for a fixed time; every
+ * target gets exactly the same generator, request list and settings, so the generator cancels
+ * out of each ratio. For a fixed arrival rate use load/driver/ (evenly spaced arrivals):
+ * autocannon's rate limit refills each connection's quota on a one-second timer, which sends
+ * per-second bursts.
  */
 export async function drive(
   url: string,
   requests: readonly PreparedRequest[],
-  options: { connections: number; seconds: number; rate?: number },
+  options: { connections: number; seconds: number },
 ): Promise<LoadResult> {
   let next = 0;
   const result = await autocannon({
@@ -34,7 +34,6 @@ export async function drive(
     method: 'POST',
     connections: options.connections,
     duration: options.seconds,
-    ...(options.rate ? { overallRate: options.rate } : {}),
     requests: [
       {
         setupRequest: (request) => {

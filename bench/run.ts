@@ -1,11 +1,14 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply picks scenarios (default: all).
+// BENCH_SCENARIOS=ingest,apply,pgbench picks scenarios (default: all). Each writes
+// bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { applyScenario, renderApply } from './apply.ts';
 import { ingestScenario, renderIngest } from './ingest.ts';
+import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 
 const settings = z
@@ -13,7 +16,7 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -22,6 +25,14 @@ const settings = z
     BENCH_APPLY_POLLING_MS: z.coerce.number().int().min(100).max(60_000).default(500),
     /** apply: arrival rate (deliveries/s) of the end-to-end phase, BENCH_SECONDS long; 0 skips it. */
     BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(1_000),
+    /** pgbench: seconds per run, client connections, claim batch sizes. */
+    BENCH_PGBENCH_SECONDS: z.coerce.number().int().min(2).max(600).default(10),
+    BENCH_PGBENCH_CLIENTS: z.coerce.number().int().min(1).max(256).default(4),
+    BENCH_PGBENCH_BATCHES: z
+      .string()
+      .default('1,20,100')
+      .transform((text) => text.split(',').map(Number))
+      .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
   })
   .parse(process.env);
 
@@ -59,17 +70,44 @@ const scenarios: Scenario[] = [
       return { lines: renderApply(report), report };
     },
   },
+  {
+    name: 'pgbench',
+    run: async (database) => {
+      const report = await pgbenchScenario(database, {
+        seconds: settings.BENCH_PGBENCH_SECONDS,
+        clients: settings.BENCH_PGBENCH_CLIENTS,
+        batches: settings.BENCH_PGBENCH_BATCHES,
+      });
+      return { lines: renderPgbench(report), report };
+    },
+  },
 ];
+
+function markdown(name: string, lines: readonly string[], startLoad: number): string {
+  return [
+    `# make bench: ${name}`,
+    '',
+    `${new Date().toISOString()}, ${availableParallelism()} cores, load average ${startLoad.toFixed(1)} at start and ${loadavg()[0]!.toFixed(1)} at end (other work on the machine shows here).`,
+    `Every figure: bench/results/${name}.json. What is measured: docs/benchmarks.md.`,
+    '',
+    '```',
+    ...lines,
+    '```',
+    '',
+  ].join('\n');
+}
 
 const wanted = new Set(settings.BENCH_SCENARIOS.split(',').map((name) => name.trim()));
 const dir = join(ROOT, 'bench', 'results');
 mkdirSync(dir, { recursive: true });
 for (const scenario of scenarios.filter((s) => wanted.has(s.name))) {
   const database = await benchDatabase();
+  const startLoad = loadavg()[0]!;
   try {
     const { lines, report } = await scenario.run(database);
     process.stdout.write(`${lines.join('\n')}\n`);
     writeFileSync(join(dir, `${scenario.name}.json`), `${JSON.stringify(report, null, 2)}\n`);
+    writeFileSync(join(dir, `${scenario.name}.md`), markdown(scenario.name, lines, startLoad));
   } finally {
     await database.stop();
   }

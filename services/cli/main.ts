@@ -11,6 +11,7 @@ import { requeueCommand } from './commands/requeue.ts';
 import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
 import { statsCommand } from './commands/stats.ts';
+import { verifyCommand } from './commands/verify.ts';
 
 const DEFAULT_CONFIG = process.env.HOOKGATE_CONFIG ?? 'hookgate.yaml';
 
@@ -81,6 +82,19 @@ program
   .command('stats')
   .description('backlog per endpoint and status (pending, parked, dead) with the oldest age')
   .action(() => statsCommand());
+
+program
+  .command('verify')
+  .description(
+    'after a load run drains: every acknowledged delivery settled once, nothing pending, payments booked, no entity behind',
+  )
+  .option(
+    '--sent <file>',
+    'acknowledged deliveries, one JSON line each (the load driver or k6 --console-output)',
+  )
+  .option('--json', 'print the report as one JSON object')
+  .option('--config <file>', 'configuration file: its handlers say which endpoints bill and which project')
+  .action((options: unknown) => verifyCommand(options));
 
 function fail(error: unknown): never {
   if (error instanceof ZodError) {

@@ -1,0 +1,8 @@
+// GitHub-signed `issues` deliveries (X-GitHub-Delivery ids) for any handler, e.g. `record`.
+// k6 run -e SECRET=... -e SCENARIO=steady -e RATE=200 load/k6/github.ts
+import { makeScript } from './common.ts';
+
+const script = makeScript('github', 'github');
+export const options = script.options;
+export const setup = script.setup;
+export default script.iteration;
