@@ -1,12 +1,49 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
+import type { PgBoss } from 'pg-boss';
 import { migrate, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
 import { HookgateError } from '../core/errors.ts';
-import { createLogger, type Logger } from '../core/logging.ts';
+import type { Logger } from '../core/logging.ts';
+import { createBoss } from '../core/queue/boss.ts';
+import { databaseHost } from './support/exit.ts';
+
+/** Refuses a DATABASE_URL that is not a postgres:// URL before anything tries to connect. */
+export function checkDatabaseUrl(env: NodeJS.ProcessEnv = process.env): void {
+  const url = env.DATABASE_URL?.trim();
+  if (!url) return;
+  let parsed: URL | null = null;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = null;
+  }
+  if (!parsed || !/^postgres(ql)?:$/.test(parsed.protocol)) {
+    throw new HookgateError(
+      'database_url_invalid',
+      'DATABASE_URL is not a PostgreSQL URL; expected postgres://user:password@host:5432/database.',
+    );
+  }
+}
+
+/** `host:port/database` of DATABASE_URL, or where the embedded data lives. */
+export function describeDatabase(database: ResolvedDatabase): string {
+  if (database.embedded) return `the embedded PostgreSQL under ${database.embedded.dataDir}`;
+  const name = (() => {
+    try {
+      return new URL(database.url).pathname.slice(1);
+    } catch {
+      return '';
+    }
+  })();
+  return `PostgreSQL at ${databaseHost(database.url)}/${name}`;
+}
 
 /** Resolves DATABASE_URL or starts the embedded PostgreSQL, announcing which. */
 export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
+  checkDatabaseUrl();
   if (!process.env.DATABASE_URL?.trim()) {
     logger.info(
       { dir: `./${EMBEDDED_DIR}/` },
@@ -25,6 +62,27 @@ export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
   return database;
 }
 
+/**
+ * For commands that read an existing database: DATABASE_URL, or the embedded database that
+ * `serve`/`migrate` created in this directory. Never a new empty one somewhere else, which
+ * would answer "nothing here" or invite migrating the wrong database.
+ */
+export async function openExistingDatabase(): Promise<ResolvedDatabase> {
+  checkDatabaseUrl();
+  if (!process.env.DATABASE_URL?.trim()) {
+    const dataDir = resolve(EMBEDDED_DIR, 'pg');
+    if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+      throw new HookgateError(
+        'database_missing',
+        `DATABASE_URL is not set and ${process.cwd()} has no embedded database (./${EMBEDDED_DIR}/, created where "hookgate serve" first ran). Set DATABASE_URL, or run this command in that directory.`,
+      );
+    }
+  }
+  const database = await resolveDatabase();
+  process.stderr.write(`hookgate: using ${describeDatabase(database)}\n`);
+  return database;
+}
+
 export async function runMigrations(url: string, logger: Logger): Promise<readonly string[]> {
   const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
   await client.connect();
@@ -40,34 +98,73 @@ export async function runMigrations(url: string, logger: Logger): Promise<readon
   }
 }
 
+async function refuseUnmigrated(pool: pg.Pool, database: ResolvedDatabase): Promise<void> {
+  const pending = await pendingMigrations(pool);
+  if (pending) {
+    throw new HookgateError(
+      'database_not_migrated',
+      `${describeDatabase(database)} is not ready for this version of hookgate (${pending}). If this is the right database, run "hookgate migrate" against it.`,
+    );
+  }
+}
+
+export interface CommandDatabase {
+  readonly pool: pg.Pool;
+  readonly url: string;
+}
+
 /**
- * For one-shot commands: open the database (DATABASE_URL or the embedded one), hand `work` a
- * one-connection pool, and close everything afterwards, also on failure.
+ * For one-shot commands: open the existing database, check it is migrated, hand `work` a small
+ * pool, and close everything afterwards, also on failure.
  */
 export async function withCommandPool<T>(
   command: string,
   statementTimeoutMs: number,
-  work: (pool: pg.Pool) => Promise<T>,
+  work: (pool: pg.Pool, database: CommandDatabase) => Promise<T>,
+  options: { connections?: number } = {},
 ): Promise<T> {
-  const database = await openDatabase(createLogger('warn'));
+  const database = await openExistingDatabase();
   const pool = createPool({
     connectionString: database.url,
-    max: 1,
+    max: options.connections ?? 1,
     statementTimeoutMs,
     connectTimeoutMs: 5_000,
     applicationName: `hookgate-${command}`,
   });
   try {
-    const pending = await pendingMigrations(pool);
-    if (pending) {
-      throw new HookgateError(
-        'database_not_migrated',
-        `The database is not ready for this version of hookgate (${pending}). Run "hookgate migrate" first.`,
-      );
-    }
-    return await work(pool);
+    await refuseUnmigrated(pool, database);
+    return await work(pool, { pool, url: database.url });
   } finally {
     await pool.end();
     await database.embedded?.stop();
   }
+}
+
+/** As withCommandPool, with a pg-boss client for commands that send jobs (requeue, replay). */
+export async function withCommandQueue<T>(
+  command: string,
+  statementTimeoutMs: number,
+  logger: Logger,
+  work: (pool: pg.Pool, boss: PgBoss) => Promise<T>,
+): Promise<T> {
+  return await withCommandPool(
+    command,
+    statementTimeoutMs,
+    async (pool, database) => {
+      const boss = createBoss({
+        connectionString: database.url,
+        max: 2,
+        supervise: false,
+        applicationName: `hookgate-${command}`,
+      });
+      boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
+      await boss.start();
+      try {
+        return await work(pool, boss);
+      } finally {
+        await boss.stop({ graceful: false, close: true });
+      }
+    },
+    { connections: 3 },
+  );
 }

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 // First: starts tracing (when OTEL_* asks for it) before pg, express and http load.
 import '../core/tracing-init.ts';
-import { Command, Option } from 'commander';
-import { ZodError } from 'zod';
-import { describeError, HookgateError } from '../core/errors.ts';
-import { eventsCommand } from './commands/events.ts';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { HookgateError } from '../core/errors.ts';
+import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
 import { requeueCommand } from './commands/requeue.ts';
@@ -12,103 +14,238 @@ import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
 import { statsCommand } from './commands/stats.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
+import { addConfigOption } from './support/options.ts';
 
-const DEFAULT_CONFIG = process.env.HOOKGATE_CONFIG ?? 'hookgate.yaml';
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const examples = (lines: readonly string[]) =>
+  `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
 
 const program = new Command()
   .name('hookgate')
   .description('Verified, exactly-once webhook ingestion into PostgreSQL.')
-  .showHelpAfterError();
+  .version(VERSION, '-V, --version', 'print the version and exit')
+  // Usage errors are one line and exit 2, like every other usage error (see fail below).
+  .exitOverride()
+  .configureOutput({
+    outputError: (text, write) =>
+      write(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`),
+  })
+  .addHelpText(
+    'after',
+    `
+Every command reads DATABASE_URL (unset: the embedded PostgreSQL under ./.hookgate/) and the
+configuration from --config, else $HOOKGATE_CONFIG, else ./hookgate.yaml. Results go to stdout
+(--json for scripts), logs and progress to stderr. Exit codes: 0 ok, 1 operational failure
+(database down, check failed), 2 bad usage (flag, value, endpoint, nothing to do).
+${examples([
+  'hookgate stats --since 1h',
+  'hookgate events list --endpoint stripe --status dead',
+  'hookgate requeue --endpoint stripe --status dead --dry-run',
+])}`,
+  );
 
-program
-  .command('serve')
-  .description(
-    'run the gateway, the worker, or both (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/)',
+addConfigOption(
+  program
+    .command('serve')
+    .description(
+      'run the gateway, the worker, or both (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/)',
+    )
+    .addOption(
+      new Option('--role <role>', 'what this process runs')
+        .choices(['gateway', 'worker', 'all'])
+        .default('all'),
+    ),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate serve --config hookgate.yaml',
+      'DATABASE_URL=postgres://… hookgate serve --role worker',
+    ]),
   )
-  .addOption(
-    new Option('--role <role>', 'what this process runs')
-      .choices(['gateway', 'worker', 'all'])
-      .default('all'),
-  )
-  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
   .action((options: unknown) => serveCommand(options));
 
-program
-  .command('migrate')
-  .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
-  .action(() => migrateCommand());
+addConfigOption(
+  program
+    .command('migrate')
+    .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
+    .option('--dry-run', 'list the migrations that would be applied; change nothing')
+    .option('--json', 'print the result as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://… hookgate migrate']),
+  )
+  .action((options: unknown) => migrateCommand(options));
 
-program
-  .command('send-test')
-  .description("sign a sample event with the endpoint's own scheme and post it to a running gateway")
-  .requiredOption('--endpoint <name>', 'endpoint to send to')
-  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
-  .option('--type <type>', 'event type of the sample')
-  .option('--duplicates <n>', 'send the same event this many more times', '1')
-  .option('--url <url>', 'gateway base URL (default http://127.0.0.1:$PORT)')
-  .option(
-    '--wait <duration>',
-    'then wait up to this long (e.g. 60s) until a worker has processed it (reads DATABASE_URL)',
+addConfigOption(
+  program
+    .command('send-test')
+    .description("sign a sample event with the endpoint's own scheme and post it to a running gateway")
+    .requiredOption('--endpoint <name>', 'endpoint to send to')
+    .option('--type <type>', 'event type of the sample')
+    .option('--duplicates <n>', 'send the same event this many more times', '1')
+    .option('--url <url>', 'gateway base URL or the endpoint URL (default http://127.0.0.1:$PORT)')
+    .option(
+      '--wait <duration>',
+      'then wait up to this long (e.g. 60s) until a worker has processed it (reads DATABASE_URL)',
+    ),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate send-test --endpoint demo',
+      'hookgate send-test --endpoint demo --url https://hooks.example.com/webhooks/demo --wait 60s',
+    ]),
   )
   .action((options: unknown) => sendTestCommand(options));
 
-program
-  .command('requeue')
-  .description('move parked/dead events back to pending and queue them again')
-  .requiredOption('--endpoint <name>', 'endpoint whose events to requeue')
-  .addOption(new Option('--status <status>', 'only this status (default: both)').choices(['parked', 'dead']))
-  .option('--event-id <id>', 'only this event')
-  .option('--orphans', 'instead: re-send a job for pending events whose job is gone or completed')
-  .option('--config <file>', 'configuration file (YAML)', DEFAULT_CONFIG)
+addConfigOption(
+  program
+    .command('stats')
+    .description(
+      'per endpoint: backlog by status, oldest pending age, deliveries and duplicate rate, received→processed latency',
+    )
+    .option('--endpoint <name>', 'only this endpoint')
+    .option('--since <when>', 'window for deliveries and latency: a duration (1h) or a timestamp', '1h')
+    .option('--json', 'print the figures as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate stats',
+      'hookgate stats --endpoint stripe --since 24h',
+      'hookgate stats --json | jq .',
+    ]),
+  )
+  .action((options: unknown) => statsCommand(options));
+
+const events = program.command('events').description("list or show an endpoint's inbox rows");
+const eventFilters = (command: Command) =>
+  command
+    .option('--endpoint <name>', 'only this endpoint')
+    .addOption(
+      new Option('--status <status>', 'only this status').choices([
+        'pending',
+        'processed',
+        'ignored',
+        'stale',
+        'parked',
+        'dead',
+      ]),
+    )
+    .option('--type <type>', 'only this event type')
+    .option('--since <when>', 'received at or after: a duration (1h) or a timestamp')
+    .option('--until <when>', 'received before: a duration (10m) or a timestamp')
+    .option('--event-id <id>', 'only this event id');
+addConfigOption(
+  eventFilters(events.command('list').description('inbox rows, newest first'))
+    .option('--limit <n>', 'at most this many rows', '50')
+    .option('--json', 'print the rows as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate events list --endpoint stripe --status dead --since 2h',
+      'hookgate events list --type invoice.paid --json | jq -r ".[].event_id"',
+    ]),
+  )
+  .action((options: unknown) => eventsListCommand(options));
+addConfigOption(
+  events
+    .command('show')
+    .description('one event: payload, headers, attempts, last error and its timeline')
+    .argument('<event-id>', 'the event id')
+    .requiredOption('--endpoint <name>', 'the endpoint that received it')
+    .option('--json', 'print the event as JSON'),
+)
+  .addHelpText('after', examples(['hookgate events show evt_1Q2w3E --endpoint stripe']))
+  .action((eventId: string, options: Record<string, unknown>) => eventsShowCommand({ ...options, eventId }));
+
+addConfigOption(
+  eventFilters(
+    program
+      .command('requeue')
+      .description('put parked/dead events (or, with --orphans, jobless pending ones) back to work'),
+  )
+    .option('--id <ids...>', 'these event ids (with --endpoint)')
+    .option('--orphans', 'instead: give pending events whose job is gone or finished a new job')
+    .option('--limit <n>', 'at most this many events', '10000')
+    .option('--dry-run', 'print what would be requeued; change nothing')
+    .option('--json', 'print the result as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate requeue --endpoint stripe --status dead --dry-run',
+      'hookgate requeue --endpoint stripe --status dead --since 2h',
+      'hookgate requeue --endpoint stripe --id evt_1 evt_2',
+      'hookgate requeue --endpoint stripe --orphans',
+    ]),
+  )
   .action((options: unknown) => requeueCommand(options));
 
-program
-  .command('events')
-  .description("list an endpoint's inbox rows, newest first (one JSON line each)")
-  .requiredOption('--endpoint <name>', 'endpoint to list')
-  .option('--status <status>', 'only this status')
-  .option('--limit <n>', 'at most this many rows', '100')
-  .action((options: unknown) => eventsCommand(options));
-
-program
-  .command('prune')
-  .description('delete settled inbox rows and settled downstream deliveries older than the retention windows')
-  .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows (at least 3d)', '30d')
-  .option('--outbox-older-than <duration>', 'retention for delivered downstream effects (at least 3d)', '90d')
-  .option('--chunk <n>', 'rows deleted per statement', '5000')
+addConfigOption(
+  program
+    .command('prune')
+    .description('delete settled inbox rows (and delivered downstream effects) older than a window')
+    .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
+    .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
+    .option('--batch <n>', 'rows deleted per statement', '5000')
+    .option('--dry-run', 'count what would be deleted; delete nothing')
+    .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
+    .option('--json', 'print the result as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples(['hookgate prune --older-than 30d --dry-run', 'hookgate prune --older-than 30d']),
+  )
   .action((options: unknown) => pruneCommand(options));
 
-program
-  .command('stats')
-  .description('backlog per endpoint and status (pending, parked, dead) with the oldest age')
-  .action(() => statsCommand());
-
-program
-  .command('verify')
-  .description(
-    'after a load run drains: every acknowledged delivery settled once, nothing pending, payments booked, no entity behind',
-  )
-  .option(
-    '--sent <file>',
-    'acknowledged deliveries, one JSON line each (the load driver or k6 --console-output)',
-  )
-  .option('--json', 'print the report as one JSON object')
-  .option('--config <file>', 'configuration file: its handlers say which endpoints bill and which project')
+addConfigOption(
+  program
+    .command('verify')
+    .description(
+      'after a load run drains: every acknowledged delivery settled once, nothing pending, payments booked, no entity behind',
+    )
+    .option(
+      '--sent <file>',
+      'acknowledged deliveries, one JSON line each (the load driver or k6 --console-output)',
+    )
+    .option('--json', 'print the report as one JSON object'),
+)
+  .addHelpText('after', examples(['hookgate verify --sent sent.jsonl --config hookgate.yaml']))
   .action((options: unknown) => verifyCommand(options));
 
 function fail(error: unknown): never {
-  if (error instanceof ZodError) {
-    const flag = (path: readonly PropertyKey[]) =>
-      path.map((key) => String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join('.');
-    const lines = error.issues.map((issue) => `--${flag(issue.path)}: ${issue.message}`);
-    process.stderr.write(`hookgate: usage_invalid: ${lines.join('; ')}\n`);
-  } else {
-    process.stderr.write(`hookgate: ${describeError(error)}\n`);
-    if (!(error instanceof HookgateError) && error instanceof Error && error.stack) {
-      process.stderr.write(`${error.stack}\n`);
-    }
+  if (error instanceof CommanderError) {
+    // Help and --version are "errors" only to commander; its usage messages are already out.
+    const quiet = ['commander.helpDisplayed', 'commander.version', 'commander.help'];
+    process.exit(quiet.includes(error.code) ? EXIT_OK : EXIT_USAGE);
   }
-  process.exit(error instanceof HookgateError || error instanceof ZodError ? 2 : 1);
+  const { line, exitCode, stack } = classify(error);
+  process.stderr.write(`hookgate: ${line}\n`);
+  if (stack) process.stderr.write(`${stack}\n`);
+  process.exit(exitCode);
 }
 
-program.parseAsync(process.argv).catch(fail);
+function checkEnvironment(): void {
+  const level = process.env.LOG_LEVEL?.trim();
+  if (level && !LOG_LEVELS.includes(level)) {
+    throw new HookgateError(
+      'env_invalid',
+      `LOG_LEVEL="${level}" is not a log level; use one of ${LOG_LEVELS.join(', ')}.`,
+    );
+  }
+}
+
+try {
+  checkEnvironment();
+  await program.parseAsync(process.argv);
+} catch (error) {
+  fail(error);
+}

@@ -151,7 +151,7 @@ export async function startTestWorker(
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const pool = createPool({
     connectionString: url,
-    max: config.worker.poolSize,
+    max: config.worker.poolSize ?? 10,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: 10_000,
     applicationName: 'test-worker',

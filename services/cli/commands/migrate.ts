@@ -1,11 +1,60 @@
+import pg from 'pg';
+import { z } from 'zod';
+import { readMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
-import { openDatabase, runMigrations } from '../database.ts';
+import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
+import { printJson } from '../support/format.ts';
 
-export async function migrateCommand(): Promise<void> {
-  const logger = createLogger();
-  const database = await openDatabase(logger);
+export const migrateOptionsSchema = z.strictObject({
+  dryRun: z.boolean().optional(),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
+
+const APPLIED = `
+  SELECT version FROM hookgate.schema_migrations
+   WHERE to_regclass('hookgate.schema_migrations') IS NOT NULL`;
+const LEDGER_EXISTS = `SELECT to_regclass('hookgate.schema_migrations') IS NOT NULL AS exists`;
+
+/** The migrations this database lacks, by name, read without taking the migration lock. */
+export async function unappliedMigrations(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
+  await client.connect();
   try {
-    await runMigrations(database.url, logger);
+    const ledger = await client.query<{ exists: boolean }>(LEDGER_EXISTS);
+    const done = new Set<number>();
+    if (ledger.rows[0]?.exists) {
+      for (const row of (await client.query<{ version: number }>(APPLIED)).rows) done.add(row.version);
+    }
+    return readMigrations()
+      .filter((migration) => !done.has(migration.version))
+      .map((migration) => `${String(migration.version).padStart(4, '0')}_${migration.name}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** `hookgate migrate [--dry-run]`: apply (or list) what this database lacks. */
+export async function migrateCommand(raw: unknown): Promise<void> {
+  const options = migrateOptionsSchema.parse(raw);
+  const logger = createLogger(undefined, 2);
+  const database = options.dryRun ? await openExistingDatabase() : await openDatabase(logger);
+  try {
+    const where = describeDatabase(database);
+    if (options.dryRun) {
+      const pending = await unappliedMigrations(database.url);
+      if (options.json) printJson({ database: where, dry_run: true, would_apply: pending });
+      else if (pending.length === 0) process.stdout.write(`${where} is up to date; nothing to apply.\n`);
+      else
+        process.stdout.write(
+          `Would apply to ${where} (and install or upgrade the pg-boss schema):\n${pending.map((name) => `  ${name}\n`).join('')}`,
+        );
+      return;
+    }
+    const applied = await runMigrations(database.url, logger);
+    if (options.json) printJson({ database: where, applied });
+    else if (applied.length === 0) process.stdout.write(`${where} was already up to date.\n`);
+    else process.stdout.write(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);
   } finally {
     await database.embedded?.stop();
   }

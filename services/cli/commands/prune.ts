@@ -1,28 +1,70 @@
 import { z } from 'zod';
 import { durationMs } from '../../core/config/duration.ts';
-import { prune } from '../../core/inbox/prune.ts';
+import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
+import { printJson } from '../support/format.ts';
+import { progressBar } from '../support/progress.ts';
 
 const DAY = 86_400_000;
+/** Stripe retries for 3 days: a pruned id is no longer deduplicated, so shorter needs --force. */
+const MIN_WINDOW = 3 * DAY;
 
-export const pruneOptionsSchema = z.strictObject({
-  /** Never below 3 days: Stripe retries for 3 days, and a pruned id is no longer deduplicated. */
-  olderThan: durationMs.pipe(z.number().min(3 * DAY, 'must be at least 3d (provider retry windows)')),
-  outboxOlderThan: durationMs.pipe(z.number().min(3 * DAY, 'must be at least 3d')),
-  chunk: z.coerce.number().int().min(100).max(100_000),
-});
+export const pruneOptionsSchema = z
+  .strictObject({
+    olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
+    outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
+    batch: z.coerce.number().int().min(100).max(100_000),
+    dryRun: z.boolean().optional(),
+    force: z.boolean().optional(),
+    json: z.boolean().optional(),
+    config: z.string().min(1).optional(),
+  })
+  .superRefine((options, ctx) => {
+    if (options.force) return;
+    for (const key of ['olderThan', 'outboxOlderThan'] as const) {
+      if (options[key] < MIN_WINDOW)
+        ctx.addIssue({
+          code: 'custom',
+          path: [key],
+          message:
+            "is under 3d, the providers' retry window: a redelivery of a pruned event would be applied again (--force to do it anyway)",
+        });
+    }
+  });
 
-/** `hookgate prune`: retention for settled inbox rows and settled downstream deliveries. */
+/**
+ * `hookgate prune`: retention for settled inbox rows and delivered downstream effects. Pending,
+ * parked and dead rows are never deleted, whatever their age.
+ */
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
   await withCommandPool('prune', 300_000, async (pool) => {
-    const report = await prune(pool, {
-      inboxOlderThanMs: options.olderThan,
-      deliveriesOlderThanMs: options.outboxOlderThan,
-      chunk: options.chunk,
-    });
-    process.stdout.write(
-      `${JSON.stringify({ deleted_inbox_rows: report.inboxRows, deleted_deliveries: report.deliveries })}\n`,
-    );
+    const windows = { inboxOlderThanMs: options.olderThan, deliveriesOlderThanMs: options.outboxOlderThan };
+    if (options.dryRun) {
+      const would = await countPrunable(pool, windows);
+      if (options.json)
+        printJson({ dry_run: true, inbox_rows: would.inboxRows, deliveries: would.deliveries });
+      else
+        process.stdout.write(
+          `Would delete ${would.inboxRows} settled inbox row(s) and ${would.deliveries} delivered downstream effect(s) (dry run, nothing deleted).\n`,
+        );
+      return;
+    }
+    const progress = progressBar('prune');
+    if (process.stderr.isTTY) {
+      const total = await countPrunable(pool, windows);
+      progress.total(total.inboxRows + total.deliveries);
+    }
+    let report: Awaited<ReturnType<typeof prune>>;
+    try {
+      report = await prune(pool, { ...windows, chunk: options.batch, onChunk: (n) => progress.advance(n) });
+    } finally {
+      progress.stop();
+    }
+    if (options.json) printJson({ inbox_rows: report.inboxRows, deliveries: report.deliveries });
+    else
+      process.stdout.write(
+        `Deleted ${report.inboxRows} settled inbox row(s) and ${report.deliveries} delivered downstream effect(s).\n`,
+      );
   });
 }

@@ -1,62 +1,127 @@
 import { z } from 'zod';
-import { loadConfig } from '../../core/config/load.ts';
-import { createPool } from '../../core/db/pool.ts';
 import { HookgateError } from '../../core/errors.ts';
-import { requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
+import { previewRequeue, requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
 import { createLogger } from '../../core/logging.ts';
-import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
-import { openDatabase } from '../database.ts';
+import { withCommandQueue } from '../database.ts';
+import { age, printJson, table } from '../support/format.ts';
+import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
+import { progressBar } from '../support/progress.ts';
 
-export const requeueOptionsSchema = z.strictObject({
-  endpoint: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'is not an endpoint name'),
-  status: z.enum(['parked', 'dead']).optional(),
-  eventId: z.string().min(1).max(512).optional(),
-  orphans: z.boolean().optional(),
-  config: z.string().min(1),
-});
+export const requeueOptionsSchema = z
+  .strictObject({
+    endpoint: endpointName,
+    status: z
+      .enum(['parked', 'dead'], { error: 'only parked or dead events are requeued (pending: --orphans)' })
+      .optional(),
+    type: z.string().min(1).max(500).optional(),
+    since: pointInTime('--since').optional(),
+    until: pointInTime('--until').optional(),
+    eventId: z.string().min(1).max(512).optional(),
+    id: z.array(z.string().min(1).max(512)).max(10_000).optional(),
+    orphans: z.boolean().optional(),
+    limit: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
+    dryRun: z.boolean().optional(),
+    json: z.boolean().optional(),
+    config: z.string().min(1).optional(),
+  })
+  .superRefine((options, ctx) => {
+    // --orphans looks at pending rows only; a filter it would ignore is refused, not dropped.
+    if (!options.orphans) return;
+    for (const key of ['status', 'type', 'since', 'until', 'eventId', 'id', 'dryRun'] as const) {
+      if (options[key] !== undefined)
+        ctx.addIssue({ code: 'custom', path: [key], message: 'cannot be combined with --orphans' });
+    }
+  });
 
 /** `hookgate requeue`: parked/dead events back to pending with a fresh job each. */
 export async function requeueCommand(raw: unknown): Promise<void> {
   const options = requeueOptionsSchema.parse(raw);
-  const logger = createLogger();
-  const config = loadConfig(options.config);
-  if (!config.endpoints[options.endpoint]) {
-    throw new HookgateError('endpoint_unknown', `No endpoint named ${options.endpoint} is configured.`);
-  }
-  const database = await openDatabase(logger);
-  const pool = createPool({
-    connectionString: database.url,
-    max: 2,
-    statementTimeoutMs: 60_000,
-    connectTimeoutMs: config.database.connectTimeout,
-    applicationName: 'hookgate-requeue',
-  });
-  const boss = createBoss({
-    connectionString: database.url,
-    max: 2,
-    supervise: false,
-    applicationName: 'hookgate-requeue',
-  });
-  boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
-  try {
-    await boss.start();
+  // The queue policies (retries, backoff) come from the configuration: it is required here.
+  const config = commandConfig(options.config, true)!;
+  requireEndpoint(config, options.endpoint);
+  const logger = createLogger(undefined, 2);
+  const eventIds = [...(options.id ?? []), ...(options.eventId ? [options.eventId] : [])];
+  const request = {
+    endpoint: options.endpoint,
+    statuses: options.status ? [options.status] : (['parked', 'dead'] as const),
+    eventIds,
+    eventType: options.type,
+    since: options.since,
+    until: options.until,
+    limit: options.limit,
+  };
+  await withCommandQueue('requeue', 60_000, logger, async (pool, boss) => {
+    if (options.dryRun) {
+      const candidates = await previewRequeue(pool, request);
+      if (options.json) {
+        printJson({
+          endpoint: options.endpoint,
+          dry_run: true,
+          would_requeue: candidates.length,
+          events: candidates,
+        });
+      } else {
+        process.stdout.write(
+          `Would requeue ${candidates.length} event(s) of ${options.endpoint} (dry run, nothing changed).\n`,
+        );
+        if (candidates.length > 0) {
+          const now = Date.now();
+          process.stdout.write(
+            table(
+              ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'],
+              candidates.map((c) => [
+                c.event_id,
+                c.event_type,
+                c.status,
+                String(c.attempts),
+                age((now - c.received_at.getTime()) / 1000),
+                (c.last_error ?? '-').replace(/\s+/g, ' ').slice(0, 60),
+              ]),
+            ),
+          );
+        }
+      }
+      return;
+    }
     await ensureQueues(
       boss,
       [options.endpoint],
       retryPolicyFrom(config.worker),
       outboxPolicyFrom(config.relay),
     );
-    const statuses = options.status ? [options.status] : (['parked', 'dead'] as const);
-    const ids = options.orphans
-      ? await requeueOrphans(pool, boss, options.endpoint)
-      : await requeue(pool, boss, { endpoint: options.endpoint, statuses, eventId: options.eventId });
-    process.stdout.write(
-      `${JSON.stringify({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids.slice(0, 100) })}\n`,
-    );
-  } finally {
-    await boss.stop({ graceful: false, close: true });
-    await pool.end();
-    await database.embedded?.stop();
-  }
+    let ids: string[];
+    if (options.orphans) {
+      ids = await requeueOrphans(pool, boss, options.endpoint, options.limit);
+    } else {
+      const progress = progressBar('requeue');
+      const total = await previewRequeue(pool, request);
+      progress.total(total.length);
+      try {
+        ids = await requeue(pool, boss, { ...request, onChunk: (moved) => progress.advance(moved) });
+      } finally {
+        progress.stop();
+      }
+    }
+    const missing = eventIds.filter((id) => !ids.includes(id));
+    if (options.json)
+      printJson({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids, not_requeued: missing });
+    else if (ids.length > 0)
+      process.stdout.write(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
+    if (ids.length === 0) {
+      if (eventIds.length > 0)
+        throw new HookgateError(
+          'nothing_changed',
+          `None of ${eventIds.join(', ')} is ${request.statuses.join(' or ')} on ${options.endpoint}; nothing was requeued ("hookgate events show" tells where it is).`,
+        );
+      throw new HookgateError(
+        'nothing_changed',
+        options.orphans
+          ? `No pending event of ${options.endpoint} lacks a job; nothing was requeued.`
+          : `No ${request.statuses.join(' or ')} event of ${options.endpoint} matches; nothing was requeued.`,
+      );
+    }
+    if (missing.length > 0)
+      process.stderr.write(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
+  });
 }

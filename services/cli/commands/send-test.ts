@@ -4,10 +4,11 @@ import { loadConfig } from '../../core/config/load.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
 import { sampleDelivery } from '../sample-delivery.ts';
+import { configPath, requireEndpoint } from '../support/options.ts';
 
 const optionsSchema = z.object({
   endpoint: z.string().min(1),
-  config: z.string().min(1),
+  config: z.string().min(1).optional(),
   type: z.string().min(1).optional(),
   duplicates: z.coerce.number().int().min(0).max(100),
   url: z.url().optional(),
@@ -62,20 +63,30 @@ async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: nu
   });
 }
 
+/**
+ * `--url` may be the gateway's base URL or the endpoint's own URL (what the provider is given):
+ * both mean the same target. Another endpoint's URL is refused rather than silently rewritten.
+ */
+export function targetUrl(given: string | undefined, endpoint: string): string {
+  const base = (given ?? `http://127.0.0.1:${process.env.PORT || '8080'}`).replace(/\/+$/, '');
+  const named = /\/webhooks\/([^/?#]+)$/.exec(base);
+  if (!named) return `${base}/webhooks/${endpoint}`;
+  if (named[1] !== endpoint) {
+    throw new HookgateError(
+      'usage_invalid',
+      `--url names endpoint "${named[1]}" but --endpoint is "${endpoint}"; give the gateway's base URL or this endpoint's URL.`,
+    );
+  }
+  return base;
+}
+
 /** The newcomer's first success: one signed sample event, then its duplicates. */
 export async function sendTestCommand(raw: unknown): Promise<void> {
   const options = optionsSchema.parse(raw);
-  const config = loadConfig(options.config);
-  const endpoint = config.endpoints[options.endpoint];
-  if (!endpoint) {
-    const known = Object.keys(config.endpoints).join(', ');
-    throw new HookgateError(
-      'endpoint_unknown',
-      `No endpoint "${options.endpoint}" in ${options.config} (known: ${known}).`,
-    );
-  }
-  const base = options.url ?? `http://127.0.0.1:${process.env.PORT || '8080'}`;
-  const target = `${base.replace(/\/$/, '')}/webhooks/${options.endpoint}`;
+  const config = loadConfig(configPath(options.config));
+  requireEndpoint(config, options.endpoint);
+  const endpoint = config.endpoints[options.endpoint]!;
+  const target = targetUrl(options.url, options.endpoint);
   const delivery = sampleDelivery(endpoint, options.type, Date.now());
   process.stdout.write(
     `Sending event ${delivery.eventId} to ${target} (${endpoint.provider}, signed with the first secret)\n`,

@@ -17,10 +17,11 @@ import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
+import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
   role: z.enum(['gateway', 'worker', 'all']).default('all'),
-  config: z.string().min(1),
+  config: z.string().min(1).optional(),
 });
 
 const portSchema = z.coerce.number().int().min(0).max(65_535);
@@ -70,6 +71,7 @@ function workerPoolSizeFor(config: Config, logger: Logger): number {
   const endpoints = Object.keys(config.endpoints).length;
   const needed =
     endpoints * (config.worker.concurrency + 1) + OUTBOX_KINDS.length * config.relay.concurrency + 1;
+  if (config.worker.poolSize === undefined) return needed;
   if (config.worker.poolSize >= needed) return config.worker.poolSize;
   logger.warn(
     { configured: config.worker.poolSize, using: needed },
@@ -81,12 +83,13 @@ function workerPoolSizeFor(config: Config, logger: Logger): number {
 export async function serveCommand(raw: unknown): Promise<void> {
   const options = serveOptionsSchema.parse(raw);
   const logger = createLogger();
-  const config = loadConfig(options.config);
+  const configFile = configPath(options.config);
+  const config = loadConfig(configFile);
   const port = envPort('PORT', 8080);
   const metricsPort = envPort('METRICS_PORT', 9464);
   const runsGateway = options.role !== 'worker';
   const runsWorker = options.role !== 'gateway';
-  const configDir = dirname(resolve(options.config));
+  const configDir = dirname(resolve(configFile));
   const embedded = !process.env.DATABASE_URL?.trim();
   const demoPaths = demoSecretPaths(config);
   refuseDemoSecrets(demoPaths, embedded);
@@ -135,7 +138,14 @@ export async function serveCommand(raw: unknown): Promise<void> {
     superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
     applicationName: `hookgate-${options.role}-queue`,
   });
-  boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
+  // Ctrl-C reaches the whole process group, so an embedded PostgreSQL started by this process
+  // stops at the same moment as we do: connection errors from then on are the expected end of
+  // the shutdown, not news. Their loggers go quiet below error (queue errors: to debug).
+  let interrupted = false;
+  const loopLogger = logger.child({});
+  boss.on('error', (error) =>
+    interrupted ? logger.debug({ err: error }, 'queue error during shutdown') : logger.error({ err: error }, 'queue error'),
+  );
   await boss.start();
   await ensureQueues(
     boss,
@@ -185,11 +195,11 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   if (runsWorker) {
-    worker = await startWorker({ config, pool: workerPool, boss, logger, configDir, registry });
+    worker = await startWorker({ config, pool: workerPool, boss, logger: loopLogger, configDir, registry });
     relays = await startRelays({
       boss,
       pool: workerPool,
-      logger,
+      logger: loopLogger,
       metrics: createRelayMetrics(registry),
       stopTimeoutMs: config.worker.shutdownTimeout,
       batchSize: config.relay.batchSize,
@@ -209,6 +219,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const shutdown = async (signal: string): Promise<void> => {
     if (stopping) return;
     stopping = true;
+    if (signal === 'SIGINT' && database.embedded && !database.embedded.adoptedPid) {
+      interrupted = true;
+      loopLogger.level = 'error';
+    }
     logger.info({ signal }, 'shutting down');
     try {
       // Whatever still hangs after both grace periods is left to expire and retry (nothing

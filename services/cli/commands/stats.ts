@@ -1,32 +1,168 @@
+import type pg from 'pg';
+import { z } from 'zod';
+import { BACKLOG_BY_ENDPOINT } from '../../core/backlog.ts';
 import { withCommandPool } from '../database.ts';
+import { checkEndpointFilter } from '../support/endpoints.ts';
+import { age, percent, printJson, table } from '../support/format.ts';
+import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
+import { DELIVERIES_IN_WINDOW, LATENCY_IN_WINDOW, SETTLED_IN_WINDOW } from './stats-sql.ts';
 
-/**
- * Backlog per endpoint and unsettled status from the inbox's partial indexes (so it costs the
- * size of the backlog), plus settled totals.
- */
-export const BACKLOG = `
-  SELECT endpoint, status, count(*)::bigint AS events,
-         EXTRACT(EPOCH FROM now() - min(received_at))::float8 AS oldest_age_seconds
-    FROM hookgate.inbox
-   WHERE status IN ('pending', 'parked', 'dead')
-   GROUP BY endpoint, status
-   ORDER BY endpoint, status`;
+export const statsOptionsSchema = z.strictObject({
+  endpoint: endpointName.optional(),
+  since: pointInTime('--since'),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
 
-/** `hookgate stats`: one JSON line per (endpoint, status) with unsettled events. */
-export async function statsCommand(): Promise<void> {
-  await withCommandPool('stats', 30_000, async (pool) => {
-    const result = await pool.query<{
-      endpoint: string;
-      status: string;
-      events: string;
-      oldest_age_seconds: number;
-    }>(BACKLOG);
-    if (result.rows.length === 0)
-      process.stderr.write('No pending, parked or dead events: the backlog is empty.\n');
-    for (const row of result.rows) {
-      process.stdout.write(
-        `${JSON.stringify({ endpoint: row.endpoint, status: row.status, events: Number(row.events), oldest_age_seconds: Math.round(row.oldest_age_seconds * 1000) / 1000 })}\n`,
-      );
+export interface EndpointStats {
+  endpoint: string;
+  pending: number;
+  parked: number;
+  dead: number;
+  oldest_pending_age_seconds: number | null;
+  /** Rows received in the window that have settled so. */
+  processed: number;
+  ignored: number;
+  stale: number;
+  /** Deliveries answered 200 in the window: stored now, or already stored. */
+  accepted: number;
+  duplicate: number;
+  duplicate_rate: number | null;
+  latency_p50_seconds: number | null;
+  latency_p99_seconds: number | null;
+}
+
+export interface StatsReport {
+  since: string;
+  endpoints: EndpointStats[];
+}
+
+function blank(endpoint: string): EndpointStats {
+  return {
+    endpoint,
+    pending: 0,
+    parked: 0,
+    dead: 0,
+    oldest_pending_age_seconds: null,
+    processed: 0,
+    ignored: 0,
+    stale: 0,
+    accepted: 0,
+    duplicate: 0,
+    duplicate_rate: null,
+    latency_p50_seconds: null,
+    latency_p99_seconds: null,
+  };
+}
+
+const round = (value: number) => Math.round(value * 1000) / 1000;
+
+export async function collectStats(
+  pool: pg.Pool,
+  since: Date,
+  endpoint: string | null,
+  configured: readonly string[],
+): Promise<StatsReport> {
+  const byEndpoint = new Map<string, EndpointStats>();
+  const entry = (name: string) => {
+    let stats = byEndpoint.get(name);
+    if (!stats) {
+      stats = blank(name);
+      byEndpoint.set(name, stats);
     }
+    return stats;
+  };
+  for (const name of configured) if (endpoint === null || name === endpoint) entry(name);
+
+  const backlog = await pool.query<{
+    endpoint: string;
+    status: string;
+    events: string;
+    oldest_age_seconds: number;
+  }>(BACKLOG_BY_ENDPOINT);
+  for (const row of backlog.rows) {
+    if (endpoint !== null && row.endpoint !== endpoint) continue;
+    const stats = entry(row.endpoint);
+    if (row.status === 'pending' || row.status === 'parked' || row.status === 'dead')
+      stats[row.status] = Number(row.events);
+    if (row.status === 'pending') stats.oldest_pending_age_seconds = round(row.oldest_age_seconds);
+  }
+  const settled = await pool.query<{ endpoint: string; status: string; events: string }>(SETTLED_IN_WINDOW, [
+    since,
+    endpoint,
+  ]);
+  for (const row of settled.rows) {
+    const stats = entry(row.endpoint);
+    if (row.status === 'processed' || row.status === 'ignored' || row.status === 'stale')
+      stats[row.status] = Number(row.events);
+  }
+  const deliveries = await pool.query<{ endpoint: string; accepted: string; duplicate: string }>(
+    DELIVERIES_IN_WINDOW,
+    [since, endpoint],
+  );
+  for (const row of deliveries.rows) {
+    const stats = entry(row.endpoint);
+    stats.accepted = Number(row.accepted);
+    stats.duplicate = Number(row.duplicate);
+    const total = stats.accepted + stats.duplicate;
+    stats.duplicate_rate = total > 0 ? stats.duplicate / total : null;
+  }
+  const latency = await pool.query<{ endpoint: string; p50: number; p99: number }>(LATENCY_IN_WINDOW, [
+    since,
+    endpoint,
+  ]);
+  for (const row of latency.rows) {
+    const stats = entry(row.endpoint);
+    stats.latency_p50_seconds = round(row.p50);
+    stats.latency_p99_seconds = round(row.p99);
+  }
+  const endpoints = [...byEndpoint.values()].sort((a, b) => (a.endpoint < b.endpoint ? -1 : 1));
+  return { since: since.toISOString(), endpoints };
+}
+
+export function renderStats(report: StatsReport, windowLabel: string): string {
+  const rows = report.endpoints.map((s) => [
+    s.endpoint,
+    String(s.pending),
+    age(s.oldest_pending_age_seconds),
+    String(s.parked),
+    String(s.dead),
+    String(s.processed),
+    String(s.accepted),
+    String(s.duplicate),
+    percent(s.duplicate_rate),
+    age(s.latency_p50_seconds),
+    age(s.latency_p99_seconds),
+  ]);
+  const header = [
+    'ENDPOINT',
+    'PENDING',
+    'OLDEST',
+    'PARKED',
+    'DEAD',
+    'PROCESSED',
+    'ACCEPTED',
+    'DUPLICATES',
+    'DUP-RATE',
+    'P50',
+    'P99',
+  ];
+  return `Backlog now; deliveries and latency since ${report.since} (${windowLabel}).\n\n${table(header, rows)}`;
+}
+
+/** `hookgate stats`: what an on-call engineer looks at first. */
+export async function statsCommand(raw: unknown): Promise<void> {
+  const options = statsOptionsSchema.parse(raw);
+  const config = commandConfig(options.config, false);
+  await withCommandPool('stats', 30_000, async (pool) => {
+    await checkEndpointFilter(pool, config, options.endpoint);
+    const report = await collectStats(
+      pool,
+      options.since,
+      options.endpoint ?? null,
+      config ? Object.keys(config.endpoints) : [],
+    );
+    if (options.json) printJson(report);
+    else process.stdout.write(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
   });
 }

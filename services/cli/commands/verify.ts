@@ -36,7 +36,7 @@ function rolesFrom(configFile: string | undefined): EndpointRoles {
  */
 export async function verifyCommand(raw: unknown): Promise<void> {
   const options = verifyOptionsSchema.parse(raw);
-  const roles = rolesFrom(options.config);
+  const roles = rolesFrom(options.config ?? (process.env.HOOKGATE_CONFIG?.trim() || undefined));
   const sent = await readSentFile(options.sent);
   const report = await withCommandPool('verify', 120_000, (pool) => verifyRun(pool, sent, roles));
   process.stdout.write(options.json ? `${JSON.stringify(report)}\n` : renderReport(options.sent, report));

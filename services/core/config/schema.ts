@@ -124,8 +124,11 @@ export const configSchema = z
         batchSize: z.number().int().min(1).max(500).default(50),
         /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
         concurrency: z.number().int().min(1).max(16).default(2),
-        /** Connections per worker process for apply transactions. */
-        poolSize: z.number().int().min(2).max(200).default(10),
+        /**
+         * Connections per worker process for apply transactions. Unset: what the worker's loops
+         * need (endpoints × (concurrency + 1) + relay loops + 1), so no configuration starts short.
+         */
+        poolSize: z.number().int().min(2).max(200).optional(),
         /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
         pollingInterval: durationMs.pipe(z.number().min(100).max(60_000)).default(500),
         /** Attempts per event are retryLimit + 1; past that the event is `parked` or `dead`. */

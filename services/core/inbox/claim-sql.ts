@@ -9,11 +9,11 @@
 export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
     (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent,
-     body_digest)
+     body_digest, received_via)
   SELECT *
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[]
+    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[], $12::text[]
   )
   ON CONFLICT DO NOTHING
   RETURNING endpoint, event_id`;
@@ -25,3 +25,15 @@ export const CLAIM_INBOX_ROWS = `
 export const UNCLAIM_INBOX_ROWS = `
   DELETE FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'`;
+
+/**
+ * The claim's delivery counts (migration 0006): one row per endpoint of the batch, added to
+ * this minute's shard for this connection. Rows arrive sorted by endpoint, so two batches
+ * sharing a shard lock the same rows in the same order and cannot deadlock.
+ */
+export const COUNT_DELIVERIES = `
+  INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
+  SELECT endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, accepted, duplicate
+    FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate)
+  ON CONFLICT (endpoint, minute, shard) DO UPDATE
+     SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate`;

@@ -4,7 +4,7 @@ import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { sendApplyJobs } from '../queue/apply-jobs.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
-import { CLAIM_INBOX_ROWS, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
+import { CLAIM_INBOX_ROWS, COUNT_DELIVERIES, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {
@@ -16,6 +16,8 @@ export interface Claim {
   readonly traceparent: string | null;
   /** SHA-256 of the signed body, set when the event id is unsigned (see migration 0005). */
   readonly bodyDigest?: Buffer | null;
+  /** Set when the row did not come as a signed provider delivery (migration 0006). */
+  readonly receivedVia?: 'replay_token' | 'api_replay' | null;
 }
 
 export type ClaimOutcome = 'accepted' | 'duplicate';
@@ -57,6 +59,7 @@ function columns(claims: readonly Claim[]): unknown[] {
     claims.map((c) => JSON.stringify(c.event.headers)),
     claims.map((c) => c.traceparent),
     claims.map((c) => c.bodyDigest ?? null),
+    claims.map((c) => c.receivedVia ?? null),
   ];
 }
 
@@ -180,9 +183,8 @@ export async function claimBatch(
     const kept =
       busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
     if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
-    await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
     const reported = new Set<string>();
-    return claims.map((claim): ClaimResult => {
+    const results = claims.map((claim): ClaimResult => {
       const key = keyOf(claim.endpoint, claim.event.eventId);
       const failure = failed.get(key);
       if (failure) return { ok: false, error: failure };
@@ -192,6 +194,9 @@ export async function claimBatch(
       }
       return { ok: true, outcome: 'duplicate' };
     });
+    await countDeliveries(client, claims, results);
+    await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
+    return results;
   } catch (error) {
     broken = true;
     await client.query('ROLLBACK').catch(() => {});
@@ -209,4 +214,27 @@ async function insertRows(client: pg.PoolClient, claims: readonly Claim[]): Prom
     columns(claims),
   );
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
+}
+
+/** Adds the batch's answered deliveries to the per-minute counts, in the claim's transaction. */
+async function countDeliveries(
+  client: pg.PoolClient,
+  claims: readonly Claim[],
+  results: readonly ClaimResult[],
+): Promise<void> {
+  const counts = new Map<string, { accepted: number; duplicate: number }>();
+  results.forEach((result, index) => {
+    if (!result.ok) return;
+    const endpoint = claims[index]!.endpoint;
+    const count = counts.get(endpoint) ?? { accepted: 0, duplicate: 0 };
+    count[result.outcome] += 1;
+    counts.set(endpoint, count);
+  });
+  if (counts.size === 0) return;
+  const endpoints = [...counts.keys()].sort();
+  await client.query(COUNT_DELIVERIES, [
+    endpoints,
+    endpoints.map((endpoint) => counts.get(endpoint)!.accepted),
+    endpoints.map((endpoint) => counts.get(endpoint)!.duplicate),
+  ]);
 }

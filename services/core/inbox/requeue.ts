@@ -6,6 +6,20 @@ import { HookgateError } from '../errors.ts';
 import { sendApplyJobs } from '../queue/apply-jobs.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
 
+/** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */
+const REQUEUE_FILTER = `($3::text[] IS NULL OR event_id = ANY($3::text[]))
+       AND ($5::text IS NULL OR event_type = $5)
+       AND ($6::timestamptz IS NULL OR received_at >= $6)
+       AND ($7::timestamptz IS NULL OR received_at < $7)`;
+
+/** What a requeue would move, for `--dry-run` (no locks, nothing changed). */
+const PREVIEW_REQUEUE = `
+  SELECT event_id, event_type, status, attempts, last_error, received_at
+    FROM hookgate.inbox
+   WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
+   ORDER BY received_at, event_id
+   LIMIT $4`;
+
 /**
  * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply
  * counts on from them). Rows are locked, so a requeue cannot race a dead-letter settle.
@@ -14,7 +28,7 @@ const REQUEUE_ROWS = `
   WITH picked AS (
     SELECT endpoint, event_id
       FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ($3::text IS NULL OR event_id = $3)
+     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
      ORDER BY received_at, event_id
      LIMIT $4
      FOR UPDATE
@@ -28,9 +42,44 @@ const REQUEUE_ROWS = `
 export interface RequeueRequest {
   readonly endpoint: string;
   readonly statuses: readonly ('parked' | 'dead')[];
-  readonly eventId?: string | undefined;
+  /** Only these events (none: any). */
+  readonly eventIds?: readonly string[] | undefined;
+  readonly eventType?: string | undefined;
+  readonly since?: Date | undefined;
+  readonly until?: Date | undefined;
+  /** Most events moved in all (default: no limit). */
+  readonly limit?: number | undefined;
   /** Rows per transaction. */
   readonly chunk?: number;
+  /** Called after each committed chunk with the number of events it moved. */
+  readonly onChunk?: (moved: number) => void;
+}
+
+function requeueParams(request: RequeueRequest, limit: number): unknown[] {
+  return [
+    request.endpoint,
+    request.statuses,
+    request.eventIds && request.eventIds.length > 0 ? request.eventIds : null,
+    limit,
+    request.eventType ?? null,
+    request.since ?? null,
+    request.until ?? null,
+  ];
+}
+
+export interface RequeueCandidate {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly last_error: string | null;
+  readonly received_at: Date;
+}
+
+/** The events `requeue` would move now, oldest first; changes nothing. */
+export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Promise<RequeueCandidate[]> {
+  const limit = request.limit ?? 1_000_000;
+  return (await pool.query<RequeueCandidate>(PREVIEW_REQUEUE, requeueParams(request, limit))).rows;
 }
 
 /**
@@ -41,19 +90,20 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
   const chunk = request.chunk ?? 500;
   const all: string[] = [];
   for (;;) {
+    const remaining = request.limit === undefined ? chunk : Math.min(chunk, request.limit - all.length);
+    if (remaining <= 0) return all;
     const ids = await withTransaction(pool, async (client) => {
-      const result = await client.query<{ event_id: string }>(REQUEUE_ROWS, [
-        request.endpoint,
-        request.statuses,
-        request.eventId ?? null,
-        chunk,
-      ]);
+      const result = await client.query<{ event_id: string }>(
+        REQUEUE_ROWS,
+        requeueParams(request, remaining),
+      );
       const picked = result.rows.map((row) => row.event_id);
       await resendJobs(boss, client, request.endpoint, picked);
       return picked;
     });
     all.push(...ids);
-    if (ids.length < chunk) return all;
+    request.onChunk?.(ids.length);
+    if (ids.length < remaining) return all;
   }
 }
 

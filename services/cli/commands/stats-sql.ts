@@ -1,0 +1,30 @@
+/** Settled rows received in the window, by endpoint and status (received_at index). */
+export const SETTLED_IN_WINDOW = `
+  SELECT endpoint, status, count(*)::bigint AS events
+    FROM hookgate.inbox
+   WHERE received_at >= $1 AND status IN ('processed', 'ignored', 'stale')
+     AND ($2::text IS NULL OR endpoint = $2)
+   GROUP BY endpoint, status`;
+
+/** received→processed over the rows settled from the window, per endpoint. */
+export const LATENCY_IN_WINDOW = `
+  SELECT endpoint,
+         percentile_cont(0.5) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM processed_at - received_at))::float8 AS p50,
+         percentile_cont(0.99) WITHIN GROUP (ORDER BY EXTRACT(EPOCH FROM processed_at - received_at))::float8 AS p99
+    FROM hookgate.inbox
+   WHERE received_at >= $1 AND processed_at IS NOT NULL
+     AND ($2::text IS NULL OR endpoint = $2)
+   GROUP BY endpoint`;
+
+/** Deliveries answered 200 in the window, from the claim's per-minute counts (migration 0006). */
+export const DELIVERIES_IN_WINDOW = `
+  SELECT endpoint, sum(accepted)::bigint AS accepted, sum(duplicate)::bigint AS duplicate
+    FROM hookgate.delivery_counts
+   WHERE minute >= date_trunc('minute', $1::timestamptz)
+     AND ($2::text IS NULL OR endpoint = $2)
+   GROUP BY endpoint`;
+
+/** Whether the database has ever seen this endpoint (for commands run without a config). */
+export const ENDPOINT_SEEN = `
+  SELECT EXISTS (SELECT 1 FROM hookgate.inbox WHERE endpoint = $1)
+      OR EXISTS (SELECT 1 FROM hookgate.delivery_counts WHERE endpoint = $1) AS seen`;

@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import { endpointName, pointInTime } from './options.ts';
+
+/** The event filters `events list` and `requeue` share. */
+export const eventFilterShape = {
+  endpoint: endpointName.optional(),
+  status: z.enum(['pending', 'processed', 'ignored', 'stale', 'parked', 'dead']).optional(),
+  type: z.string().min(1).max(500).optional(),
+  since: pointInTime('--since').optional(),
+  until: pointInTime('--until').optional(),
+  eventId: z.string().min(1).max(512).optional(),
+};
+
+export interface EventFilter {
+  readonly endpoint?: string | undefined;
+  readonly status?: string | undefined;
+  readonly type?: string | undefined;
+  readonly since?: Date | undefined;
+  readonly until?: Date | undefined;
+  readonly eventIds?: readonly string[] | undefined;
+}
+
+/**
+ * Bind values for the `$1`–`$6` filter predicate below (endpoint, status, type, since, until,
+ * ids): one statement serves every combination, unset filters are NULL.
+ */
+export function filterParams(filter: EventFilter): unknown[] {
+  return [
+    filter.endpoint ?? null,
+    filter.status ?? null,
+    filter.type ?? null,
+    filter.since ?? null,
+    filter.until ?? null,
+    filter.eventIds && filter.eventIds.length > 0 ? filter.eventIds : null,
+  ];
+}
+
+export const FILTER_PREDICATE = `
+       ($1::text IS NULL OR endpoint = $1)
+   AND ($2::text IS NULL OR status = $2)
+   AND ($3::text IS NULL OR event_type = $3)
+   AND ($4::timestamptz IS NULL OR received_at >= $4)
+   AND ($5::timestamptz IS NULL OR received_at < $5)
+   AND ($6::text[] IS NULL OR event_id = ANY($6::text[]))`;

@@ -1,0 +1,44 @@
+/** `3m12s`, `2h05m`, `4d03h`, `850ms`: an age an operator reads at a glance. */
+export function age(seconds: number | null | undefined): string {
+  if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '-';
+  if (seconds < 1) return `${Math.round(seconds * 1000)}ms`;
+  const s = Math.floor(seconds);
+  const days = Math.floor(s / 86_400);
+  const hours = Math.floor((s % 86_400) / 3_600);
+  const minutes = Math.floor((s % 3_600) / 60);
+  const rest = s % 60;
+  const pad = (n: number) => String(n).padStart(2, '0');
+  if (days > 0) return `${days}d${pad(hours)}h`;
+  if (hours > 0) return `${hours}h${pad(minutes)}m`;
+  if (minutes > 0) return `${minutes}m${pad(rest)}s`;
+  return `${rest}s`;
+}
+
+/** `12.5%`, or `-` when nothing was received. */
+export function percent(ratio: number | null): string {
+  if (ratio === null || !Number.isFinite(ratio)) return '-';
+  return `${(ratio * 100).toFixed(ratio < 0.001 && ratio > 0 ? 3 : 1)}%`;
+}
+
+const NUMERIC = /^-?[\d.,]+(ms|s|m|h|d|%)?[\d]*[smhd]?$/;
+
+/** An aligned text table: numbers right-aligned, text left-aligned, two spaces between columns. */
+export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((header, column) =>
+    Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
+  );
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => {
+        const width = widths[column] ?? 0;
+        return NUMERIC.test(cell) || cell === '-' ? cell.padStart(width) : cell.padEnd(width);
+      })
+      .join('  ')
+      .trimEnd();
+  return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
+}
+
+/** One value on stdout for scripts: pretty enough to read, valid for `jq`. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
