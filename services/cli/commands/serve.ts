@@ -144,7 +144,9 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let interrupted = false;
   const loopLogger = logger.child({});
   boss.on('error', (error) =>
-    interrupted ? logger.debug({ err: error }, 'queue error during shutdown') : logger.error({ err: error }, 'queue error'),
+    interrupted
+      ? logger.debug({ err: error }, 'queue error during shutdown')
+      : logger.error({ err: error }, 'queue error'),
   );
   await boss.start();
   await ensureQueues(

@@ -1,0 +1,194 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { targetUrl } from '../../services/cli/commands/send-test.ts';
+import { classify } from '../../services/cli/support/exit.ts';
+import { age, table } from '../../services/cli/support/format.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { ROOT, runHookgate } from '../support/process.ts';
+import { workerConfigDocument } from '../support/worker-harness.ts';
+
+// One convention for every command: exit 0 ok, 1 operational failure, 2 bad usage, each failure
+// one coded line on stderr and no stack; stdout stays the result.
+let db: TestDatabase;
+let unmigrated: TestDatabase;
+let configFile: string;
+let emptyDir: string;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  unmigrated = await createTestDatabase({ migrated: false });
+  emptyDir = mkdtempSync(join(tmpdir(), 'hookgate-cli-'));
+  configFile = join(emptyDir, 'hookgate.yaml');
+  writeFileSync(configFile, stringify(workerConfigDocument({ demo: { handler: 'record' } })));
+});
+
+afterAll(async () => {
+  await db?.drop();
+  await unmigrated?.drop();
+});
+
+const noStack = (output: string) => expect(output).not.toMatch(/\n\s+at .+:\d+:\d+/);
+
+describe('usage errors exit 2 with one line', () => {
+  it.each([
+    [['stats', '--bogus']],
+    [['events', 'list', '--status', 'weird']],
+    [['requeue']],
+    [['stats', '--since', 'banana']],
+    [['events', 'list', '--until', 'yesterday-ish']],
+    [['prune', '--older-than', '1h']],
+    [['requeue', '--endpoint', 'demo', '--orphans', '--status', 'dead']],
+  ])('hookgate %j', async (args) => {
+    const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
+    expect(run.code, run.output).toBe(2);
+    expect(run.output.trim().split('\n')).toHaveLength(1);
+    expect(run.output).toMatch(/^hookgate: usage_invalid: /);
+  });
+
+  it('an unknown endpoint is refused by every command that takes one', async () => {
+    for (const args of [
+      ['events', 'list', '--endpoint', 'nope'],
+      ['stats', '--endpoint', 'nope'],
+      ['requeue', '--endpoint', 'nope'],
+      ['send-test', '--endpoint', 'nope'],
+    ]) {
+      const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
+      expect(run.code, `${args.join(' ')}: ${run.output}`).toBe(2);
+      expect(run.output).toMatch(/endpoint_unknown/);
+    }
+  });
+
+  it('LOG_LEVEL=verbose and a DATABASE_URL that is not a URL are usage errors, not stacks', async () => {
+    const verbose = await runHookgate(['stats'], { env: { DATABASE_URL: db.url, LOG_LEVEL: 'verbose' } });
+    expect(verbose.code).toBe(2);
+    expect(verbose.output).toMatch(/env_invalid: LOG_LEVEL="verbose"/);
+    const bad = await runHookgate(['stats'], { env: { DATABASE_URL: 'not a url' } });
+    expect(bad.code).toBe(2);
+    expect(bad.output).toMatch(/database_url_invalid/);
+    noStack(bad.output);
+  });
+});
+
+describe('operational failures exit 1 naming the host, never the password', () => {
+  it.each([[['stats']], [['migrate']], [['events', 'list']], [['requeue', '--endpoint', 'demo']]])(
+    'hookgate %j with the database down',
+    async (args) => {
+      const url = 'postgres://admin:s3cr3t-pw@127.0.0.1:1/hookgate';
+      const run = await runHookgate(args, { env: { DATABASE_URL: url, HOOKGATE_CONFIG: configFile } });
+      expect(run.code, run.output).toBe(1);
+      expect(run.output).toMatch(
+        /database_unreachable: cannot reach PostgreSQL at 127\.0\.0\.1:1 \(ECONNREFUSED\)/,
+      );
+      expect(run.output).not.toMatch(/s3cr3t-pw/);
+      noStack(run.output);
+    },
+  );
+
+  it('an unknown host is one line too', async () => {
+    const url = 'postgres://u:p@no-such-host.invalid:5432/x';
+    const run = await runHookgate(['stats'], { env: { DATABASE_URL: url } });
+    expect(run.code).toBe(1);
+    expect(run.output).toMatch(/database_unreachable: .*no-such-host\.invalid:5432 \(E(NOTFOUND|AI_AGAIN)\)/);
+    noStack(run.output);
+  });
+
+  it('requeue on an unmigrated database is refused cleanly, naming the database', async () => {
+    const run = await runHookgate(['requeue', '--endpoint', 'demo', '--config', configFile], {
+      env: { DATABASE_URL: unmigrated.url },
+    });
+    expect(run.code, run.output).toBe(1);
+    expect(run.output).toMatch(
+      /database_not_migrated: PostgreSQL at 127\.0\.0\.1:\d+\/hookgate_test_\w+ is not ready/,
+    );
+    noStack(run.output);
+  });
+});
+
+describe('which database', () => {
+  it('refuses to create an empty embedded database in another directory', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-elsewhere-'));
+    const run = await runHookgate(['stats'], { cwd: dir, env: { DATABASE_URL: '' } });
+    expect(run.code, run.output).toBe(2);
+    expect(run.output).toMatch(/database_missing: DATABASE_URL is not set and .* has no embedded database/);
+    expect(run.output).not.toMatch(/hookgate migrate/);
+    expect(existsSync(join(dir, '.hookgate'))).toBe(false);
+  });
+
+  it('says which database it reads, on stderr, and keeps stdout the JSON result', async () => {
+    const run = await runHookgate(['stats', '--json', '--config', configFile], {
+      env: { DATABASE_URL: db.url },
+    });
+    expect(run.code).toBe(0);
+    expect(run.output).toMatch(/^hookgate: using PostgreSQL at 127\.0\.0\.1:\d+\/hookgate_test_/m);
+  });
+
+  it('migrate --dry-run lists what it would apply and applies nothing', async () => {
+    const run = await runHookgate(['migrate', '--dry-run', '--json'], {
+      env: { DATABASE_URL: unmigrated.url },
+    });
+    expect(run.code, run.output).toBe(0);
+    const report = JSON.parse(run.output.slice(run.output.indexOf('{')));
+    expect(report.would_apply[0]).toBe('0001_inbox');
+    expect(report.would_apply).toContain('0006_delivery_counts');
+    const ledger = await unmigrated.pool.query(`SELECT to_regclass('hookgate.schema_migrations') AS t`);
+    expect(ledger.rows[0].t).toBeNull();
+    const current = await runHookgate(['migrate', '--dry-run'], { env: { DATABASE_URL: db.url } });
+    expect(current.output).toMatch(/is up to date; nothing to apply/);
+  });
+});
+
+describe('help and version', () => {
+  it('--version prints the package version; --help shows examples; both exit 0', async () => {
+    const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
+    const run = await runHookgate(['--version']);
+    expect(run.code).toBe(0);
+    expect(run.output.trim()).toBe(version);
+    for (const command of ['stats', 'requeue', 'prune', 'migrate']) {
+      const help = await runHookgate([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.output).toMatch(/Examples:\n\s+\$ hookgate /);
+    }
+  });
+});
+
+describe('helpers', () => {
+  it('ages read at a glance; tables align', () => {
+    expect(age(192)).toBe('3m12s');
+    expect(age(7_500)).toBe('2h05m');
+    expect(age(0.25)).toBe('250ms');
+    expect(age(null)).toBe('-');
+    expect(
+      table(
+        ['A', 'NUMBER'],
+        [
+          ['x', '1'],
+          ['long', '12'],
+        ],
+      ),
+    ).toBe('A     NUMBER\nx          1\nlong      12\n');
+  });
+
+  it('send-test --url takes the base URL or the endpoint URL', () => {
+    expect(targetUrl('http://h:8080', 'demo')).toBe('http://h:8080/webhooks/demo');
+    expect(targetUrl('http://h:8080/', 'demo')).toBe('http://h:8080/webhooks/demo');
+    expect(targetUrl('http://h:8080/webhooks/demo', 'demo')).toBe('http://h:8080/webhooks/demo');
+    expect(() => targetUrl('http://h:8080/webhooks/other', 'demo')).toThrow(/names endpoint "other"/);
+  });
+
+  it('EADDRINUSE is one coded line, exit 1', () => {
+    const error = Object.assign(new Error('listen EADDRINUSE: address already in use 0.0.0.0:9464'), {
+      code: 'EADDRINUSE',
+      address: '0.0.0.0',
+      port: 9464,
+    });
+    const { line, exitCode, stack } = classify(error);
+    expect(line).toBe(
+      'port_in_use: 0.0.0.0:9464 is already in use by another process (PORT / METRICS_PORT choose the ports).',
+    );
+    expect(exitCode).toBe(1);
+    expect(stack).toBeUndefined();
+  });
+});

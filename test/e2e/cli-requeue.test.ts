@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { runHookgate } from '../support/process.ts';
+import { effectCounts, installEffects } from '../support/worker-effects.ts';
+import {
+  Claimer,
+  spawnWorkerProcess,
+  type WorkerProcess,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
+
+// A dead event, once its fault is fixed, is applied exactly once even when two requeues run at
+// the same moment while a worker is running; --dry-run changes nothing.
+let db: TestDatabase;
+let configFile: string;
+let claimer: Claimer;
+let worker: WorkerProcess;
+
+const endpoints = { ops: { handler: 'project' } };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await installEffects(db.pool);
+  const document = workerConfigDocument(endpoints, { retryLimit: 0 });
+  configFile = writeConfigFile(document);
+  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 0 }));
+  worker = spawnWorkerProcess(configFile, db.url);
+});
+
+afterAll(async () => {
+  worker?.child.kill('SIGTERM');
+  await worker?.exited;
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const statusOf = async (eventId: string) =>
+  (
+    await db.pool.query<{ status: string }>(`SELECT status FROM hookgate.inbox WHERE event_id = $1`, [
+      eventId,
+    ])
+  ).rows[0]?.status;
+
+describe('hookgate requeue', () => {
+  it('applies a fixed dead event exactly once with two concurrent requeues and a worker running', async () => {
+    await db.pool.query(`INSERT INTO public.fail_control (event_id) VALUES ('evt_dead')`);
+    await claimer.claim('ops', [
+      { eventId: 'evt_dead', entityType: 'thing', entityId: 't1', version: 1 },
+      { eventId: 'evt_ok', entityType: 'thing', entityId: 't2', version: 1 },
+    ]);
+    await waitFor('evt_dead to be dead', async () => (await statusOf('evt_dead')) === 'dead', 60_000);
+    await waitFor('evt_ok to be processed', async () => (await statusOf('evt_ok')) === 'processed');
+    expect((await effectCounts(db.pool)).get('evt_dead')).toBeUndefined();
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+
+    // --dry-run lists the event and changes nothing.
+    const dry = await runHookgate(
+      ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--json', '--config', configFile],
+      { env },
+    );
+    expect(dry.code).toBe(0);
+    const preview = JSON.parse(dry.output.slice(dry.output.indexOf('{')));
+    expect(preview).toMatchObject({ dry_run: true, would_requeue: 1 });
+    expect(preview.events.map((e: { event_id: string }) => e.event_id)).toEqual(['evt_dead']);
+    expect(await statusOf('evt_dead')).toBe('dead');
+
+    // The fault is fixed; two operators requeue at the same moment.
+    await db.pool.query(`DELETE FROM public.fail_control`);
+    const args = ['requeue', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', configFile];
+    const [a, b] = await Promise.all([runHookgate(args, { env }), runHookgate(args, { env })]);
+    const codes = [a.code, b.code].sort();
+    // One moved it; the other found nothing left to move (exit 2, "nothing changed").
+    expect(codes, `${a.output}\n---\n${b.output}`).toEqual([0, 2]);
+    const loser = a.code === 2 ? a : b;
+    expect(loser.output).toMatch(/nothing_changed/);
+    await waitFor('evt_dead to be processed', async () => (await statusOf('evt_dead')) === 'processed');
+    // Give a second job, if one had been created, time to run.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const effects = await effectCounts(db.pool);
+    expect(effects.get('evt_dead')).toBe(1);
+    expect(effects.get('evt_ok')).toBe(1);
+
+    // An explicit id that is not dead/parked is reported, exit 2.
+    const missing = await runHookgate(
+      ['requeue', '--endpoint', 'ops', '--event-id', 'does-not-exist', '--config', configFile],
+      { env },
+    );
+    expect(missing.code).toBe(2);
+    expect(missing.output).toMatch(/nothing_changed: None of does-not-exist/);
+  }, 120_000);
+});

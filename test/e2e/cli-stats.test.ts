@@ -1,0 +1,142 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { runHookgate } from '../support/process.ts';
+import { installEffects } from '../support/worker-effects.ts';
+import {
+  Claimer,
+  spawnWorkerProcess,
+  type WorkerProcess,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
+
+// `stats --json` after a scripted scenario (duplicates, failures, parked events) equals what
+// direct SQL counts say, and its duplicate rate is what the script sent.
+let db: TestDatabase;
+let configFile: string;
+let claimer: Claimer;
+let worker: WorkerProcess;
+
+const endpoints = { ops: { handler: 'project' }, other: { handler: 'record' } };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await installEffects(db.pool);
+  configFile = writeConfigFile(workerConfigDocument(endpoints, { retryLimit: 0 }));
+  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 0 }));
+  worker = spawnWorkerProcess(configFile, db.url);
+});
+
+afterAll(async () => {
+  worker?.child.kill('SIGTERM');
+  await worker?.exited;
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const env = () => ({ DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+const jsonOf = (output: string) => JSON.parse(output.slice(output.indexOf('{')));
+
+describe('hookgate stats', () => {
+  it('reports what the database holds: backlog, settled, deliveries, duplicate rate', async () => {
+    const events = Array.from({ length: 20 }, (_, i) => ({
+      eventId: `evt_${i}`,
+      entityType: 'thing',
+      entityId: `t${i}`,
+      version: 1,
+    }));
+    // Three fail (dead at their first attempt: retryLimit 0).
+    await db.pool.query(`INSERT INTO public.fail_control (event_id) VALUES ('evt_0'), ('evt_1'), ('evt_2')`);
+    await claimer.claim('ops', events);
+    // Duplicates: 5 redelivered once, 2 of them a second time, and one batch carrying a key twice.
+    await claimer.claim('ops', events.slice(5, 10));
+    await claimer.claim('ops', events.slice(5, 7));
+    await claimer.claim('ops', [events[12]!, events[12]!]);
+    const sentAccepted = 20;
+    const sentDuplicates = 5 + 2 + 2;
+    await claimer.claim('other', [{ eventId: 'o1' }]);
+    await waitFor('every event settled', async () => {
+      const r = await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`);
+      return r.rows[0].n === 0;
+    });
+    // Two settled events are parked by hand (the scenario's "missing context" events).
+    await db.pool.query(`UPDATE hookgate.inbox SET status = 'parked' WHERE event_id IN ('evt_18', 'evt_19')`);
+
+    const run = await runHookgate(['stats', '--json', '--config', configFile, '--since', '10m'], {
+      env: env(),
+    });
+    expect(run.code, run.output).toBe(0);
+    const report = jsonOf(run.output);
+    const sql = await db.pool.query<{ endpoint: string; status: string; n: number }>(
+      `SELECT endpoint, status, count(*)::int AS n FROM hookgate.inbox GROUP BY endpoint, status`,
+    );
+    const count = (endpoint: string, status: string) =>
+      sql.rows.find((r) => r.endpoint === endpoint && r.status === status)?.n ?? 0;
+    const ops = report.endpoints.find((e: { endpoint: string }) => e.endpoint === 'ops');
+    // The premise: the scenario produced failures and parked events.
+    expect(count('ops', 'dead')).toBe(3);
+    expect(count('ops', 'parked')).toBe(2);
+    for (const status of ['pending', 'parked', 'dead', 'processed', 'ignored', 'stale']) {
+      expect(ops[status], status).toBe(count('ops', status));
+    }
+    expect(ops.accepted).toBe(sentAccepted);
+    expect(ops.duplicate).toBe(sentDuplicates);
+    expect(ops.duplicate_rate).toBeCloseTo(sentDuplicates / (sentAccepted + sentDuplicates), 10);
+    expect(ops.latency_p50_seconds).toBeGreaterThanOrEqual(0);
+    expect(ops.latency_p99_seconds).toBeGreaterThanOrEqual(ops.latency_p50_seconds);
+    const other = report.endpoints.find((e: { endpoint: string }) => e.endpoint === 'other');
+    expect(other).toMatchObject({ accepted: 1, duplicate: 0, duplicate_rate: 0, processed: 1 });
+
+    // Filtered to one endpoint: the same figures, alone.
+    const one = await runHookgate(['stats', '--json', '--endpoint', 'ops', '--config', configFile], {
+      env: env(),
+    });
+    expect(jsonOf(one.output).endpoints).toHaveLength(1);
+
+    // Human output: an aligned table with the rate.
+    const human = await runHookgate(['stats', '--config', configFile], { env: env() });
+    expect(human.code).toBe(0);
+    expect(human.output).toMatch(/ENDPOINT\s+PENDING\s+OLDEST/);
+    expect(human.output).toMatch(/ops\s+0\s+-\s+2\s+3\s+15\s+20\s+9\s+31\.0%/);
+  }, 120_000);
+
+  it('events list filters and events show prints the timeline; unknown endpoints are refused', async () => {
+    const list = await runHookgate(
+      ['events', 'list', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', configFile],
+      { env: env() },
+    );
+    expect(list.code, list.output).toBe(0);
+    const rows = JSON.parse(list.output.slice(list.output.indexOf('[')));
+    expect(rows.map((r: { event_id: string }) => r.event_id).sort()).toEqual(['evt_0', 'evt_1', 'evt_2']);
+    expect(rows[0].last_error).toMatch(/injected failure/);
+
+    const show = await runHookgate(['events', 'show', 'evt_3', '--endpoint', 'ops', '--config', configFile], {
+      env: env(),
+    });
+    expect(show.code, show.output).toBe(0);
+    expect(show.output).toMatch(/status\s+processed/);
+    expect(show.output).toMatch(/timeline\n.*received\n.*settled processed after 1 attempt/);
+    expect(show.output).toMatch(/"id": "evt_3"/);
+
+    const unknownEvent = await runHookgate(
+      ['events', 'show', 'nope', '--endpoint', 'ops', '--config', configFile],
+      {
+        env: env(),
+      },
+    );
+    expect(unknownEvent.code).toBe(2);
+    expect(unknownEvent.output).toMatch(/event_unknown/);
+
+    for (const args of [
+      ['events', 'list', '--endpoint', 'nope', '--config', configFile],
+      ['stats', '--endpoint', 'nope', '--config', configFile],
+      ['stats', '--endpoint', 'nope'],
+    ]) {
+      const refused = await runHookgate(args, { env: env() });
+      expect(refused.code, args.join(' ')).toBe(2);
+      expect(refused.output).toMatch(/endpoint_unknown: No endpoint named "nope"/);
+    }
+  }, 60_000);
+});
