@@ -52,8 +52,11 @@ describe('serve with the embedded PostgreSQL', () => {
       const deadline = Date.now() + 30_000;
       let status = '';
       while (Date.now() < deadline && status !== 'processed') {
-        const listed = await runHookgate(['events', '--endpoint', 'demo'], { cwd: dir, env: { ...env } });
-        status = listed.output.includes(eventId!) && listed.output.includes('"processed"') ? 'processed' : '';
+        const listed = await runHookgate(
+          ['events', 'show', eventId!, '--endpoint', 'demo', '--json', '--config', 'hookgate.yaml'],
+          { cwd: dir, env: { ...env } },
+        );
+        status = listed.output.includes('"status": "processed"') ? 'processed' : '';
         if (!status) await new Promise((resolve) => setTimeout(resolve, 500));
       }
       expect(status).toBe('processed');

@@ -51,7 +51,7 @@ describe('send-test --wait', () => {
       );
       expect(alone.output).toMatch(/delivery: HTTP 200/);
       expect(alone.output).toMatch(/send_test_timeout: Event \S+ was still pending after 2s/);
-      expect(alone.code).toBe(2);
+      expect(alone.code).toBe(1);
       const pending = await db.pool.query(
         `SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`,
       );

@@ -43,14 +43,15 @@ describe('hookgate serve (real processes)', () => {
     const result = await runHookgate(['serve', '--role', 'gateway', '--config', configFile], {
       env: { DATABASE_URL: db.url, DEMO_SECRET: SECRET, PORT: '0', METRICS_PORT: '0' },
     });
-    expect(result.code).toBe(2);
+    // Not ready is an operational failure (exit 1), not a usage error.
+    expect(result.code).toBe(1);
     expect(result.output).toContain('database_not_migrated');
     expect(result.output).toContain('hookgate migrate');
   });
 
   it('one-shot commands refuse an unmigrated database the same way', async () => {
     const result = await runHookgate(['stats'], { env: { DATABASE_URL: db.url } });
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.output).toContain('database_not_migrated');
   });
 

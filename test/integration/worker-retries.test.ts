@@ -99,21 +99,13 @@ describe('retries, parking and dead letters', { timeout: 120_000 }, () => {
     ]);
     await waitFor('parent processed', async () => (await row('kids', 'create_1'))?.status === 'processed');
 
-    const listed = await cli('events', '--endpoint', 'kids', '--status', 'parked');
-    expect(
-      listed
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line).event_id),
-    ).toEqual(['upd_2']);
-    const stats = (await cli('stats'))
-      .trim()
-      .split('\n')
-      .map((line) => JSON.parse(line));
-    expect(stats).toContainEqual(expect.objectContaining({ endpoint: 'kids', status: 'parked', events: 1 }));
+    const listed = await cli('events', 'list', '--endpoint', 'kids', '--status', 'parked', '--json');
+    expect(JSON.parse(listed).map((row: { event_id: string }) => row.event_id)).toEqual(['upd_2']);
+    const stats = JSON.parse(await cli('stats', '--json', '--config', configFile));
+    expect(stats.endpoints).toContainEqual(expect.objectContaining({ endpoint: 'kids', parked: 1 }));
 
     const out = JSON.parse(
-      await cli('requeue', '--endpoint', 'kids', '--status', 'parked', '--config', configFile),
+      await cli('requeue', '--endpoint', 'kids', '--status', 'parked', '--json', '--config', configFile),
     );
     expect(out).toMatchObject({ endpoint: 'kids', requeued: 1, event_ids: ['upd_2'] });
     const done = await waitFor('requeued event processed', async () => {
@@ -143,7 +135,7 @@ describe('retries, parking and dead letters', { timeout: 120_000 }, () => {
 
     await db.pool.query('DELETE FROM public.fail_control WHERE event_id = $1', ['doomed']);
     const out = JSON.parse(
-      await cli('requeue', '--endpoint', 'flaky', '--event-id', 'doomed', '--config', configFile),
+      await cli('requeue', '--endpoint', 'flaky', '--event-id', 'doomed', '--json', '--config', configFile),
     );
     expect(out.requeued).toBe(1);
     await waitFor(
@@ -157,7 +149,7 @@ describe('retries, parking and dead letters', { timeout: 120_000 }, () => {
     await claimer.claim('orphaned', [{ eventId: 'lost_job' }, { eventId: 'live_job' }]);
     await claimer.boss.deleteJob(applyQueue('orphaned'), jobIdFor('orphaned', 'lost_job'));
     const out = JSON.parse(
-      await cli('requeue', '--endpoint', 'orphaned', '--orphans', '--config', configFile),
+      await cli('requeue', '--endpoint', 'orphaned', '--orphans', '--json', '--config', configFile),
     );
     expect(out).toMatchObject({ requeued: 1, event_ids: ['lost_job'] });
     const orphanWorker = await startTestWorker(db.url, config, {
