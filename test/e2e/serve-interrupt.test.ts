@@ -84,7 +84,9 @@ describe('serve', () => {
         },
       });
       expect(run.code, run.output).toBe(1);
-      expect(run.output).toMatch(new RegExp(`hookgate: port_in_use: 127\\.0\\.0\\.1:${port} is already in use`));
+      expect(run.output).toMatch(
+        new RegExp(`hookgate: port_in_use: 127\\.0\\.0\\.1:${port} is already in use`),
+      );
       expect(run.output).not.toMatch(/\n\s+at .+:\d+:\d+/);
     } finally {
       blocker.close();

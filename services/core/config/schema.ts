@@ -4,6 +4,10 @@ import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { byteSize, durationMs } from './duration.ts';
+import { handlerOptionsSchema } from './handler-options.ts';
+
+/** Cross-field rules run even after other problems, so every problem is reported at once. */
+const ALWAYS = { when: () => true };
 
 const ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const JSON_POINTER = /^(\/([^~/]|~[01])*)*$/;
@@ -44,11 +48,17 @@ const endpointSchema = z
     extract: extractSchema.optional(),
     hmac: hmacOptionsSchema.optional(),
   })
+  // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
+  // every problem; the fields they read may then be invalid, hence the type checks.
   .superRefine((endpoint, ctx) => {
+    if (typeof endpoint !== 'object' || endpoint === null) return;
     // A key that cannot be decoded would make every delivery a 401; refuse it at start instead.
-    if (endpoint.provider === 'standard-webhooks' || endpoint.provider === 'svix') {
+    if (
+      (endpoint.provider === 'standard-webhooks' || endpoint.provider === 'svix') &&
+      Array.isArray(endpoint.secrets)
+    ) {
       endpoint.secrets.forEach((secret, index) => {
-        if (standardWebhooksKey(secret) === null) {
+        if (typeof secret === 'string' && secret !== '' && standardWebhooksKey(secret) === null) {
           ctx.addIssue({
             code: 'custom',
             path: ['secrets', index],
@@ -75,7 +85,16 @@ const endpointSchema = z
         message: 'hmac endpoints need hmac.eventIdHeader or extract.eventId to find the event id',
       });
     }
-  });
+    const options = handlerOptionsSchema(endpoint.handler)?.safeParse(endpoint.options ?? {});
+    for (const issue of options?.success === false ? options.error.issues : []) {
+      if (issue.code === 'unrecognized_keys') {
+        for (const key of issue.keys)
+          ctx.addIssue({ code: 'custom', path: ['options', ...issue.path, key], message: 'unknown option' });
+      } else {
+        ctx.addIssue({ code: 'custom', path: ['options', ...issue.path], message: issue.message });
+      }
+    }
+  }, ALWAYS);
 
 export const configSchema = z
   .strictObject({
@@ -167,15 +186,18 @@ export const configSchema = z
       .refine((endpoints) => Object.keys(endpoints).length > 0, 'define at least one endpoint'),
   })
   .superRefine((config, ctx) => {
+    if (typeof config !== 'object' || config === null) return;
     // Every in-flight claim holds a connection; readiness checks need one more.
-    if (config.claim.concurrency >= config.database.poolSize) {
+    const concurrency = config.claim?.concurrency;
+    const poolSize = config.database?.poolSize;
+    if (typeof concurrency === 'number' && typeof poolSize === 'number' && concurrency >= poolSize) {
       ctx.addIssue({
         code: 'custom',
         path: ['claim', 'concurrency'],
-        message: `must be below database.poolSize (${config.database.poolSize})`,
+        message: `must be below database.poolSize (${poolSize})`,
       });
     }
-  });
+  }, ALWAYS);
 
 export type Config = z.output<typeof configSchema>;
 export type EndpointConfig = Config['endpoints'][string];

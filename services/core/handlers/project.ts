@@ -10,7 +10,7 @@ import {
   type InboxEvent,
 } from './types.ts';
 
-const optionsSchema = z.strictObject({
+export const projectOptionsSchema = z.strictObject({
   /** Entity type used when the endpoint's extraction gives none. */
   entityType: z.string().min(1).max(200).default('entity'),
   /** JSON pointer into the verified payload naming the state to store; '' stores the whole body. */
@@ -56,7 +56,7 @@ export class ProjectionUnkeyed extends EventUnusable {
 }
 
 export function createProjectHandler(options: unknown, deps: HandlerDeps): Handler {
-  const settings = parseHandlerOptions(optionsSchema, options, deps.endpoint);
+  const settings = parseHandlerOptions(projectOptionsSchema, options, deps.endpoint);
   const createOn = settings.createOn ? new Set(settings.createOn) : null;
 
   return {

@@ -3,11 +3,11 @@ import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import type { Handler } from './types.ts';
 
-const optionsSchema = z.strictObject({});
+export const recordOptionsSchema = z.strictObject({});
 
 /** The inbox row is the product: applying an event only settles it as `processed`. */
 export function createRecordHandler(options: unknown, deps: HandlerDeps): Handler {
-  parseHandlerOptions(optionsSchema, options, deps.endpoint);
+  parseHandlerOptions(recordOptionsSchema, options, deps.endpoint);
   return {
     name: 'record',
     async apply() {

@@ -6,7 +6,7 @@ import type { HandlerDeps } from './index.ts';
 import type { ApplyOutcome, Handler, InboxEvent } from './types.ts';
 
 /** The sql handler takes no options: the statement is the whole configuration. */
-const sqlOptionsSchema = z.strictObject({});
+export const sqlOptionsSchema = z.strictObject({});
 
 const TRANSACTION_CONTROL =
   /^\s*(begin|start|commit|end|rollback|abort|savepoint|release|prepare|set\s+transaction)\b/i;
