@@ -3,6 +3,7 @@ import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
+import { checkReplayToken, REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface Answer {
   readonly status: number;
@@ -74,14 +75,27 @@ export async function receive(
   rawBody: Buffer,
   headers: HeaderBag,
 ): Promise<Answer> {
-  const verdict = endpoint.provider.verify({
-    rawBody,
-    headers,
-    secrets: endpoint.config.secrets,
-    nowMs: deps.now(),
-    toleranceSeconds: endpoint.config.tolerance / 1000,
-  });
-  if (!verdict.ok) return refuse(verdict.code, verdict.message);
+  // An operator's re-post with the endpoint's replay token stands in for the provider's
+  // signature; without replaySecrets configured the header means nothing.
+  const replaySecrets = endpoint.config.replaySecrets;
+  const token = replaySecrets ? headers[REPLAY_TOKEN_HEADER] : undefined;
+  if (token !== undefined && replaySecrets) {
+    if (!checkReplayToken(token, replaySecrets)) {
+      return refuse(
+        'replay_token_invalid',
+        `The ${REPLAY_TOKEN_HEADER} header does not match this endpoint's replay secret.`,
+      );
+    }
+  } else {
+    const verdict = endpoint.provider.verify({
+      rawBody,
+      headers,
+      secrets: endpoint.config.secrets,
+      nowMs: deps.now(),
+      toleranceSeconds: endpoint.config.tolerance / 1000,
+    });
+    if (!verdict.ok) return refuse(verdict.code, verdict.message);
+  }
 
   // JSON is UTF-8 (RFC 8259). A lenient decode would swap bad bytes for U+FFFD and store
   // something other than what was signed.
@@ -120,6 +134,7 @@ export async function receive(
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
     // The id came from an unsigned header: the same signed body under another id is a replay.
     bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
+    receivedVia: token !== undefined ? 'replay_token' : null,
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';

@@ -3,6 +3,7 @@ import type { RejectionCode } from '../core/providers/types.ts';
 export type GatewayErrorCode =
   | RejectionCode
   | 'endpoint_unknown'
+  | 'replay_token_invalid'
   | 'body_too_large'
   | 'body_unreadable'
   | 'payload_unstorable'
@@ -25,6 +26,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   timestamp_missing: 401,
   timestamp_invalid: 401,
   timestamp_out_of_tolerance: 401,
+  replay_token_invalid: 401,
   event_id_missing: 400,
   event_id_invalid: 400,
   event_type_missing: 400,

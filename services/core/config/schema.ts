@@ -47,6 +47,21 @@ const endpointSchema = z
     options: z.record(z.string(), z.unknown()).default({}),
     extract: extractSchema.optional(),
     hmac: hmacOptionsSchema.optional(),
+    /**
+     * Off unless set: a delivery carrying `X-Hookgate-Replay-Token` equal to one of these is
+     * accepted without the provider's signature or timestamp (an operator re-posting an event),
+     * and flagged `received_via = 'replay_token'`. A wrong token is a 401.
+     */
+    replaySecrets: z
+      .array(z.string().min(16, 'must be at least 16 characters (it replaces the signature)'))
+      .min(1, 'needs at least one secret, or leave replaySecrets out')
+      .optional(),
+    /**
+     * `enforce` (default): a duplicate is answered 200 and changes nothing. `observe`: duplicates
+     * are still counted but also dispatched again, for measuring the duplicate rate in front of an
+     * existing receiver before switching to `enforce`.
+     */
+    dedupe: z.enum(['enforce', 'observe']).default('enforce'),
   })
   // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
   // every problem; the fields they read may then be invalid, hence the type checks.

@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { post, stripeEvent } from '../support/deliveries.ts';
+import { STRIPE_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
+import { parseExposition } from '../support/observability.ts';
+
+// Re-posting an event with X-Hookgate-Replay-Token (when the endpoint has a replay secret) is
+// accepted without the provider's signature, and flagged; a wrong token is a 401 leaving no row;
+// an endpoint without a replay secret ignores the header and requires the signature.
+const REPLAY_SECRET = 'replay-token-for-tests-0123456789';
+let db: TestDatabase;
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  gateway = await startTestGateway(
+    db.url,
+    testConfig({
+      endpoints: {
+        stripe: {
+          provider: 'stripe',
+          secrets: [STRIPE_SECRET],
+          replaySecrets: ['an-older-replay-secret-xyz', REPLAY_SECRET],
+        },
+        plain: { provider: 'stripe', secrets: [STRIPE_SECRET] },
+      },
+    }),
+  );
+});
+
+afterAll(async () => {
+  await gateway?.stop();
+  await db?.drop();
+});
+
+async function row(endpoint: string, eventId: string) {
+  const result = await db.pool.query<{ received_via: string | null; headers: Record<string, string> }>(
+    'SELECT received_via, headers FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
+    [endpoint, eventId],
+  );
+  return result.rows[0];
+}
+
+/** A Stripe event body with no Stripe-Signature at all, as an operator re-posts it. */
+function unsigned(eventId: string, token?: string) {
+  const { body } = stripeEvent(STRIPE_SECRET, { eventId });
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (token !== undefined) headers['x-hookgate-replay-token'] = token;
+  return { body, headers };
+}
+
+async function outcomes(endpoint: string): Promise<Map<string, number>> {
+  const text = await gateway.registry.metrics();
+  const found = new Map<string, number>();
+  for (const [key, value] of parseExposition(text)) {
+    const match = new RegExp(
+      `^hookgate_deliveries_total\\{.*endpoint="${endpoint}".*outcome="([a-z_]+)"`,
+    ).exec(key);
+    if (match) found.set(match[1]!, value);
+  }
+  return found;
+}
+
+describe('replay token', () => {
+  it('a wrong token is refused with 401, leaves no row, and is counted', async () => {
+    const reply = await post(`${gateway.url}/webhooks/stripe`, unsigned('evt_wrong', 'not-the-token'));
+    expect(reply.status).toBe(401);
+    expect(reply.json).toMatchObject({ error: 'replay_token_invalid' });
+    expect(await row('stripe', 'evt_wrong')).toBeUndefined();
+    // A token of the right length but wrong content too (constant-time comparison, no prefix luck).
+    const same = await post(
+      `${gateway.url}/webhooks/stripe`,
+      unsigned('evt_wrong2', `${REPLAY_SECRET.slice(0, -1)}X`),
+    );
+    expect(same.status).toBe(401);
+    expect((await outcomes('stripe')).get('replay_token_invalid')).toBe(2);
+  });
+
+  it('the right token is accepted without a signature and flagged; dedupe is unchanged', async () => {
+    const first = await post(`${gateway.url}/webhooks/stripe`, unsigned('evt_replayed', REPLAY_SECRET));
+    expect(first.status, JSON.stringify(first.json)).toBe(200);
+    expect(first.json).toMatchObject({ status: 'accepted', event_id: 'evt_replayed' });
+    const stored = await row('stripe', 'evt_replayed');
+    expect(stored?.received_via).toBe('replay_token');
+    expect(JSON.stringify(stored?.headers)).not.toContain(REPLAY_SECRET);
+    const again = await post(`${gateway.url}/webhooks/stripe`, unsigned('evt_replayed', REPLAY_SECRET));
+    expect(again.json).toMatchObject({ status: 'duplicate' });
+    // The older secret in the list works too (rotation).
+    const older = await post(
+      `${gateway.url}/webhooks/stripe`,
+      unsigned('evt_older', 'an-older-replay-secret-xyz'),
+    );
+    expect(older.status).toBe(200);
+    // A signed delivery is not flagged.
+    const signed = stripeEvent(STRIPE_SECRET, { eventId: 'evt_signed' });
+    expect((await post(`${gateway.url}/webhooks/stripe`, signed)).status).toBe(200);
+    expect((await row('stripe', 'evt_signed'))?.received_via).toBeNull();
+  });
+
+  it('without a replay secret the header is ignored and the signature is required', async () => {
+    const reply = await post(`${gateway.url}/webhooks/plain`, unsigned('evt_plain', REPLAY_SECRET));
+    expect(reply.status).toBe(401);
+    expect(reply.json).toMatchObject({ error: 'signature_missing' });
+    expect(await row('plain', 'evt_plain')).toBeUndefined();
+    const signed = stripeEvent(STRIPE_SECRET, { eventId: 'evt_plain_signed' });
+    const accepted = await post(`${gateway.url}/webhooks/plain`, {
+      body: signed.body,
+      headers: { ...signed.headers, 'x-hookgate-replay-token': 'whatever' },
+    });
+    expect(accepted.status).toBe(200);
+    expect((await row('plain', 'evt_plain_signed'))?.received_via).toBeNull();
+  });
+});
