@@ -135,6 +135,7 @@ export async function receive(
     // The id came from an unsigned header: the same signed body under another id is a replay.
     bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
+    dedupe: endpoint.config.dedupe,
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';

@@ -100,6 +100,14 @@ const endpointSchema = z
         message: 'hmac endpoints need hmac.eventIdHeader or extract.eventId to find the event id',
       });
     }
+    // A sync endpoint applies inside the request; a re-dispatch would go to the queue instead.
+    if (endpoint.dedupe === 'observe' && endpoint.mode === 'sync') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['dedupe'],
+        message: 'observe is only available with mode: async',
+      });
+    }
     const options = handlerOptionsSchema(endpoint.handler)?.safeParse(endpoint.options ?? {});
     for (const issue of options?.success === false ? options.error.issues : []) {
       if (issue.code === 'unrecognized_keys') {

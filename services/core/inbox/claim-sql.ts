@@ -37,3 +37,14 @@ export const COUNT_DELIVERIES = `
     FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate)
   ON CONFLICT (endpoint, minute, shard) DO UPDATE
      SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate`;
+
+/**
+ * `dedupe: observe`: a duplicate of a settled event is dispatched again, as requeue does (row
+ * back to pending, attempts carried over, then a fresh job). A duplicate of an event still
+ * pending is already on its way: nothing to do.
+ */
+export const REDISPATCH_SETTLED_ROWS = `
+  UPDATE hookgate.inbox
+     SET status = 'pending', requeued_attempts = attempts, processed_at = NULL
+   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status IN ('processed', 'ignored', 'stale')
+  RETURNING event_id`;

@@ -4,7 +4,12 @@ import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { sendApplyJobs } from '../queue/apply-jobs.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
-import { CLAIM_INBOX_ROWS, COUNT_DELIVERIES, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
+import {
+  CLAIM_INBOX_ROWS,
+  COUNT_DELIVERIES,
+  REDISPATCH_SETTLED_ROWS,
+  UNCLAIM_INBOX_ROWS,
+} from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {
@@ -18,6 +23,8 @@ export interface Claim {
   readonly bodyDigest?: Buffer | null;
   /** Set when the row did not come as a signed provider delivery (migration 0006). */
   readonly receivedVia?: 'replay_token' | 'api_replay' | null;
+  /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
+  readonly dedupe?: 'enforce' | 'observe';
 }
 
 export type ClaimOutcome = 'accepted' | 'duplicate';
@@ -195,6 +202,7 @@ export async function claimBatch(
       return { ok: true, outcome: 'duplicate' };
     });
     await countDeliveries(client, claims, results);
+    await redispatchObserved(boss, client, claims, results);
     await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
     return results;
   } catch (error) {
@@ -237,4 +245,37 @@ async function countDeliveries(
     endpoints.map((endpoint) => counts.get(endpoint)!.accepted),
     endpoints.map((endpoint) => counts.get(endpoint)!.duplicate),
   ]);
+}
+
+/**
+ * `dedupe: observe`: duplicates of settled events get a fresh apply job in the claim's
+ * transaction. The row lock is taken before the job is sent, so a job that is still running
+ * has either committed (its job is finished and replaced) or will find the row pending and
+ * apply it: either way the duplicate is dispatched once more.
+ */
+async function redispatchObserved(
+  boss: PgBoss,
+  client: pg.PoolClient,
+  claims: readonly Claim[],
+  results: readonly ClaimResult[],
+): Promise<void> {
+  const byEndpoint = new Map<string, Set<string>>();
+  results.forEach((result, index) => {
+    const claim = claims[index]!;
+    if (!result.ok || result.outcome !== 'duplicate' || claim.dedupe !== 'observe') return;
+    const ids = byEndpoint.get(claim.endpoint) ?? new Set<string>();
+    ids.add(claim.event.eventId);
+    byEndpoint.set(claim.endpoint, ids);
+  });
+  for (const endpoint of [...byEndpoint.keys()].sort()) {
+    const ids = [...byEndpoint.get(endpoint)!].sort();
+    const reset = await client.query<{ event_id: string }>(REDISPATCH_SETTLED_ROWS, [endpoint, ids]);
+    if (reset.rows.length > 0)
+      await sendApplyJobs(
+        boss,
+        client,
+        endpoint,
+        reset.rows.map((row) => row.event_id),
+      );
+  }
 }
