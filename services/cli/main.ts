@@ -9,6 +9,7 @@ import { HookgateError } from '../core/errors.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
+import { replayCommand } from './commands/replay.ts';
 import { requeueCommand } from './commands/requeue.ts';
 import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
@@ -188,6 +189,27 @@ addConfigOption(
     ]),
   )
   .action((options: unknown) => requeueCommand(options));
+
+addConfigOption(
+  program
+    .command('replay')
+    .description(
+      "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub) through the claim",
+    )
+    .requiredOption('--endpoint <name>', 'endpoint to fill (its replay settings say where from)')
+    .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
+    .option('--until <when>', 'end of the window (default now)')
+    .option('--dry-run', 'count what is missing; store nothing')
+    .option('--json', 'print the result as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'STRIPE_API_KEY=rk_live_… hookgate replay --endpoint stripe --since 2026-11-30T02:00:00Z --until 2026-11-30T04:00:00Z --dry-run',
+      'GITHUB_TOKEN=… hookgate replay --endpoint github --since 6h',
+    ]),
+  )
+  .action((options: unknown) => replayCommand(options));
 
 addConfigOption(
   program

@@ -19,6 +19,7 @@ const USAGE_CODES = new Set([
   'env_invalid',
   'database_url_invalid',
   'database_missing',
+  'credentials_missing',
   'nothing_changed',
 ]);
 

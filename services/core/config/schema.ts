@@ -35,6 +35,24 @@ const handlerSchema = z
     'must be record, project, forward, billing, module:<path> or sql:<statement>',
   );
 
+const envName = z
+  .string()
+  .regex(/^[A-Z_][A-Z0-9_]*$/, 'must be an environment variable name such as STRIPE_API_KEY');
+
+const replaySchema = z.strictObject({
+  /** API root: https://api.stripe.com / https://api.github.com by default (a proxy or a test fake otherwise). */
+  apiBase: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  /** The environment variable holding the API credential (default STRIPE_API_KEY / GITHUB_TOKEN). */
+  credentialEnv: envName.optional(),
+  /** GitHub: the repository whose webhook delivered this endpoint's events, as owner/repo. */
+  repository: z
+    .string()
+    .regex(/^[\w.-]+\/[\w.-]+$/, 'must be owner/repo')
+    .optional(),
+  /** GitHub: that webhook's id (repository settings → Webhooks, or the X-GitHub-Hook-ID header). */
+  hookId: z.number().int().positive().optional(),
+});
+
 const endpointSchema = z
   .strictObject({
     provider: z.enum(PROVIDER_NAMES),
@@ -62,6 +80,8 @@ const endpointSchema = z
      * existing receiver before switching to `enforce`.
      */
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
+    /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
+    replay: replaySchema.optional(),
   })
   // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
   // every problem; the fields they read may then be invalid, hence the type checks.
@@ -99,6 +119,22 @@ const endpointSchema = z
         path: ['hmac', 'eventIdHeader'],
         message: 'hmac endpoints need hmac.eventIdHeader or extract.eventId to find the event id',
       });
+    }
+    if (endpoint.replay && typeof endpoint.replay === 'object') {
+      if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay'],
+          message: 'is available for stripe and github endpoints',
+        });
+      }
+      if (endpoint.provider === 'github' && (!endpoint.replay.repository || !endpoint.replay.hookId)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay'],
+          message: 'needs repository (owner/repo) and hookId for a github endpoint',
+        });
+      }
     }
     // A sync endpoint applies inside the request; a re-dispatch would go to the queue instead.
     if (endpoint.dedupe === 'observe' && endpoint.mode === 'sync') {

@@ -232,7 +232,8 @@ async function countDeliveries(
 ): Promise<void> {
   const counts = new Map<string, { accepted: number; duplicate: number }>();
   results.forEach((result, index) => {
-    if (!result.ok) return;
+    // Events pulled back from a provider's API by `hookgate replay` are not deliveries.
+    if (!result.ok || claims[index]!.receivedVia === 'api_replay') return;
     const endpoint = claims[index]!.endpoint;
     const count = counts.get(endpoint) ?? { accepted: 0, duplicate: 0 };
     count[result.outcome] += 1;

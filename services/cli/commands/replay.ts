@@ -1,0 +1,121 @@
+import { z } from 'zod';
+import type { EndpointConfig } from '../../core/config/schema.ts';
+import { HookgateError } from '../../core/errors.ts';
+import { createLogger } from '../../core/logging.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { githubReplaySource } from '../../core/replay/github.ts';
+import { checkWindow, replayEvents } from '../../core/replay/run.ts';
+import { stripeReplaySource } from '../../core/replay/stripe.ts';
+import type { ReplaySource } from '../../core/replay/types.ts';
+import { withCommandPool, withCommandQueue } from '../database.ts';
+import { printJson } from '../support/format.ts';
+import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
+import { progressBar } from '../support/progress.ts';
+
+export const replayOptionsSchema = z.strictObject({
+  endpoint: endpointName,
+  since: pointInTime('--since'),
+  until: pointInTime('--until').optional(),
+  dryRun: z.boolean().optional(),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
+
+const DEFAULTS = {
+  stripe: { apiBase: 'https://api.stripe.com', credentialEnv: 'STRIPE_API_KEY' },
+  github: { apiBase: 'https://api.github.com', credentialEnv: 'GITHUB_TOKEN' },
+} as const;
+
+/** The provider API an endpoint's events can be pulled back from, with its credential. */
+export function replaySourceFor(
+  name: string,
+  endpoint: EndpointConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): ReplaySource {
+  if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
+    throw new HookgateError(
+      'usage_invalid',
+      `Endpoint ${name} uses ${endpoint.provider}: replay pulls events from the Stripe and GitHub APIs only.`,
+    );
+  }
+  const defaults = DEFAULTS[endpoint.provider];
+  const credentialEnv = endpoint.replay?.credentialEnv ?? defaults.credentialEnv;
+  const credential = env[credentialEnv]?.trim();
+  if (!credential) {
+    throw new HookgateError(
+      'credentials_missing',
+      `Set ${credentialEnv} to an API key that can read ${endpoint.provider === 'stripe' ? 'events' : "the repository's webhook deliveries"} (endpoints.${name}.replay.credentialEnv names another variable).`,
+    );
+  }
+  const apiBase = endpoint.replay?.apiBase ?? defaults.apiBase;
+  if (endpoint.provider === 'stripe') return stripeReplaySource({ apiKey: credential, apiBase });
+  const { repository, hookId } = endpoint.replay ?? {};
+  if (!repository || !hookId) {
+    throw new HookgateError(
+      'config_invalid',
+      `endpoints.${name}.replay needs repository (owner/repo) and hookId to find the webhook's deliveries.`,
+    );
+  }
+  return githubReplaySource({ token: credential, apiBase, repository, hookId });
+}
+
+/**
+ * `hookgate replay`: fills the gap an outage left by pulling the window's events from the
+ * provider's API through the gateway's claim. What is there already is absorbed.
+ */
+export async function replayCommand(raw: unknown): Promise<void> {
+  const options = replayOptionsSchema.parse(raw);
+  const config = commandConfig(options.config, true)!;
+  requireEndpoint(config, options.endpoint);
+  const endpoint = config.endpoints[options.endpoint]!;
+  const window = { since: options.since, until: options.until ?? new Date() };
+  checkWindow(window);
+  const source = replaySourceFor(options.endpoint, endpoint);
+  const logger = createLogger(undefined, 2);
+  process.stderr.write(
+    `hookgate: replaying ${options.endpoint} from ${source.description}, ${window.since.toISOString()} to ${window.until.toISOString()}${options.dryRun ? ' (dry run)' : ''}\n`,
+  );
+  const progress = progressBar('fetched');
+  let report: Awaited<ReturnType<typeof replayEvents>>;
+  try {
+    let previous = 0;
+    const onPage = (fetched: number) => {
+      progress.advance(fetched - previous);
+      previous = fetched;
+    };
+    report = options.dryRun
+      ? await withCommandPool('replay', 60_000, (pool) =>
+          replayEvents(pool, null, options.endpoint, endpoint, source, window, { dryRun: true, onPage }),
+        )
+      : await withCommandQueue('replay', 60_000, logger, async (pool, boss) => {
+          await ensureQueues(
+            boss,
+            [options.endpoint],
+            retryPolicyFrom(config.worker),
+            outboxPolicyFrom(config.relay),
+          );
+          return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, { onPage });
+        });
+  } finally {
+    progress.stop();
+  }
+  if (options.json) {
+    printJson({
+      endpoint: options.endpoint,
+      since: window.since.toISOString(),
+      until: window.until.toISOString(),
+      dry_run: options.dryRun === true,
+      fetched: report.fetched,
+      new: report.new,
+      already_present: report.alreadyPresent,
+      unusable: report.unusable,
+      problems: report.problems,
+    });
+  } else {
+    const verb = options.dryRun ? 'would be stored' : 'stored and queued';
+    process.stdout.write(
+      `Fetched ${report.fetched} event(s): ${report.new} new (${verb}), ${report.alreadyPresent} already present${report.unusable ? `, ${report.unusable} unusable (${report.problems[0]})` : ''}.\n`,
+    );
+  }
+  if (report.unusable > 0) process.exitCode = 1;
+}

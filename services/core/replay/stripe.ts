@@ -1,0 +1,74 @@
+import Stripe from 'stripe';
+import { HookgateError } from '../errors.ts';
+import { type RetryOptions, retryAfterMs, withRateLimitRetries } from './rate-limit.ts';
+import type { FetchedEvent, ReplaySource, ReplayWindow } from './types.ts';
+
+export interface StripeReplaySettings {
+  readonly apiKey: string;
+  /** `https://api.stripe.com` or a local fake. */
+  readonly apiBase: string;
+  readonly pageSize?: number;
+  readonly retry?: RetryOptions;
+}
+
+function rateLimited(error: unknown) {
+  if (!(error instanceof Stripe.errors.StripeError) || error.statusCode !== 429) return null;
+  const headers = (error.headers ?? {}) as Record<string, string | undefined>;
+  return { waitMs: retryAfterMs(headers['retry-after']) ?? 0 };
+}
+
+/**
+ * Stripe's `events.list` over `created` bounds, newest first, paged with `starting_after` while
+ * `has_more`, through the official client. An event object is what Stripe's webhook body is.
+ */
+export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource {
+  const base = new URL(settings.apiBase);
+  const stripe = new Stripe(settings.apiKey, {
+    protocol: base.protocol === 'http:' ? 'http' : 'https',
+    host: base.hostname,
+    port: base.port || (base.protocol === 'http:' ? 80 : 443),
+    timeout: 30_000,
+    // Network errors and 5xx: the client's own retries. 429: waited out below.
+    maxNetworkRetries: 2,
+    telemetry: false,
+  });
+  const limit = settings.pageSize ?? 100;
+  return {
+    description: `Stripe events.list at ${base.origin}`,
+    async *pages(window: ReplayWindow) {
+      const created = {
+        gte: Math.floor(window.since.getTime() / 1000),
+        lt: Math.ceil(window.until.getTime() / 1000),
+      };
+      let startingAfter: string | undefined;
+      for (;;) {
+        const page = await withRateLimitRetries(
+          'Stripe events.list',
+          () =>
+            stripe.events.list({
+              created,
+              limit,
+              ...(startingAfter ? { starting_after: startingAfter } : {}),
+            }),
+          rateLimited,
+          settings.retry,
+        ).catch((error: unknown) => {
+          if (error instanceof HookgateError) throw error;
+          throw new HookgateError(
+            'replay_fetch_failed',
+            `Stripe events.list at ${base.origin} failed: ${(error as Error).message}`,
+            { cause: error },
+          );
+        });
+        const events: FetchedEvent[] = page.data.map((event) => ({
+          body: JSON.stringify(event),
+          headers: {},
+        }));
+        yield events;
+        const last = page.data.at(-1);
+        if (!page.has_more || !last) return;
+        startingAfter = last.id;
+      }
+    },
+  };
+}
