@@ -59,7 +59,7 @@ export async function replayEvents(
         body = undefined;
       }
       const identity = body === undefined ? null : provider.identify({ headers: item.headers, body });
-      if (!identity || !identity.ok || !('event' in identity)) {
+      if (!identity?.ok || !('event' in identity)) {
         unusable += 1;
         if (problems.length < 20)
           problems.push(
