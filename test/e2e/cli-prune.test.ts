@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { runHookgate } from '../support/process.ts';
+
+// `hookgate prune`: a dry run counts and deletes nothing; a window under 3 days needs --force;
+// pending, parked and dead rows are never deleted whatever their age.
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  for (const status of ['processed', 'ignored', 'stale', 'pending', 'parked', 'dead']) {
+    for (const [suffix, days] of [
+      ['old', 40],
+      ['two_days', 2],
+      ['new', 0],
+    ] as const) {
+      await db.pool.query(
+        `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
+         VALUES ('ep', $1, 'stripe', 't', '{}', $2, now() - make_interval(days => $3))`,
+        [`${status}_${suffix}`, status, days],
+      );
+    }
+  }
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+const env = () => ({ DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+const jsonOf = (output: string) => JSON.parse(output.slice(output.indexOf('{')));
+const ids = async () =>
+  (
+    await db.pool.query<{ event_id: string }>('SELECT event_id FROM hookgate.inbox ORDER BY event_id')
+  ).rows.map((row) => row.event_id);
+
+describe('hookgate prune', () => {
+  it('--dry-run counts what would go and deletes nothing', async () => {
+    const before = await ids();
+    const run = await runHookgate(['prune', '--older-than', '30d', '--dry-run', '--json'], { env: env() });
+    expect(run.code, run.output).toBe(0);
+    expect(jsonOf(run.output)).toEqual({ dry_run: true, inbox_rows: 3, deliveries: 0 });
+    expect(await ids()).toEqual(before);
+  });
+
+  it('refuses a window under 3 days without --force (exit 2), and with it keeps every unsettled row', async () => {
+    const refused = await runHookgate(['prune', '--older-than', '1d'], { env: env() });
+    expect(refused.code).toBe(2);
+    expect(refused.output).toMatch(/--older-than: is under 3d.*--force/);
+    const forced = await runHookgate(['prune', '--older-than', '1d', '--force', '--batch', '100', '--json'], {
+      env: env(),
+    });
+    expect(forced.code, forced.output).toBe(0);
+    expect(jsonOf(forced.output)).toEqual({ inbox_rows: 6, deliveries: 0 });
+    expect(await ids()).toEqual(
+      [
+        'dead_new',
+        'dead_old',
+        'dead_two_days',
+        'ignored_new',
+        'parked_new',
+        'parked_old',
+        'parked_two_days',
+        'pending_new',
+        'pending_old',
+        'pending_two_days',
+        'processed_new',
+        'stale_new',
+      ].sort(),
+    );
+    const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
+    expect(human.output).toMatch(/Deleted 0 settled inbox row\(s\) and 0 delivered downstream effect\(s\)\./);
+  });
+});
