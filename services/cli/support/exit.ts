@@ -20,6 +20,10 @@ const USAGE_CODES = new Set([
   'database_url_invalid',
   'database_missing',
   'credentials_missing',
+  // verify's --sent file: the input the command was given is wrong.
+  'sent_file_invalid',
+  'sent_file_unreadable',
+  'sent_file_empty',
   'nothing_changed',
 ]);
 
