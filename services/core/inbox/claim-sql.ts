@@ -32,9 +32,17 @@ export const UNCLAIM_INBOX_ROWS = `
  * sharing a shard lock the same rows in the same order and cannot deadlock.
  */
 export const COUNT_DELIVERIES = `
+  WITH durability AS (
+    -- $4: the transaction wrote nothing but these counts (a batch of duplicates). Its COMMIT
+    -- then need not wait for the WAL flush: a crash loses at most a moment of counts, never an
+    -- event, and a duplicate stays as cheap as a read. Otherwise the setting is left as it is.
+    SELECT set_config('synchronous_commit',
+                      CASE WHEN $4::boolean THEN 'off' ELSE current_setting('synchronous_commit') END,
+                      true)
+  )
   INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
   SELECT endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, accepted, duplicate
-    FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate)
+    FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate), durability
   ON CONFLICT (endpoint, minute, shard) DO UPDATE
      SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate`;
 

@@ -201,8 +201,8 @@ export async function claimBatch(
       }
       return { ok: true, outcome: 'duplicate' };
     });
-    await countDeliveries(client, claims, results);
-    await redispatchObserved(boss, client, claims, results);
+    const redispatched = await redispatchObserved(boss, client, claims, results);
+    await countDeliveries(client, claims, results, kept.length === 0 && redispatched === 0);
     await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
     return results;
   } catch (error) {
@@ -224,11 +224,15 @@ async function insertRows(client: pg.PoolClient, claims: readonly Claim[]): Prom
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
 
-/** Adds the batch's answered deliveries to the per-minute counts, in the claim's transaction. */
+/**
+ * Adds the batch's answered deliveries to the per-minute counts, in the claim's transaction.
+ * `countsOnly`: nothing else was written (all duplicates), so the commit may skip the WAL flush.
+ */
 async function countDeliveries(
   client: pg.PoolClient,
   claims: readonly Claim[],
   results: readonly ClaimResult[],
+  countsOnly: boolean,
 ): Promise<void> {
   const counts = new Map<string, { accepted: number; duplicate: number }>();
   results.forEach((result, index) => {
@@ -245,6 +249,7 @@ async function countDeliveries(
     endpoints,
     endpoints.map((endpoint) => counts.get(endpoint)!.accepted),
     endpoints.map((endpoint) => counts.get(endpoint)!.duplicate),
+    countsOnly,
   ]);
 }
 
@@ -259,7 +264,7 @@ async function redispatchObserved(
   client: pg.PoolClient,
   claims: readonly Claim[],
   results: readonly ClaimResult[],
-): Promise<void> {
+): Promise<number> {
   const byEndpoint = new Map<string, Set<string>>();
   results.forEach((result, index) => {
     const claim = claims[index]!;
@@ -268,9 +273,11 @@ async function redispatchObserved(
     ids.add(claim.event.eventId);
     byEndpoint.set(claim.endpoint, ids);
   });
+  let redispatched = 0;
   for (const endpoint of [...byEndpoint.keys()].sort()) {
     const ids = [...byEndpoint.get(endpoint)!].sort();
     const reset = await client.query<{ event_id: string }>(REDISPATCH_SETTLED_ROWS, [endpoint, ids]);
+    redispatched += reset.rows.length;
     if (reset.rows.length > 0)
       await sendApplyJobs(
         boss,
@@ -279,4 +286,5 @@ async function redispatchObserved(
         reset.rows.map((row) => row.event_id),
       );
   }
+  return redispatched;
 }
