@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { HookgateError } from '../../core/errors.ts';
-import { previewRequeue, requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
+import { countRequeue, previewRequeue, requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
@@ -95,8 +95,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       ids = await requeueOrphans(pool, boss, options.endpoint, options.limit);
     } else {
       const progress = progressBar('requeue');
-      const total = await previewRequeue(pool, request);
-      progress.total(total.length);
+      if (process.stderr.isTTY) progress.total(await countRequeue(pool, request));
       try {
         ids = await requeue(pool, boss, { ...request, onChunk: (moved) => progress.advance(moved) });
       } finally {

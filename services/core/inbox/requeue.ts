@@ -20,6 +20,14 @@ const PREVIEW_REQUEUE = `
    ORDER BY received_at, event_id
    LIMIT $4`;
 
+/** How many events a requeue would move now (the progress bar's total). */
+const COUNT_REQUEUE = `
+  SELECT count(*)::bigint AS n FROM (
+    SELECT 1 FROM hookgate.inbox
+     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
+     LIMIT $4
+  ) matching`;
+
 /**
  * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply
  * counts on from them). Rows are locked, so a requeue cannot race a dead-letter settle.
@@ -74,6 +82,12 @@ export interface RequeueCandidate {
   readonly attempts: number;
   readonly last_error: string | null;
   readonly received_at: Date;
+}
+
+export async function countRequeue(pool: pg.Pool, request: RequeueRequest): Promise<number> {
+  const limit = request.limit ?? 1_000_000;
+  const result = await pool.query<{ n: string }>(COUNT_REQUEUE, requeueParams(request, limit));
+  return Number(result.rows[0]?.n ?? 0);
 }
 
 /** The events `requeue` would move now, oldest first; changes nothing. */
