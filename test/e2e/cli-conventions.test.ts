@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,7 +8,7 @@ import { targetUrl } from '../../services/cli/commands/send-test.ts';
 import { classify } from '../../services/cli/support/exit.ts';
 import { age, table } from '../../services/cli/support/format.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { ROOT, runHookgate } from '../support/process.ts';
+import { CLI, ROOT, runHookgate } from '../support/process.ts';
 import { workerConfigDocument } from '../support/worker-harness.ts';
 
 // One convention for every command: exit 0 ok, 1 operational failure, 2 bad usage, each failure
@@ -137,6 +138,38 @@ describe('which database', () => {
     expect(ledger.rows[0].t).toBeNull();
     const current = await runHookgate(['migrate', '--dry-run'], { env: { DATABASE_URL: db.url } });
     expect(current.output).toMatch(/is up to date; nothing to apply/);
+  });
+});
+
+/** stdout and stderr apart, to prove stdout holds the result alone. */
+function runSeparately(args: readonly string[], env: Record<string, string>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (error, stdout, stderr) =>
+        resolve({ code: error ? Number((error as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
+describe('stdout is the result', () => {
+  it.each([
+    [['stats', '--json']],
+    [['events', 'list', '--json']],
+    [['requeue', '--endpoint', 'demo', '--dry-run', '--json']],
+    [['prune', '--dry-run', '--json']],
+    [['migrate', '--dry-run', '--json']],
+  ])('hookgate %j | jq works, with LOG_LEVEL=debug', async (args) => {
+    const run = await runSeparately(args, {
+      DATABASE_URL: db.url,
+      HOOKGATE_CONFIG: configFile,
+      LOG_LEVEL: 'debug',
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(() => JSON.parse(run.stdout)).not.toThrow();
+    expect(run.stderr).toMatch(/hookgate: using PostgreSQL at/);
   });
 });
 
