@@ -8,6 +8,12 @@ let db: TestDatabase;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  await db.pool.query(
+    `INSERT INTO hookgate.delivery_counts (endpoint, minute, shard, accepted, duplicate)
+     VALUES ('ep', date_trunc('minute', now() - interval '40 days'), 0, 5, 1),
+            ('ep', date_trunc('minute', now() - interval '2 days'), 0, 5, 1),
+            ('ep', date_trunc('minute', now()), 0, 5, 1)`,
+  );
   for (const status of ['processed', 'ignored', 'stale', 'pending', 'parked', 'dead']) {
     for (const [suffix, days] of [
       ['old', 40],
@@ -39,7 +45,12 @@ describe('hookgate prune', () => {
     const before = await ids();
     const run = await runHookgate(['prune', '--older-than', '30d', '--dry-run', '--json'], { env: env() });
     expect(run.code, run.output).toBe(0);
-    expect(jsonOf(run.output)).toEqual({ dry_run: true, inbox_rows: 3, deliveries: 0 });
+    expect(jsonOf(run.output)).toEqual({
+      dry_run: true,
+      inbox_rows: 3,
+      deliveries: 0,
+      delivery_count_rows: 1,
+    });
     expect(await ids()).toEqual(before);
   });
 
@@ -51,7 +62,9 @@ describe('hookgate prune', () => {
       env: env(),
     });
     expect(forced.code, forced.output).toBe(0);
-    expect(jsonOf(forced.output)).toEqual({ inbox_rows: 6, deliveries: 0 });
+    expect(jsonOf(forced.output)).toEqual({ inbox_rows: 6, deliveries: 0, delivery_count_rows: 2 });
+    const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
+    expect(countsLeft.rows[0].n).toBe(1);
     expect(await ids()).toEqual(
       [
         'dead_new',
@@ -69,6 +82,8 @@ describe('hookgate prune', () => {
       ].sort(),
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
-    expect(human.output).toMatch(/Deleted 0 settled inbox row\(s\) and 0 delivered downstream effect\(s\)\./);
+    expect(human.output).toMatch(
+      /Deleted 0 settled inbox row\(s\), 0 delivered downstream effect\(s\) and 0 per-minute delivery count row\(s\)\./,
+    );
   });
 });

@@ -6,6 +6,24 @@ import { printJson } from '../support/format.ts';
 import { progressBar } from '../support/progress.ts';
 
 const DAY = 86_400_000;
+
+/**
+ * The per-minute delivery counts behind `stats`' duplicate rate (migration 0006) go with the
+ * inbox window: the rate is only ever read over windows the inbox still covers. Bounded
+ * statements, oldest first, through the primary key's leading columns.
+ */
+export const PRUNE_DELIVERY_COUNTS = `
+  DELETE FROM hookgate.delivery_counts c
+   USING (
+     SELECT endpoint, minute, shard FROM hookgate.delivery_counts
+      WHERE minute < now() - make_interval(secs => $1::double precision)
+      LIMIT $2
+   ) old
+   WHERE c.endpoint = old.endpoint AND c.minute = old.minute AND c.shard = old.shard`;
+
+const COUNT_DELIVERY_COUNTS = `
+  SELECT count(*)::bigint AS n FROM hookgate.delivery_counts
+   WHERE minute < now() - make_interval(secs => $1::double precision)`;
 /** Stripe retries for 3 days: a pruned id is no longer deduplicated, so shorter needs --force. */
 const MIN_WINDOW = 3 * DAY;
 
@@ -40,13 +58,22 @@ export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
   await withCommandPool('prune', 300_000, async (pool) => {
     const windows = { inboxOlderThanMs: options.olderThan, deliveriesOlderThanMs: options.outboxOlderThan };
+    const seconds = options.olderThan / 1000;
     if (options.dryRun) {
       const would = await countPrunable(pool, windows);
+      const counts = Number(
+        (await pool.query<{ n: string }>(COUNT_DELIVERY_COUNTS, [seconds])).rows[0]?.n ?? 0,
+      );
       if (options.json)
-        printJson({ dry_run: true, inbox_rows: would.inboxRows, deliveries: would.deliveries });
+        printJson({
+          dry_run: true,
+          inbox_rows: would.inboxRows,
+          deliveries: would.deliveries,
+          delivery_count_rows: counts,
+        });
       else
         process.stdout.write(
-          `Would delete ${would.inboxRows} settled inbox row(s) and ${would.deliveries} delivered downstream effect(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
@@ -61,10 +88,17 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     } finally {
       progress.stop();
     }
-    if (options.json) printJson({ inbox_rows: report.inboxRows, deliveries: report.deliveries });
+    let counts = 0;
+    for (;;) {
+      const deleted = (await pool.query(PRUNE_DELIVERY_COUNTS, [seconds, options.batch])).rowCount ?? 0;
+      counts += deleted;
+      if (deleted < options.batch) break;
+    }
+    if (options.json)
+      printJson({ inbox_rows: report.inboxRows, deliveries: report.deliveries, delivery_count_rows: counts });
     else
       process.stdout.write(
-        `Deleted ${report.inboxRows} settled inbox row(s) and ${report.deliveries} delivered downstream effect(s).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s).\n`,
       );
   });
 }
