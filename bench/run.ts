@@ -1,12 +1,13 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,pgbench picks scenarios (default: all). Each writes
+// BENCH_SCENARIOS=ingest,apply,pgbench,bytes picks scenarios (default: all). Each writes
 // bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { applyScenario, renderApply } from './apply.ts';
+import { bytesScenario, renderBytes } from './bytes.ts';
 import { ingestScenario, renderIngest } from './ingest.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
@@ -16,7 +17,7 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench,bytes'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -33,6 +34,9 @@ const settings = z
       .default('1,20,100')
       .transform((text) => text.split(',').map(Number))
       .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
+    /** bytes: arrivals sent (duplicates included) and their rate. */
+    BENCH_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(6_000),
+    BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
   })
   .parse(process.env);
 
@@ -79,6 +83,17 @@ const scenarios: Scenario[] = [
         batches: settings.BENCH_PGBENCH_BATCHES,
       });
       return { lines: renderPgbench(report), report };
+    },
+  },
+  {
+    name: 'bytes',
+    run: async (database) => {
+      const report = await bytesScenario(database, {
+        arrivals: settings.BENCH_BYTES_ARRIVALS,
+        rate: settings.BENCH_BYTES_RATE,
+        connections: settings.BENCH_CONNECTIONS,
+      });
+      return { lines: renderBytes(report), report };
     },
   },
 ];
