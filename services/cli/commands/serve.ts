@@ -133,6 +133,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
     max: runsWorker ? 6 : 2,
     supervise: runsWorker,
     superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
+    maintenanceIntervalSeconds: Math.round(config.worker.maintenanceInterval / 1000),
     applicationName: `hookgate-${options.role}-queue`,
   });
   boss.on('error', (error) => logger.error({ err: error }, 'queue error'));
