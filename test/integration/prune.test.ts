@@ -76,7 +76,9 @@ describe('prune in bounded batches', () => {
     const counts = await pruneInbox(db.pool, {
       olderThan: 30 * DAY,
       batchSize: 3,
-      onBatch: (progress) => batches.push(progress),
+      onBatch: (progress) => {
+        batches.push(progress);
+      },
     });
     expect(counts).toEqual({ rows: 8, batches: 3, dryRun: false });
     expect(batches).toEqual([
@@ -97,7 +99,9 @@ describe('prune in bounded batches', () => {
       olderThan: 30 * DAY,
       batchSize: 2,
       dryRun: true,
-      onBatch: (p) => seen.push(p),
+      onBatch: (p) => {
+        seen.push(p);
+      },
     });
     expect(counts).toEqual({ rows: 4, batches: 0, dryRun: true });
     expect(seen).toEqual([{ table: 'inbox', deleted: 4, total: 4 }]);
@@ -119,7 +123,9 @@ describe('prune in bounded batches', () => {
     const counts = await pruneDeliveries(db.pool, {
       olderThan: 90 * DAY,
       batchSize: 2,
-      onBatch: (p) => batches.push(p.deleted),
+      onBatch: (p) => {
+        batches.push(p.deleted);
+      },
     });
     expect(counts).toMatchObject({ rows: 5, batches: 3 });
     expect(batches).toEqual([2, 2, 1]);

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 
 // Retention's batch walk, shared by the inbox and the delivery records: bounded statements, each
@@ -12,8 +13,13 @@ export interface PruneOptions {
   readonly batchSize: number;
   /** Count what would be deleted and delete nothing. */
   readonly dryRun?: boolean;
-  /** Called after each batch with the rows it deleted and the running total. */
-  readonly onBatch?: (progress: PruneProgress) => void;
+  /** Called after each batch with the rows it deleted and the running total (awaited). */
+  readonly onBatch?: (progress: PruneProgress) => void | Promise<void>;
+  /**
+   * Pause between batches, ms (default 0). Retention only has to keep up with the ingest rate, so
+   * a paced prune leaves the database's CPU and I/O to the ack path (docs/storage.md).
+   */
+  readonly pauseMs?: number;
 }
 
 export interface PruneProgress {
@@ -57,7 +63,7 @@ export async function pruneInBatches(
   const cutoff = await cutoffFor(db, options.olderThan);
   if (options.dryRun) {
     const rows = (await db.query<{ rows: number }>(sql.count, [cutoff])).rows[0]!.rows;
-    options.onBatch?.({ table, deleted: rows, total: rows });
+    await options.onBatch?.({ table, deleted: rows, total: rows });
     return { rows, batches: 0, dryRun: true };
   }
   let cursor = '-infinity';
@@ -72,8 +78,9 @@ export async function pruneInBatches(
     const { deleted, last } = result.rows[0]!;
     batches += 1;
     total += deleted;
-    options.onBatch?.({ table, deleted, total });
+    await options.onBatch?.({ table, deleted, total });
     if (deleted < options.batchSize || last === null) return { rows: total, batches, dryRun: false };
     cursor = last;
+    if (options.pauseMs) await sleep(options.pauseMs);
   }
 }

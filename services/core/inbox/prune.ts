@@ -56,7 +56,8 @@ export interface PruneRequest {
   /** Rows per statement (each its own short transaction). */
   readonly chunk: number;
   readonly dryRun?: boolean;
-  readonly onBatch?: (progress: PruneProgress) => void;
+  readonly onBatch?: (progress: PruneProgress) => void | Promise<void>;
+  readonly pauseMs?: number;
 }
 
 export interface PruneReport {
@@ -70,6 +71,7 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
     batchSize: request.chunk,
     ...(request.dryRun ? { dryRun: true } : {}),
     ...(request.onBatch ? { onBatch: request.onBatch } : {}),
+    ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
   };
   const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
   const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
