@@ -1,9 +1,9 @@
 // The prune scenario: what retention costs, against how much it deletes and how big the table
 // is. The inbox is filled with generate_series (settled rows spread evenly over 40 days, a Stripe
 // sized payload, 1% dead rows that prune must keep), then `pruneInbox` deletes the oldest 1% and
-// then the next 9%: seconds per million rows deleted, at each table size. Then, on the smallest
-// table, the gateway takes signed deliveries at a fixed rate, alone and while a large
-// prune runs, paced and flat out: the ack p99 of each.
+// then the next 9%: seconds per million rows deleted, at each table size. Then, on the largest
+// table, the gateway takes signed deliveries at a fixed rate, alone and while a prune runs,
+// paced and flat out, in alternating rounds: the ack p99 of each.
 import { availableParallelism, loadavg } from 'node:os';
 import pg from 'pg';
 import { type DriverResult, drive } from '../load/driver/driver.ts';
@@ -49,18 +49,21 @@ export interface PruneTable {
   readonly deadExpected: number;
 }
 
+export interface IngestRound {
+  readonly alone: DriverResult;
+  /** While a prune paced by pauseMs between batches runs, stopped when the load ends. */
+  readonly duringPacedPrune: DriverResult;
+  readonly pacedPrune: PrunePass;
+  /** While a prune runs flat out, stopped when the load ends. */
+  readonly duringPrune: DriverResult;
+  readonly prune: PrunePass;
+}
+
 export interface IngestDuringPrune {
   readonly rate: number;
   readonly seconds: number;
-  readonly alone: DriverResult;
-  /** While a prune paced by pauseMs between batches runs. */
-  readonly duringPacedPrune: DriverResult;
-  readonly pacedPrune: PrunePass;
-  /** While a prune runs flat out. */
-  readonly duringPrune: DriverResult;
-  readonly prune: PrunePass;
-  /** Alone again after both: how much the machine itself drifted. */
-  readonly aloneAgain: DriverResult;
+  readonly tableRows: number;
+  readonly rounds: readonly IngestRound[];
 }
 
 export interface PruneReport {
@@ -125,6 +128,7 @@ async function timedPrune(
   olderThanDays: number,
   batchSize: number,
   pauseMs = 0,
+  signal?: AbortSignal,
 ): Promise<PrunePass> {
   let slowest = 0;
   let last = performance.now();
@@ -133,6 +137,7 @@ async function timedPrune(
     olderThan: olderThanDays * DAY,
     batchSize,
     pauseMs,
+    ...(signal ? { signal } : {}),
     onBatch: () => {
       const now = performance.now();
       slowest = Math.max(slowest, now - last);
@@ -154,6 +159,7 @@ async function ingestDuringPrune(
   url: string,
   pool: pg.Pool,
   settings: PruneSettings,
+  tableRows: number,
 ): Promise<IngestDuringPrune> {
   const stack = await startStack(
     url,
@@ -161,7 +167,8 @@ async function ingestDuringPrune(
     1,
   );
   try {
-    const arrivals = (id: string) =>
+    let run = 0;
+    const arrivals = () =>
       drive({
         baseUrl: stack.gatewayUrl,
         targets: [{ endpoint: 'billing', provider: 'stripe', secret: SECRET }],
@@ -171,28 +178,32 @@ async function ingestDuringPrune(
         maxInFlight: 10_000,
         requestTimeoutMs: 10_000,
         mix: DEFAULT_MIX,
-        run: { id, startedAt: Math.floor(Date.now() / 1000) },
+        run: { id: `ingest${++run}`, startedAt: Math.floor(Date.now() / 1000) },
       });
-    await arrivals('warm');
-    const alone = await arrivals('alone');
-    // 20 days, then 10: the oldest half of what the earlier passes left, then the next quarter.
-    const paced = timedPrune(pool, SPAN_DAYS / 2, settings.batchSize, settings.pauseMs);
-    const duringPacedPrune = await arrivals('paced');
-    const pacedPrune = await paced;
-    const flat = timedPrune(pool, SPAN_DAYS / 4, settings.batchSize);
-    const duringPrune = await arrivals('during');
-    const prune = await flat;
-    const aloneAgain = await arrivals('again');
-    return {
-      rate: settings.rate,
-      seconds: settings.seconds,
-      alone,
-      duringPacedPrune,
-      pacedPrune,
-      duringPrune,
-      prune,
-      aloneAgain,
+    /** The load, with a prune (all settled rows, oldest first) running until the load ends. */
+    const withPrune = async (pauseMs: number) => {
+      const stop = new AbortController();
+      const pruning = timedPrune(pool, 0, settings.batchSize, pauseMs, stop.signal);
+      const load = await arrivals();
+      stop.abort();
+      return { load, prune: await pruning };
     };
+    await arrivals();
+    const rounds: IngestRound[] = [];
+    // Alternating, so drift in the machine's other work falls on every phase alike.
+    for (let round = 0; round < 3; round += 1) {
+      const alone = await arrivals();
+      const paced = await withPrune(settings.pauseMs);
+      const flat = await withPrune(0);
+      rounds.push({
+        alone,
+        duringPacedPrune: paced.load,
+        pacedPrune: paced.prune,
+        duringPrune: flat.load,
+        prune: flat.prune,
+      });
+    }
+    return { rate: settings.rate, seconds: settings.seconds, tableRows, rounds };
   } finally {
     await stack.stop();
   }
@@ -231,7 +242,9 @@ export async function pruneScenario(database: BenchDatabase, settings: PruneSett
         deadKept: await deadPastWindow(),
         deadExpected,
       });
-      if (index === 0 && settings.rate > 0) ingest = await ingestDuringPrune(database.url, pool, settings);
+      if (index === sizes.length - 1 && settings.rate > 0) {
+        ingest = await ingestDuringPrune(database.url, pool, settings, rows);
+      }
     }
     return {
       scenario: 'prune',
@@ -262,16 +275,21 @@ export function renderPrune(report: PruneReport): string[] {
   }
   const i = report.ingest;
   if (i) {
-    const line = (label: string, r: DriverResult) =>
-      `    ${label}: ${r.achievedRate.toFixed(0)} arrivals/s, ack p50 ${r.ackP50Ms.toFixed(1)} ms p99 ${r.ackP99Ms.toFixed(1)} ms max ${r.ackMaxMs.toFixed(0)} ms; non-2xx ${r.non2xx} errors ${r.errors}`;
+    const p99s = (pick: (r: IngestRound) => DriverResult) => i.rounds.map((r) => pick(r).ackP99Ms);
+    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    const line = (label: string, pick: (r: IngestRound) => DriverResult) => {
+      const values = p99s(pick);
+      const failures = i.rounds.reduce((n, r) => n + pick(r).non2xx + pick(r).errors, 0);
+      return `    ${label} ack p99 per round ${values.map((v) => v.toFixed(0)).join(' / ')} ms, median ${median(values).toFixed(0)} ms; p50 median ${median(i.rounds.map((r) => pick(r).ackP50Ms)).toFixed(1)} ms; non-2xx + errors ${failures}`;
+    };
+    const rate = (pick: (r: IngestRound) => PrunePass) =>
+      i.rounds.map((r) => (pick(r).deleted / pick(r).seconds).toFixed(0)).join(' / ');
     lines.push(
-      `  ingest at ${i.rate}/s for ${i.seconds}s on the ${report.tables[0]?.rows} row table (gateway + 1 worker, record handler):`,
-      line('alone                 ', i.alone),
-      line(`during paced prune    `, i.duringPacedPrune),
-      line('during flat-out prune ', i.duringPrune),
-      line('alone again           ', i.aloneAgain),
-      `    paced prune (${s.pauseMs} ms between batches): ${i.pacedPrune.deleted} rows in ${i.pacedPrune.seconds.toFixed(1)} s (${(i.pacedPrune.deleted / i.pacedPrune.seconds).toFixed(0)} rows/s, slowest batch ${i.pacedPrune.slowestBatchMs.toFixed(0)} ms)`,
-      `    flat-out prune: ${i.prune.deleted} rows in ${i.prune.seconds.toFixed(1)} s (${(i.prune.deleted / i.prune.seconds).toFixed(0)} rows/s, slowest batch ${i.prune.slowestBatchMs.toFixed(0)} ms)`,
+      `  ingest at ${i.rate}/s, ${i.seconds}s per phase, 3 rounds of (alone, paced prune, flat-out prune) on the ${i.tableRows} row table (gateway + 1 worker, record handler):`,
+      line('alone           ', (r) => r.alone),
+      line('paced prune     ', (r) => r.duringPacedPrune),
+      line('flat-out prune  ', (r) => r.duringPrune),
+      `    paced prune (${s.pauseMs} ms between batches of ${s.batchSize}) deleted ${rate((r) => r.pacedPrune)} rows/s; flat out ${rate((r) => r.prune)} rows/s; slowest batch ${Math.max(...i.rounds.map((r) => Math.max(r.pacedPrune.slowestBatchMs, r.prune.slowestBatchMs))).toFixed(0)} ms`,
     );
   }
   lines.push(

@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,pgbench,bytes,prune picks scenarios (default: all). Each writes
+// BENCH_SCENARIOS=ingest,apply,pgbench,bytes,prune,soak picks scenarios (default: all). Each writes
 // bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
@@ -12,13 +12,14 @@ import { ingestScenario, renderIngest } from './ingest.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 import { pruneScenario, renderPrune } from './prune.ts';
+import { renderSoak, soakScenario } from './soak.ts';
 
 const settings = z
   .object({
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench,bytes,prune'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench,bytes,prune,soak'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -47,6 +48,13 @@ const settings = z
     BENCH_PRUNE_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
     BENCH_PRUNE_RATE: z.coerce.number().int().min(0).max(10_000).default(300),
     BENCH_PRUNE_PAUSE_MS: z.coerce.number().int().min(0).max(10_000).default(100),
+    /** soak: steady rate and duration; retention windows (seconds) shortened to minutes. */
+    BENCH_SOAK_RATE: z.coerce.number().int().min(1).max(10_000).default(200),
+    BENCH_SOAK_SECONDS: z.coerce.number().int().min(60).max(7_200).default(480),
+    BENCH_SOAK_RETENTION: z.coerce.number().int().min(10).max(86_400).default(120),
+    BENCH_SOAK_JOB_RETENTION: z.coerce.number().int().min(1).max(86_400).default(60),
+    BENCH_SOAK_MAINTENANCE: z.coerce.number().int().min(1).max(86_400).default(30),
+    BENCH_SOAK_PRUNE_EVERY: z.coerce.number().int().min(1).max(86_400).default(30),
   })
   .parse(process.env);
 
@@ -118,6 +126,22 @@ const scenarios: Scenario[] = [
         connections: settings.BENCH_CONNECTIONS,
       });
       return { lines: renderPrune(report), report };
+    },
+  },
+  {
+    name: 'soak',
+    run: async (database) => {
+      const report = await soakScenario(database, {
+        rate: settings.BENCH_SOAK_RATE,
+        seconds: settings.BENCH_SOAK_SECONDS,
+        connections: settings.BENCH_CONNECTIONS,
+        retentionSeconds: settings.BENCH_SOAK_RETENTION,
+        jobRetentionSeconds: settings.BENCH_SOAK_JOB_RETENTION,
+        maintenanceSeconds: settings.BENCH_SOAK_MAINTENANCE,
+        pruneEverySeconds: settings.BENCH_SOAK_PRUNE_EVERY,
+        sampleEverySeconds: 15,
+      });
+      return { lines: renderSoak(report), report };
     },
   },
 ];

@@ -109,6 +109,27 @@ describe('prune in bounded batches', () => {
     expect(left.rows[0]!.n).toBe(5);
   });
 
+  it('stops after the batch in flight when aborted, and pauses between batches', async () => {
+    await db.pool.query('DELETE FROM hookgate.inbox');
+    for (let i = 0; i < 10; i += 1) await row(`stop_${i}`, 'processed', 40 + i);
+    const stop = new AbortController();
+    const started = performance.now();
+    const counts = await pruneInbox(db.pool, {
+      olderThan: 30 * DAY,
+      batchSize: 2,
+      pauseMs: 150,
+      signal: stop.signal,
+      onBatch: ({ total }) => {
+        if (total >= 4) stop.abort();
+      },
+    });
+    expect(counts).toEqual({ rows: 4, batches: 2, dryRun: false });
+    // One pause, between the two batches.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    const left = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM hookgate.inbox');
+    expect(left.rows[0]!.n).toBe(6);
+  });
+
   it('walks delivery records the same way: settled ones only', async () => {
     await db.pool.query('DELETE FROM hookgate.outbox_deliveries');
     await db.pool.query(

@@ -20,6 +20,8 @@ export interface PruneOptions {
    * a paced prune leaves the database's CPU and I/O to the ack path (docs/storage.md).
    */
   readonly pauseMs?: number;
+  /** Aborting stops the run after the batch in flight (each batch commits on its own). */
+  readonly signal?: AbortSignal;
 }
 
 export interface PruneProgress {
@@ -79,7 +81,9 @@ export async function pruneInBatches(
     batches += 1;
     total += deleted;
     await options.onBatch?.({ table, deleted, total });
-    if (deleted < options.batchSize || last === null) return { rows: total, batches, dryRun: false };
+    if (deleted < options.batchSize || last === null || options.signal?.aborted) {
+      return { rows: total, batches, dryRun: false };
+    }
     cursor = last;
     if (options.pauseMs) await sleep(options.pauseMs);
   }

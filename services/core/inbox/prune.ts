@@ -58,6 +58,7 @@ export interface PruneRequest {
   readonly dryRun?: boolean;
   readonly onBatch?: (progress: PruneProgress) => void | Promise<void>;
   readonly pauseMs?: number;
+  readonly signal?: AbortSignal;
 }
 
 export interface PruneReport {
@@ -72,8 +73,10 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
     ...(request.dryRun ? { dryRun: true } : {}),
     ...(request.onBatch ? { onBatch: request.onBatch } : {}),
     ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
+    ...(request.signal ? { signal: request.signal } : {}),
   };
   const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
+  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0 };
   const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
   return { inboxRows: inbox.rows, deliveries: deliveries.rows };
 }
