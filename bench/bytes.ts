@@ -40,6 +40,11 @@ export interface BytesReport {
   readonly events: number;
   /** Jobs per state in pg-boss after the drain (what retention has not yet deleted). */
   readonly jobs: Readonly<Record<string, number>>;
+  /**
+   * Average size of a live row (pg_column_size of the whole row, payload included for the inbox):
+   * what a row takes once the space of its dead versions is reused, without page overhead.
+   */
+  readonly liveRowBytes: Readonly<Record<string, number>>;
   /** Stored size of the verified bodies (pg_column_size of inbox.payload), per event. */
   readonly payloadPerEvent: number;
   readonly tables: readonly TableBytes[];
@@ -120,6 +125,11 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
       `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name LIKE 'hookgate.%' ORDER BY name`,
     );
     const sizes = await tableSizes(db);
+    const live = await db.query<{ inbox: number | null; deliveries: number | null; jobs: number | null }>(
+      `SELECT (SELECT avg(pg_column_size(t.*)) FROM hookgate.inbox t)::float8 AS inbox,
+              (SELECT avg(pg_column_size(t.*)) FROM hookgate.outbox_deliveries t)::float8 AS deliveries,
+              (SELECT avg(pg_column_size(t.*)) FROM pgboss.job t WHERE name LIKE 'hookgate.%')::float8 AS jobs`,
+    );
     const per = (n: number) => n / events;
     const tables = nonEmpty(sizes).map((s) => ({
       table: s.table,
@@ -134,6 +144,11 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
       settings,
       events,
       jobs: Object.fromEntries(jobs.rows.map((r) => [r.state, r.n])),
+      liveRowBytes: {
+        'hookgate.inbox': live.rows[0]?.inbox ?? Number.NaN,
+        'hookgate.outbox_deliveries': live.rows[0]?.deliveries ?? Number.NaN,
+        'pgboss.job': live.rows[0]?.jobs ?? Number.NaN,
+      },
       payloadPerEvent: per(payload),
       tables,
       overheadPerEvent: {
@@ -178,6 +193,9 @@ export function renderBytes(report: BytesReport): string[] {
   const o = report.overheadPerEvent;
   lines.push(
     `  payload (inbox.payload as stored): ${report.payloadPerEvent.toFixed(0)} B per event`,
+    `  average live row (pg_column_size, no page or index overhead): ${Object.entries(report.liveRowBytes)
+      .map(([table, bytes]) => `${table} ${bytes.toFixed(0)} B`)
+      .join(', ')}`,
     `  overhead per event, payload excluded: inbox ${o.inbox.toFixed(0)} B, pg-boss ${o.pgboss.toFixed(0)} B, outbox_deliveries ${o.outboxDeliveries.toFixed(0)} B (billing tables ${o.billing.toFixed(0)} B, the handler's own data)`,
     `  machine: ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`,
   );

@@ -65,6 +65,6 @@ export async function tableSizes(
 }
 
 /** The tables that hold something (pg-boss creates many small bookkeeping tables). */
-export function nonEmpty(sizes: readonly TableSize[], minBytes = 64 * 1024): TableSize[] {
+export function nonEmpty(sizes: readonly TableSize[], minBytes = 256 * 1024): TableSize[] {
   return sizes.filter((s) => s.total >= minBytes);
 }
