@@ -41,7 +41,12 @@ type Group = keyof typeof GROUPS;
 export interface SoakSample {
   readonly atSeconds: number;
   readonly inboxRows: number;
+  /** The backlog: accepted and not yet applied. */
+  readonly pendingRows: number;
   readonly jobs: number;
+  readonly jobStates: Readonly<Record<string, number>>;
+  /** How long ago the oldest completed job still present finished (retention keeping up?). */
+  readonly oldestCompletedJobSeconds: number | null;
   /** Per group: total bytes (heap + TOAST + indexes), index bytes, dead tuples. */
   readonly groups: Readonly<Record<Group, { total: number; indexes: number; dead: number; live: number }>>;
   readonly autovacuums: number;
@@ -85,14 +90,23 @@ async function sample(db: pg.Pool, at: number): Promise<SoakSample> {
       live: mine.reduce((n, s) => n + s.liveTuples, 0),
     };
   }
-  const counts = await db.query<{ inbox: number; jobs: number }>(
+  const counts = await db.query<{ inbox: number; jobs: number; pending: number; oldest: number | null }>(
     `SELECT (SELECT count(*) FROM hookgate.inbox)::int AS inbox,
-            (SELECT count(*) FROM pgboss.job WHERE name LIKE 'hookgate.%')::int AS jobs`,
+            (SELECT count(*) FROM hookgate.inbox WHERE status = 'pending')::int AS pending,
+            (SELECT count(*) FROM pgboss.job WHERE name LIKE 'hookgate.%')::int AS jobs,
+            (SELECT extract(epoch FROM now() - min(completed_on))::float8 FROM pgboss.job
+              WHERE name LIKE 'hookgate.%' AND state = 'completed') AS oldest`,
+  );
+  const states = await db.query<{ state: string; n: number }>(
+    `SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'hookgate.%' GROUP BY 1`,
   );
   return {
     atSeconds: at,
     inboxRows: counts.rows[0]!.inbox,
+    pendingRows: counts.rows[0]!.pending,
     jobs: counts.rows[0]!.jobs,
+    jobStates: Object.fromEntries(states.rows.map((r) => [r.state, r.n])),
+    oldestCompletedJobSeconds: counts.rows[0]!.oldest,
     groups,
     autovacuums: sizes.reduce((n, s) => n + s.autovacuumCount, 0),
   };
@@ -116,7 +130,10 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         maintenanceInterval: `${settings.maintenanceSeconds}s`,
         superviseInterval: '5s',
       },
-      relay: { completedJobRetention: retention },
+      // The relay's defaults (batches of 10, polled every second) fall behind ~50 notifications/s
+      // on a busy 2-core machine; queued outbox jobs would then grow the job table, which is a
+      // backlog, not retention. Sized so the soak measures retention.
+      relay: { completedJobRetention: retention, batchSize: 50, concurrency: 4 },
       endpoints: { [ENDPOINT]: { provider: 'stripe', secrets: [SECRET], handler: 'billing' } },
     },
     1,
@@ -210,11 +227,11 @@ export function renderSoak(report: SoakReport): string[] {
     `  load: ${report.load.achievedRate.toFixed(0)} arrivals/s, ${report.load.acked} acknowledged, ack p99 ${report.load.ackP99Ms.toFixed(1)} ms; non-2xx ${report.load.non2xx} errors ${report.load.errors} dropped ${report.load.dropped}`,
     `  prune: ${report.prunes.runs} runs deleted ${report.prunes.inboxRows} inbox rows and ${report.prunes.deliveries} delivery records`,
     `  MB over time (total incl. indexes; dead tuples in brackets); first cycle ends at ${report.firstCycleSeconds}s`,
-    `     t s  inbox rows    jobs   ${groups.map((g) => g.padStart(24)).join('')}`,
+    `     t s  inbox rows  pending    jobs  oldest completed s ${groups.map((g) => g.padStart(24)).join('')}`,
   ];
   for (const sample of report.samples) {
     lines.push(
-      `  ${sample.atSeconds.toFixed(0).padStart(6)}  ${String(sample.inboxRows).padStart(10)}  ${String(sample.jobs).padStart(6)}   ${groups
+      `  ${sample.atSeconds.toFixed(0).padStart(6)}  ${String(sample.inboxRows).padStart(10)}  ${String(sample.pendingRows).padStart(7)}  ${String(sample.jobs).padStart(6)}  ${(sample.oldestCompletedJobSeconds?.toFixed(0) ?? '-').padStart(18)} ${groups
         .map((g) =>
           `${mb(sample.groups[g].total)} MB [${String(sample.groups[g].dead).padStart(7)}]`.padStart(24),
         )
@@ -228,6 +245,9 @@ export function renderSoak(report: SoakReport): string[] {
     );
   }
   lines.push(
+    `  jobs by state at the end: ${Object.entries(report.samples[report.samples.length - 1]?.jobStates ?? {})
+      .map(([state, n]) => `${state}=${n}`)
+      .join(' ')}`,
     `  autovacuum runs on these tables: ${report.samples[report.samples.length - 1]?.autovacuums ?? 0}`,
     `  machine: ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`,
   );
