@@ -1,22 +1,25 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,pgbench picks scenarios (default: all). Each writes
+// BENCH_SCENARIOS=ingest,apply,pgbench,bytes,prune,soak picks scenarios (default: all). Each writes
 // bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { applyScenario, renderApply } from './apply.ts';
+import { bytesScenario, renderBytes } from './bytes.ts';
 import { ingestScenario, renderIngest } from './ingest.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
+import { pruneScenario, renderPrune } from './prune.ts';
+import { renderSoak, soakScenario } from './soak.ts';
 
 const settings = z
   .object({
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench,bytes,prune,soak'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -33,6 +36,25 @@ const settings = z
       .default('1,20,100')
       .transform((text) => text.split(',').map(Number))
       .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
+    /** bytes: arrivals sent (duplicates included) and their rate. */
+    BENCH_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(6_000),
+    BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
+    /** prune: inbox sizes to fill (comma-separated), rows per batch, ingest rate alongside (0 skips). */
+    BENCH_PRUNE_ROWS: z
+      .string()
+      .default('1000000,10000000')
+      .transform((text) => text.split(',').map(Number))
+      .pipe(z.array(z.number().int().min(1_000).max(100_000_000)).min(1)),
+    BENCH_PRUNE_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
+    BENCH_PRUNE_RATE: z.coerce.number().int().min(0).max(10_000).default(300),
+    BENCH_PRUNE_PAUSE_MS: z.coerce.number().int().min(0).max(10_000).default(100),
+    /** soak: steady rate and duration; retention windows (seconds) shortened to minutes. */
+    BENCH_SOAK_RATE: z.coerce.number().int().min(1).max(10_000).default(200),
+    BENCH_SOAK_SECONDS: z.coerce.number().int().min(60).max(7_200).default(480),
+    BENCH_SOAK_RETENTION: z.coerce.number().int().min(10).max(86_400).default(120),
+    BENCH_SOAK_JOB_RETENTION: z.coerce.number().int().min(1).max(86_400).default(60),
+    BENCH_SOAK_MAINTENANCE: z.coerce.number().int().min(1).max(86_400).default(30),
+    BENCH_SOAK_PRUNE_EVERY: z.coerce.number().int().min(1).max(86_400).default(30),
   })
   .parse(process.env);
 
@@ -79,6 +101,47 @@ const scenarios: Scenario[] = [
         batches: settings.BENCH_PGBENCH_BATCHES,
       });
       return { lines: renderPgbench(report), report };
+    },
+  },
+  {
+    name: 'bytes',
+    run: async (database) => {
+      const report = await bytesScenario(database, {
+        arrivals: settings.BENCH_BYTES_ARRIVALS,
+        rate: settings.BENCH_BYTES_RATE,
+        connections: settings.BENCH_CONNECTIONS,
+      });
+      return { lines: renderBytes(report), report };
+    },
+  },
+  {
+    name: 'prune',
+    run: async (database) => {
+      const report = await pruneScenario(database, {
+        rows: settings.BENCH_PRUNE_ROWS,
+        batchSize: settings.BENCH_PRUNE_BATCH,
+        pauseMs: settings.BENCH_PRUNE_PAUSE_MS,
+        rate: settings.BENCH_PRUNE_RATE,
+        seconds: settings.BENCH_SECONDS,
+        connections: settings.BENCH_CONNECTIONS,
+      });
+      return { lines: renderPrune(report), report };
+    },
+  },
+  {
+    name: 'soak',
+    run: async (database) => {
+      const report = await soakScenario(database, {
+        rate: settings.BENCH_SOAK_RATE,
+        seconds: settings.BENCH_SOAK_SECONDS,
+        connections: settings.BENCH_CONNECTIONS,
+        retentionSeconds: settings.BENCH_SOAK_RETENTION,
+        jobRetentionSeconds: settings.BENCH_SOAK_JOB_RETENTION,
+        maintenanceSeconds: settings.BENCH_SOAK_MAINTENANCE,
+        pruneEverySeconds: settings.BENCH_SOAK_PRUNE_EVERY,
+        sampleEverySeconds: 15,
+      });
+      return { lines: renderSoak(report), report };
     },
   },
 ];

@@ -24,8 +24,15 @@ const QUEUE_POLICY = `
    ORDER BY name`;
 
 const document = {
-  ...workerConfigDocument({ demo: { handler: 'record' } }),
-  relay: { retryLimit: 4, retryDelay: '3s', retryDelayMax: '120s', expireIn: '200s' },
+  ...workerConfigDocument({ demo: { handler: 'record' } }, { completedJobRetention: '20m' }),
+  relay: {
+    retryLimit: 4,
+    retryDelay: '3s',
+    retryDelayMax: '120s',
+    expireIn: '200s',
+    completedJobRetention: '10m',
+    deadJobRetention: '2d',
+  },
 };
 
 let gatewayFirst: TestDatabase;
@@ -73,7 +80,13 @@ describe('queue policy', { timeout: 90_000 }, () => {
       retry_delay: 3,
       retry_delay_max: 120,
       expire_seconds: 200,
+      deletion_seconds: 600,
     });
+    expect(byWorker.find((q) => q.name === 'hookgate.outbox.notify.dead')).toMatchObject({
+      deletion_seconds: 2 * 86_400,
+      retention_seconds: 2 * 86_400,
+    });
+    expect(byWorker.find((q) => q.name === 'hookgate.apply.demo')).toMatchObject({ deletion_seconds: 1_200 });
     expect(byGateway.map((q) => q.name)).toContain('hookgate.outbox.notify');
     expect(byGateway).toEqual(byWorker);
 

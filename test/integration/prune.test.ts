@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { prune } from '../../services/core/inbox/prune.ts';
+import { PRUNE_INBOX_BATCH, type PruneProgress, prune, pruneInbox } from '../../services/core/inbox/prune.ts';
+import { PRUNE_DELIVERIES_BATCH, pruneDeliveries } from '../../services/core/outbox/deliveries.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;
@@ -55,5 +56,140 @@ describe('prune', () => {
     ]);
     const deliveries = await db.pool.query('SELECT key FROM hookgate.outbox_deliveries ORDER BY key');
     expect(deliveries.rows.map((r) => r.key)).toEqual(['recent', 'stuck']);
+  });
+});
+
+describe('prune in bounded batches', () => {
+  it('walks the inbox oldest first in batches of batchSize, reporting each batch, ties included', async () => {
+    await db.pool.query('DELETE FROM hookgate.inbox');
+    // Seven settled rows share one timestamp: a batch boundary falls among them.
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
+       SELECT 'ep', 'tie_' || g, 'stripe', 't', '{}', 'processed', timestamptz '2020-01-01 00:00:00+00'
+         FROM generate_series(1, 7) AS g`,
+    );
+    await row('old_pending_b', 'pending', 40);
+    await row('old_dead_b', 'dead', 40);
+    await row('old_ignored_b', 'ignored', 35);
+    await row('new_processed_b', 'processed', 1);
+    const batches: PruneProgress[] = [];
+    const counts = await pruneInbox(db.pool, {
+      olderThan: 30 * DAY,
+      batchSize: 3,
+      onBatch: (progress) => {
+        batches.push(progress);
+      },
+    });
+    expect(counts).toEqual({ rows: 8, batches: 3, dryRun: false });
+    expect(batches).toEqual([
+      { table: 'inbox', deleted: 3, total: 3 },
+      { table: 'inbox', deleted: 3, total: 6 },
+      { table: 'inbox', deleted: 2, total: 8 },
+    ]);
+    const left = await db.pool.query('SELECT event_id FROM hookgate.inbox ORDER BY event_id');
+    expect(left.rows.map((r) => r.event_id)).toEqual(['new_processed_b', 'old_dead_b', 'old_pending_b']);
+  });
+
+  it('a dry run counts what would go and deletes nothing', async () => {
+    await db.pool.query('DELETE FROM hookgate.inbox');
+    for (let i = 0; i < 4; i += 1) await row(`dry_${i}`, 'processed', 40);
+    await row('dry_parked', 'parked', 40);
+    const seen: PruneProgress[] = [];
+    const counts = await pruneInbox(db.pool, {
+      olderThan: 30 * DAY,
+      batchSize: 2,
+      dryRun: true,
+      onBatch: (p) => {
+        seen.push(p);
+      },
+    });
+    expect(counts).toEqual({ rows: 4, batches: 0, dryRun: true });
+    expect(seen).toEqual([{ table: 'inbox', deleted: 4, total: 4 }]);
+    const left = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM hookgate.inbox');
+    expect(left.rows[0]!.n).toBe(5);
+  });
+
+  it('stops after the batch in flight when aborted, and pauses between batches', async () => {
+    await db.pool.query('DELETE FROM hookgate.inbox');
+    for (let i = 0; i < 10; i += 1) await row(`stop_${i}`, 'processed', 40 + i);
+    const stop = new AbortController();
+    const started = performance.now();
+    const counts = await pruneInbox(db.pool, {
+      olderThan: 30 * DAY,
+      batchSize: 2,
+      pauseMs: 150,
+      signal: stop.signal,
+      onBatch: ({ total }) => {
+        if (total >= 4) stop.abort();
+      },
+    });
+    expect(counts).toEqual({ rows: 4, batches: 2, dryRun: false });
+    // One pause, between the two batches.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(150);
+    const left = await db.pool.query<{ n: number }>('SELECT count(*)::int AS n FROM hookgate.inbox');
+    expect(left.rows[0]!.n).toBe(6);
+  });
+
+  it('walks delivery records the same way: settled ones only', async () => {
+    await db.pool.query('DELETE FROM hookgate.outbox_deliveries');
+    await db.pool.query(
+      `INSERT INTO hookgate.outbox_deliveries (kind, key, status, settled_at)
+       SELECT 'notify', 'old_' || g, CASE WHEN g % 2 = 0 THEN 'delivered' ELSE 'nowhere' END,
+              now() - interval '100 days' + g * interval '1 second'
+         FROM generate_series(1, 5) AS g
+       UNION ALL VALUES ('notify', 'dead', 'dead', now() - interval '100 days'),
+                        ('notify', 'recent', 'delivered', now() - interval '1 day')`,
+    );
+    const batches: number[] = [];
+    const counts = await pruneDeliveries(db.pool, {
+      olderThan: 90 * DAY,
+      batchSize: 2,
+      onBatch: (p) => {
+        batches.push(p.deleted);
+      },
+    });
+    expect(counts).toMatchObject({ rows: 5, batches: 3 });
+    expect(batches).toEqual([2, 2, 1]);
+    const left = await db.pool.query('SELECT key FROM hookgate.outbox_deliveries ORDER BY key');
+    expect(left.rows.map((r) => r.key)).toEqual(['dead', 'recent']);
+  });
+});
+
+/** The plan of a statement for the given parameters, as text. */
+async function plan(sql: string, params: unknown[]): Promise<string> {
+  const { rows } = await db.pool.query(`EXPLAIN ${sql}`, params);
+  return rows.map((r: { 'QUERY PLAN': string }) => r['QUERY PLAN']).join('\n');
+}
+
+describe('each prune batch reads an index from its cursor, never the whole table', () => {
+  beforeAll(async () => {
+    await db.pool.query('DELETE FROM hookgate.inbox');
+    await db.pool.query('DELETE FROM hookgate.outbox_deliveries');
+    // Enough rows that a sequential scan would be the planner's choice if no index served.
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
+       SELECT 'ep', 'plan_' || g, 'stripe', 't', '{}', 'processed', now() - g * interval '1 minute'
+         FROM generate_series(1, 50000) AS g`,
+    );
+    await db.pool.query(
+      `INSERT INTO hookgate.outbox_deliveries (kind, key, status, settled_at)
+       SELECT 'notify', 'plan_' || g, 'delivered', now() - g * interval '1 minute'
+         FROM generate_series(1, 50000) AS g`,
+    );
+    await db.pool.query('ANALYZE hookgate.inbox, hookgate.outbox_deliveries');
+  });
+
+  it('inbox: inbox_received_at_idx, rows deleted by ctid', async () => {
+    const text = await plan(PRUNE_INBOX_BATCH, ['-infinity', new Date(Date.now() - 30 * DAY), 5000]);
+    expect(text).toMatch(/Index Scan using inbox_received_at_idx on inbox/);
+    expect(text).toMatch(/Tid Scan on inbox/);
+    expect(text).not.toMatch(/Seq Scan/);
+  });
+
+  it('delivery records: outbox_deliveries_settled_idx, rows deleted by ctid', async () => {
+    const text = await plan(PRUNE_DELIVERIES_BATCH, ['-infinity', new Date(Date.now() - 30 * DAY), 5000]);
+    expect(text).toMatch(/Index Scan using outbox_deliveries_settled_idx on outbox_deliveries/);
+    expect(text).toMatch(/Tid Scan on outbox_deliveries/);
+    expect(text).not.toMatch(/Seq Scan/);
   });
 });

@@ -5,7 +5,7 @@ import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { createGatewayMetrics, createRegistry } from '../../services/core/metrics.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
-import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startGateway } from '../../services/gateway/gateway.ts';
 
 export const SW_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -58,7 +58,13 @@ export async function startTestGateway(
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureQueues(boss, Object.keys(config.endpoints));
+  // The queue policy from the same config a worker would use, as `serve --role gateway` does.
+  await ensureQueues(
+    boss,
+    Object.keys(config.endpoints),
+    retryPolicyFrom(config.worker),
+    outboxPolicyFrom(config.relay),
+  );
   const registry = createRegistry();
   const gateway = await startGateway({
     config,

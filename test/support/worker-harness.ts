@@ -161,6 +161,7 @@ export async function startTestWorker(
     max: 4,
     supervise: true,
     superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
+    maintenanceIntervalSeconds: Math.round(config.worker.maintenanceInterval / 1000),
     applicationName: 'test-worker',
   });
   boss.on('error', () => {});

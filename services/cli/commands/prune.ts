@@ -84,7 +84,11 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     }
     let report: Awaited<ReturnType<typeof prune>>;
     try {
-      report = await prune(pool, { ...windows, chunk: options.batch, onChunk: (n) => progress.advance(n) });
+      report = await prune(pool, {
+        ...windows,
+        chunk: options.batch,
+        onBatch: ({ deleted }) => progress.advance(deleted),
+      });
     } finally {
       progress.stop();
     }

@@ -136,6 +136,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
     max: runsWorker ? 6 : 2,
     supervise: runsWorker,
     superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
+    maintenanceIntervalSeconds: Math.round(config.worker.maintenanceInterval / 1000),
     applicationName: `hookgate-${options.role}-queue`,
   });
   // Ctrl-C reaches the whole process group, so an embedded PostgreSQL started by this process

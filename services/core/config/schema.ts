@@ -220,6 +220,32 @@ export const configSchema = z
         superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
         /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
+        /**
+         * Finished apply jobs (completed, or failed and copied to the dead-letter queue) are deleted
+         * this long after they finished: the inbox row is the durable record. Whole seconds.
+         */
+        completedJobRetention: durationMs
+          .pipe(
+            z
+              .number()
+              .min(1_000)
+              .max(30 * 86_400_000),
+          )
+          .default(1_800_000),
+        /** Dead-letter jobs (events that ran out of attempts) are deleted this long after they finished. */
+        deadJobRetention: durationMs
+          .pipe(
+            z
+              .number()
+              .min(3_600_000)
+              .max(365 * 86_400_000),
+          )
+          .default(14 * 86_400_000),
+        /**
+         * How often a worker runs pg-boss retention (one worker per pass). A finished job is gone
+         * between its retention and its retention plus this interval after it finished.
+         */
+        maintenanceInterval: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
       })
       .prefault({}),
     relay: z
@@ -235,6 +261,24 @@ export const configSchema = z
         batchSize: z.number().int().min(1).max(100).default(10),
         /** Fetch loops per kind per process. */
         concurrency: z.number().int().min(1).max(16).default(2),
+        /** Finished outbox jobs are deleted this long after they finished: outbox_deliveries is the record. */
+        completedJobRetention: durationMs
+          .pipe(
+            z
+              .number()
+              .min(1_000)
+              .max(30 * 86_400_000),
+          )
+          .default(1_800_000),
+        /** Dead-lettered outbox jobs (nothing consumes them) are deleted this long after they were dead-lettered. */
+        deadJobRetention: durationMs
+          .pipe(
+            z
+              .number()
+              .min(3_600_000)
+              .max(365 * 86_400_000),
+          )
+          .default(30 * 86_400_000),
       })
       .prefault({}),
     endpoints: z

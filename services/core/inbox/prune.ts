@@ -1,52 +1,64 @@
 import type pg from 'pg';
-import { pruneSettledDeliveries } from '../outbox/deliveries.ts';
+import {
+  type PruneCounts,
+  type PruneOptions,
+  type PruneProgress,
+  pruneInBatches,
+} from '../db/batched-delete.ts';
+import { pruneDeliveries } from '../outbox/deliveries.ts';
+
+export type { PruneCounts, PruneOptions, PruneProgress };
 
 /**
- * Retention. Settled inbox rows (processed, ignored, stale) older than the window are deleted
- * in chunks, oldest first, through the received_at index; pending, parked and dead rows are
- * never deleted, whatever their age. A row's deletion ends deduplication for its event id, so
- * the window must outlast every provider's retries (Stripe: 3 days).
+ * Retention for the inbox. Settled rows (processed, ignored, stale) received before the cutoff
+ * are deleted in bounded batches, oldest first, through inbox_received_at_idx; pending, parked and
+ * dead rows are never deleted, whatever their age. A row's deletion ends deduplication for its
+ * event id, so the window must outlast every provider's retries (Stripe: 3 days).
+ *
+ * Each batch is one short statement (its own transaction) that finds at most $3 rows in index
+ * order from a cursor ($1, the last received_at the previous batch deleted) and deletes them by
+ * ctid. The cursor is what keeps the cost proportional to what is deleted: without it every batch
+ * would start at the oldest index entry again and step over the entries of every row the batches
+ * before it deleted (dead until vacuum), which makes one run quadratic in the rows it deletes.
+ * `>=` keeps rows that share the cursor's timestamp in reach; those already deleted are dead and
+ * skipped. The cutoff ($2) is fixed once per run, so a run ends even while events keep arriving.
  */
-const PRUNE_SETTLED_INBOX = `
-  DELETE FROM hookgate.inbox i
-   USING (
-     SELECT endpoint, event_id
-       FROM hookgate.inbox
-      WHERE received_at < now() - make_interval(secs => $1::double precision)
-        AND status IN ('processed', 'ignored', 'stale')
-      ORDER BY received_at
-      LIMIT $2
-   ) old
-   WHERE i.endpoint = old.endpoint AND i.event_id = old.event_id`;
+export const PRUNE_INBOX_BATCH = `
+  WITH gone AS (
+    DELETE FROM hookgate.inbox
+     WHERE ctid = ANY (ARRAY(
+             SELECT ctid
+               FROM hookgate.inbox
+              WHERE received_at >= $1::timestamptz AND received_at < $2::timestamptz
+                AND status IN ('processed', 'ignored', 'stale')
+              ORDER BY received_at
+              LIMIT $3))
+       -- A row changed since the batch read it (a replay) is re-checked here, not deleted blindly.
+       AND status IN ('processed', 'ignored', 'stale')
+    RETURNING received_at
+  )
+  SELECT count(*)::int AS deleted, max(received_at)::text AS last FROM gone`;
+
+/** What a dry run would delete: the same rows, counted through the same index. */
+const COUNT_PRUNABLE_INBOX = `
+  SELECT count(*)::int AS rows
+    FROM hookgate.inbox
+   WHERE received_at < $1::timestamptz
+     AND status IN ('processed', 'ignored', 'stale')`;
+
+export function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
+  return pruneInBatches(db, 'inbox', { batch: PRUNE_INBOX_BATCH, count: COUNT_PRUNABLE_INBOX }, options);
+}
 
 export interface PruneRequest {
   readonly inboxOlderThanMs: number;
   readonly deliveriesOlderThanMs: number;
   /** Rows per statement (each its own short transaction). */
   readonly chunk: number;
-  /** Called after each statement with the rows it deleted (progress for the command). */
-  readonly onChunk?: (deleted: number) => void;
-}
-
-/** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */
-const COUNT_PRUNABLE = `
-  SELECT (SELECT count(*) FROM hookgate.inbox
-           WHERE received_at < now() - make_interval(secs => $1::double precision)
-             AND status IN ('processed', 'ignored', 'stale'))::bigint AS inbox_rows,
-         (SELECT count(*) FROM hookgate.outbox_deliveries
-           WHERE status IN ('delivered', 'nowhere')
-             AND settled_at < now() - make_interval(secs => $2::double precision))::bigint AS deliveries`;
-
-export async function countPrunable(
-  db: pg.Pool,
-  request: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs'>,
-): Promise<PruneReport> {
-  const result = await db.query<{ inbox_rows: string; deliveries: string }>(COUNT_PRUNABLE, [
-    request.inboxOlderThanMs / 1000,
-    request.deliveriesOlderThanMs / 1000,
-  ]);
-  const row = result.rows[0];
-  return { inboxRows: Number(row?.inbox_rows ?? 0), deliveries: Number(row?.deliveries ?? 0) };
+  readonly dryRun?: boolean;
+  readonly onBatch?: (progress: PruneProgress) => void | Promise<void>;
+  readonly pauseMs?: number;
+  readonly signal?: AbortSignal;
 }
 
 export interface PruneReport {
@@ -54,37 +66,25 @@ export interface PruneReport {
   readonly deliveries: number;
 }
 
-async function pruneSettledInbox(db: pg.Pool, olderThanMs: number, chunk: number): Promise<number> {
-  return (await db.query(PRUNE_SETTLED_INBOX, [olderThanMs / 1000, chunk])).rowCount ?? 0;
-}
-
-/** Runs one bounded delete until it deletes less than a chunk. */
-async function inChunks(
-  step: () => Promise<number>,
-  chunk: number,
-  onChunk?: (deleted: number) => void,
-): Promise<number> {
-  let total = 0;
-  for (;;) {
-    const deleted = await step();
-    total += deleted;
-    onChunk?.(deleted);
-    if (deleted < chunk) return total;
-  }
-}
-
+/** Both retentions, as `hookgate prune` runs them: the inbox, then the delivery records. */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
-  const { chunk } = request;
-  return {
-    inboxRows: await inChunks(
-      () => pruneSettledInbox(db, request.inboxOlderThanMs, chunk),
-      chunk,
-      request.onChunk,
-    ),
-    deliveries: await inChunks(
-      () => pruneSettledDeliveries(db, request.deliveriesOlderThanMs, chunk),
-      chunk,
-      request.onChunk,
-    ),
+  const common = {
+    batchSize: request.chunk,
+    ...(request.dryRun ? { dryRun: true } : {}),
+    ...(request.onBatch ? { onBatch: request.onBatch } : {}),
+    ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
+    ...(request.signal ? { signal: request.signal } : {}),
   };
+  const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
+  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0 };
+  const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
+  return { inboxRows: inbox.rows, deliveries: deliveries.rows };
+}
+
+/** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */
+export async function countPrunable(
+  db: pg.Pool,
+  windows: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs'>,
+): Promise<PruneReport> {
+  return prune(db, { ...windows, chunk: 1, dryRun: true });
 }

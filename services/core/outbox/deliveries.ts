@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 
 /**
  * The relay's delivery record (hookgate.outbox_deliveries), one row per (kind, key): every
@@ -132,25 +133,38 @@ export async function recordNowhere(
 }
 
 /**
- * Retention: deletes up to `chunk` records that settled (delivered, or nowhere to deliver)
- * before the window. After this, replaying an event can send its effect again (with the same
- * Idempotency-Key).
+ * Retention for the delivery records: those settled as delivered (or with nowhere to deliver)
+ * before the cutoff, in bounded batches through outbox_deliveries_settled_idx (migration 0007),
+ * from a cursor, as the inbox's prune does (see PRUNE_INBOX_BATCH for why). `dead` records are
+ * kept. After this, replaying an event can send its effect again (with the same Idempotency-Key).
  */
-const PRUNE_SETTLED_DELIVERIES = `
-  DELETE FROM hookgate.outbox_deliveries d
-   USING (
-     SELECT kind, key
-       FROM hookgate.outbox_deliveries
-      WHERE status IN ('delivered', 'nowhere')
-        AND settled_at < now() - make_interval(secs => $1::double precision)
-      LIMIT $2
-   ) old
-   WHERE d.kind = old.kind AND d.key = old.key`;
+export const PRUNE_DELIVERIES_BATCH = `
+  WITH gone AS (
+    DELETE FROM hookgate.outbox_deliveries
+     WHERE ctid = ANY (ARRAY(
+             SELECT ctid
+               FROM hookgate.outbox_deliveries
+              WHERE settled_at >= $1::timestamptz AND settled_at < $2::timestamptz
+                AND status IN ('delivered', 'nowhere')
+              ORDER BY settled_at
+              LIMIT $3))
+       -- Taken over by a new attempt since the batch read it: not settled any more, kept.
+       AND status IN ('delivered', 'nowhere')
+    RETURNING settled_at
+  )
+  SELECT count(*)::int AS deleted, max(settled_at)::text AS last FROM gone`;
 
-export async function pruneSettledDeliveries(
-  db: pg.Pool,
-  olderThanMs: number,
-  chunk: number,
-): Promise<number> {
-  return (await db.query(PRUNE_SETTLED_DELIVERIES, [olderThanMs / 1000, chunk])).rowCount ?? 0;
+const COUNT_PRUNABLE_DELIVERIES = `
+  SELECT count(*)::int AS rows
+    FROM hookgate.outbox_deliveries
+   WHERE settled_at < $1::timestamptz
+     AND status IN ('delivered', 'nowhere')`;
+
+export function pruneDeliveries(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
+  return pruneInBatches(
+    db,
+    'outbox_deliveries',
+    { batch: PRUNE_DELIVERIES_BATCH, count: COUNT_PRUNABLE_DELIVERIES },
+    options,
+  );
 }

@@ -10,6 +10,11 @@ export interface BossOptions {
   readonly applicationName: string;
   /** Seconds between supervision passes (expiry, dead-lettering of expired jobs); default 60. */
   readonly superviseIntervalSeconds?: number;
+  /**
+   * Seconds between retention passes (deleting finished jobs past their queue's deleteAfterSeconds);
+   * pg-boss's own default is 24 hours, which would keep completed jobs for up to a day longer.
+   */
+  readonly maintenanceIntervalSeconds?: number;
 }
 
 /**
@@ -30,6 +35,9 @@ export function createBoss(options: BossOptions): PgBoss {
           superviseIntervalSeconds: options.superviseIntervalSeconds,
           monitorIntervalSeconds: options.superviseIntervalSeconds,
         }
+      : {}),
+    ...(options.maintenanceIntervalSeconds
+      ? { maintenanceIntervalSeconds: options.maintenanceIntervalSeconds }
       : {}),
   });
 }

@@ -9,6 +9,10 @@ export interface RetryPolicy {
   readonly retryDelayMaxSeconds: number;
   /** A job still active after this long is taken to be lost and retried (a counted attempt). */
   readonly expireInSeconds: number;
+  /** Finished apply jobs (completed, or failed and dead-lettered) are deleted this long after. */
+  readonly deleteAfterSeconds: number;
+  /** Finished dead-letter jobs are deleted this long after. */
+  readonly deadLetterDeleteAfterSeconds: number;
 }
 
 /** 90 days. */
@@ -19,6 +23,8 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   retryDelaySeconds: 2,
   retryDelayMaxSeconds: 600,
   expireInSeconds: 120,
+  deleteAfterSeconds: 1_800,
+  deadLetterDeleteAfterSeconds: 14 * 86_400,
 };
 
 /** The `worker` section of the config as pg-boss queue options (pg-boss counts whole seconds). */
@@ -28,6 +34,8 @@ export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
     retryDelaySeconds: Math.round(worker.retryDelay / 1000),
     retryDelayMaxSeconds: Math.max(1, Math.round(worker.retryDelayMax / 1000)),
     expireInSeconds: Math.max(1, Math.ceil(worker.expireIn / 1000)),
+    deleteAfterSeconds: Math.max(1, Math.round(worker.completedJobRetention / 1000)),
+    deadLetterDeleteAfterSeconds: Math.max(1, Math.round(worker.deadJobRetention / 1000)),
   };
 }
 
@@ -44,6 +52,10 @@ export interface OutboxQueueSettings {
   readonly retryDelayMaxSeconds: number;
   /** A job active longer than this is retried; above the longest request timeout. */
   readonly expireInSeconds: number;
+  /** Finished outbox jobs are deleted this long after they finished (default 30 minutes). */
+  readonly deleteAfterSeconds?: number;
+  /** Dead-lettered outbox jobs (never consumed) are deleted this long after they were dead-lettered (default 30 days). */
+  readonly deadLetterRetentionSeconds?: number;
 }
 
 /** The `relay` section of the config as pg-boss queue options (whole seconds). */
@@ -54,23 +66,24 @@ export function outboxPolicyFrom(relay: Config['relay']): OutboxQueueSettings {
     retryBackoff: true,
     retryDelayMaxSeconds: Math.ceil(relay.retryDelayMax / 1000),
     expireInSeconds: Math.ceil(relay.expireIn / 1000),
+    deleteAfterSeconds: Math.max(1, Math.round(relay.completedJobRetention / 1000)),
+    deadLetterRetentionSeconds: Math.max(1, Math.round(relay.deadJobRetention / 1000)),
   };
 }
 
 /** The config's defaults (a test holds them equal to `outboxPolicyFrom` of a default config). */
-export const DEFAULT_OUTBOX_QUEUE_SETTINGS: OutboxQueueSettings = {
+export const DEFAULT_OUTBOX_QUEUE_SETTINGS = {
   retryLimit: 10,
   retryDelaySeconds: 5,
   retryBackoff: true,
   retryDelayMaxSeconds: 900,
   expireInSeconds: 300,
-};
+  deleteAfterSeconds: 1_800,
+  deadLetterRetentionSeconds: 30 * 86_400,
+} as const satisfies Required<OutboxQueueSettings>;
 
 /** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
 const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
-
-/** Dead-lettered outbox jobs are kept this long; hookgate.outbox_deliveries is the durable record. */
-const OUTBOX_DEAD_LETTER_RETENTION_SECONDS = 30 * 86_400;
 
 /**
  * Creates the outbox queues and their dead-letter queues and brings their policy up to date
@@ -84,12 +97,19 @@ export async function ensureOutboxQueues(
 ): Promise<void> {
   for (const kind of kinds) {
     const dead = outboxDeadLetterQueue(kind);
-    await boss.createQueue(dead, { retentionSeconds: OUTBOX_DEAD_LETTER_RETENTION_SECONDS });
+    // Nothing consumes these: a dead-lettered job stays queued until retentionSeconds.
+    const deadSeconds =
+      settings.deadLetterRetentionSeconds ?? DEFAULT_OUTBOX_QUEUE_SETTINGS.deadLetterRetentionSeconds;
+    const deadOptions = { retentionSeconds: deadSeconds, deleteAfterSeconds: deadSeconds };
+    await boss.createQueue(dead, deadOptions);
+    await boss.updateQueue(dead, deadOptions);
     const options = {
       retryLimit: settings.retryLimit,
       retryDelay: settings.retryDelaySeconds,
       retryBackoff: settings.retryBackoff,
       expireInSeconds: settings.expireInSeconds,
+      // outbox_deliveries, not the job, is the record of what was delivered.
+      deleteAfterSeconds: settings.deleteAfterSeconds ?? DEFAULT_OUTBOX_QUEUE_SETTINGS.deleteAfterSeconds,
     };
     const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
     await boss.createQueue(outboxQueue(kind), {
@@ -127,6 +147,7 @@ export async function ensureQueues(
       retryDelayMax: 600,
       expireInSeconds: policy.expireInSeconds,
       retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
+      deleteAfterSeconds: policy.deadLetterDeleteAfterSeconds,
     };
     await boss.createQueue(dead, deadOptions);
     await boss.updateQueue(dead, deadOptions);
@@ -139,6 +160,10 @@ export async function ensureQueues(
       // pg-boss deletes jobs still queued after this long; an inbox row whose job vanished would
       // wait for an operator, so queued apply jobs are kept far beyond any sane backlog.
       retentionSeconds: APPLY_RETENTION_SECONDS,
+      // Finished jobs are deleted soon: the inbox row is the durable record, and a redelivery
+      // after the job is gone is a duplicate (row kept) or gets a new job (row pruned; see
+      // sendApplyJobs). A failed job's dead-letter copy keeps the dead-letter queue's retention.
+      deleteAfterSeconds: policy.deleteAfterSeconds,
       deadLetter: dead,
     };
     await boss.createQueue(applyQueue(endpoint), options);

@@ -1,0 +1,203 @@
+// The bytes scenario: what each accepted billing event leaves on disk, per table, once it has
+// been applied and its effects relayed. Signed Stripe deliveries go through a real gateway and
+// worker at a fixed rate (the load driver, the k6 scripts' mix); then every table's heap, TOAST
+// and indexes are divided by the events accepted. The payload (the verified body the inbox must
+// keep) is reported apart: the rest is hookgate's and pg-boss's overhead.
+import { availableParallelism, loadavg } from 'node:os';
+import pg from 'pg';
+import { drive } from '../load/driver/driver.ts';
+import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import type { BenchDatabase } from './processes.ts';
+import { nonEmpty, type TableSize, tableSizes } from './sizes.ts';
+import { startStack } from './stack.ts';
+
+const SECRET = 'whsec_bench_bytes_5b7c0d1e2f3a4b5c6d7e8f90';
+const ENDPOINT = 'billing';
+
+export interface BytesSettings {
+  /** Arrivals sent (duplicates included; storage is counted per accepted event). */
+  readonly arrivals: number;
+  readonly rate: number;
+  readonly connections: number;
+}
+
+export interface TableBytes {
+  readonly table: string;
+  readonly rows: number;
+  /** Per accepted event: heap, TOAST, indexes, total. */
+  readonly perEvent: {
+    readonly heap: number;
+    readonly toast: number;
+    readonly indexes: number;
+    readonly total: number;
+  };
+  readonly byIndexPerEvent: Readonly<Record<string, number>>;
+}
+
+export interface BytesReport {
+  readonly scenario: 'bytes';
+  readonly settings: BytesSettings;
+  readonly events: number;
+  /** Jobs per state in pg-boss after the drain (what retention has not yet deleted). */
+  readonly jobs: Readonly<Record<string, number>>;
+  /**
+   * Average size of a live row (pg_column_size of the whole row, payload included for the inbox):
+   * what a row takes once the space of its dead versions is reused, without page overhead.
+   */
+  readonly liveRowBytes: Readonly<Record<string, number>>;
+  /** Stored size of the verified bodies (pg_column_size of inbox.payload), per event. */
+  readonly payloadPerEvent: number;
+  readonly tables: readonly TableBytes[];
+  /** Per event, payload excluded: the inbox, pg-boss's tables and outbox_deliveries. */
+  readonly overheadPerEvent: {
+    readonly inbox: number;
+    readonly pgboss: number;
+    readonly outboxDeliveries: number;
+    readonly billing: number;
+  };
+  /** pg-boss's per-queue policy as the queues were left: seconds completed jobs are kept. */
+  readonly queues: readonly { name: string; deleteAfterSeconds: number; retentionSeconds: number }[];
+  readonly loadAverage: { readonly start: number; readonly end: number };
+}
+
+async function waitForDrain(db: pg.Client, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await db.query<{ pending: number; jobs: number }>(
+      `SELECT (SELECT count(*) FROM hookgate.inbox WHERE status = 'pending')::int AS pending,
+              (SELECT count(*) FROM pgboss.job
+                WHERE name LIKE 'hookgate.%' AND state IN ('created', 'retry', 'active'))::int AS jobs`,
+    );
+    if (rows[0]!.pending === 0 && rows[0]!.jobs === 0) return;
+    if (Date.now() > deadline) throw new Error(`drain timed out: ${JSON.stringify(rows[0])}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+const sum = (sizes: readonly TableSize[], prefix: string) =>
+  sizes.filter((s) => s.table.startsWith(prefix)).reduce((total, s) => total + s.total, 0);
+
+export async function bytesScenario(database: BenchDatabase, settings: BytesSettings): Promise<BytesReport> {
+  const loadAtStart = loadavg()[0]!;
+  const db = new pg.Client({ connectionString: database.url, application_name: 'bench-bytes' });
+  await db.connect();
+  const stack = await startStack(
+    database.url,
+    {
+      worker: { pollingInterval: '200ms' },
+      endpoints: { [ENDPOINT]: { provider: 'stripe', secrets: [SECRET], handler: 'billing' } },
+    },
+    1,
+  );
+  try {
+    const load = await drive({
+      baseUrl: stack.gatewayUrl,
+      targets: [{ endpoint: ENDPOINT, provider: 'stripe', secret: SECRET }],
+      rate: settings.rate,
+      seconds: Math.ceil(settings.arrivals / settings.rate),
+      maxArrivals: settings.arrivals,
+      connections: settings.connections,
+      maxInFlight: 10_000,
+      requestTimeoutMs: 10_000,
+      mix: DEFAULT_MIX,
+      run: { id: 'bytes', startedAt: Math.floor(Date.now() / 1000) },
+    });
+    if (load.acked === 0) throw new Error(`no delivery was acknowledged: ${load.firstFailure}`);
+    await waitForDrain(db, 120_000);
+  } finally {
+    await stack.stop();
+  }
+  try {
+    // Statistics current, dead tuples of the settling updates reclaimed for reuse (as autovacuum
+    // would); the files keep their size.
+    await db.query('VACUUM ANALYZE');
+    const events = (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM hookgate.inbox')).rows[0]!
+      .n;
+    const payload = (
+      await db.query<{ bytes: number }>(
+        'SELECT coalesce(sum(pg_column_size(payload)), 0)::float8 AS bytes FROM hookgate.inbox',
+      )
+    ).rows[0]!.bytes;
+    const jobs = await db.query<{ state: string; n: number }>(
+      `SELECT state::text, count(*)::int AS n FROM pgboss.job WHERE name LIKE 'hookgate.%' GROUP BY 1 ORDER BY 1`,
+    );
+    const queues = await db.query<{ name: string; deletion_seconds: number; retention_seconds: number }>(
+      `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name LIKE 'hookgate.%' ORDER BY name`,
+    );
+    const sizes = await tableSizes(db);
+    const live = await db.query<{ inbox: number | null; deliveries: number | null; jobs: number | null }>(
+      `SELECT (SELECT avg(pg_column_size(t.*)) FROM hookgate.inbox t)::float8 AS inbox,
+              (SELECT avg(pg_column_size(t.*)) FROM hookgate.outbox_deliveries t)::float8 AS deliveries,
+              (SELECT avg(pg_column_size(t.*)) FROM pgboss.job t WHERE name LIKE 'hookgate.%')::float8 AS jobs`,
+    );
+    const per = (n: number) => n / events;
+    const tables = nonEmpty(sizes).map((s) => ({
+      table: s.table,
+      rows: s.liveTuples,
+      perEvent: { heap: per(s.heap), toast: per(s.toast), indexes: per(s.indexes), total: per(s.total) },
+      byIndexPerEvent: Object.fromEntries(
+        Object.entries(s.byIndex).map(([name, bytes]) => [name, per(bytes)]),
+      ),
+    }));
+    return {
+      scenario: 'bytes',
+      settings,
+      events,
+      jobs: Object.fromEntries(jobs.rows.map((r) => [r.state, r.n])),
+      liveRowBytes: {
+        'hookgate.inbox': live.rows[0]?.inbox ?? Number.NaN,
+        'hookgate.outbox_deliveries': live.rows[0]?.deliveries ?? Number.NaN,
+        'pgboss.job': live.rows[0]?.jobs ?? Number.NaN,
+      },
+      payloadPerEvent: per(payload),
+      tables,
+      overheadPerEvent: {
+        inbox: per(sum(sizes, 'hookgate.inbox') - payload),
+        pgboss: per(sum(sizes, 'pgboss.')),
+        outboxDeliveries: per(sum(sizes, 'hookgate.outbox_deliveries')),
+        billing: per(sum(sizes, 'billing.')),
+      },
+      queues: queues.rows.map((q) => ({
+        name: q.name,
+        deleteAfterSeconds: q.deletion_seconds,
+        retentionSeconds: q.retention_seconds,
+      })),
+      loadAverage: { start: loadAtStart, end: loadavg()[0]! },
+    };
+  } finally {
+    await db.end();
+  }
+}
+
+const b = (n: number) => n.toFixed(0).padStart(7);
+
+export function renderBytes(report: BytesReport): string[] {
+  const s = report.settings;
+  const lines = [
+    `bytes: ${report.events} accepted Stripe billing events (${s.arrivals} arrivals at ${s.rate}/s, the load mix with duplicates), 1 gateway + 1 worker, after the drain and VACUUM`,
+    `  jobs left in pg-boss: ${Object.entries(report.jobs)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
+    `  queues: ${report.queues.map((q) => `${q.name} deleteAfter ${q.deleteAfterSeconds}s`).join(', ')}`,
+    '  bytes per accepted event      heap   toast indexes   total',
+  ];
+  for (const t of report.tables) {
+    lines.push(
+      `  ${t.table.padEnd(26)}${b(t.perEvent.heap)} ${b(t.perEvent.toast)} ${b(t.perEvent.indexes)} ${b(t.perEvent.total)}   (${t.rows} rows; ${Object.entries(
+        t.byIndexPerEvent,
+      )
+        .map(([name, bytes]) => `${name} ${bytes.toFixed(0)}`)
+        .join(', ')})`,
+    );
+  }
+  const o = report.overheadPerEvent;
+  lines.push(
+    `  payload (inbox.payload as stored): ${report.payloadPerEvent.toFixed(0)} B per event`,
+    `  average live row (pg_column_size, no page or index overhead): ${Object.entries(report.liveRowBytes)
+      .map(([table, bytes]) => `${table} ${bytes.toFixed(0)} B`)
+      .join(', ')}`,
+    `  overhead per event, payload excluded: inbox ${o.inbox.toFixed(0)} B, pg-boss ${o.pgboss.toFixed(0)} B, outbox_deliveries ${o.outboxDeliveries.toFixed(0)} B (billing tables ${o.billing.toFixed(0)} B, the handler's own data)`,
+    `  machine: ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`,
+  );
+  return lines;
+}

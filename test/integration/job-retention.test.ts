@@ -1,0 +1,211 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../services/core/config/load.ts';
+import { prune } from '../../services/core/inbox/prune.ts';
+import {
+  applyQueue,
+  deadLetterQueue,
+  jobIdFor,
+  outboxJobIdFor,
+  outboxQueue,
+} from '../../services/core/queue/names.ts';
+import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
+import { startRelays } from '../../services/worker/relay.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { post, standardWebhook } from '../support/deliveries.ts';
+import { silentLogger } from '../support/fake-worker.ts';
+import { startTestGateway, type TestGateway } from '../support/gateway.ts';
+import {
+  Claimer,
+  startTestWorker,
+  type TestWorker,
+  waitFor,
+  workerConfigDocument,
+} from '../support/worker-harness.ts';
+
+// Finished jobs are deleted by pg-boss's own maintenance (run by the supervising worker) soon
+// after they finish, with retention windows shortened to a second here. The inbox row and the
+// outbox delivery record stay; dead-letter copies keep their longer retention. Whatever the job's
+// state, a redelivery is a duplicate while the row exists and is applied once the row is pruned.
+
+const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const DAY = 86_400_000;
+
+const document = workerConfigDocument(
+  {
+    redo: { handler: 'record' },
+    billing: { handler: 'billing' },
+    kids: { handler: 'project', options: { createOn: ['thing.created'] } },
+  },
+  { completedJobRetention: '1s', maintenanceInterval: '1s' },
+);
+const config = parseConfig({ ...document, relay: { completedJobRetention: '1s' } }, {});
+
+let db: TestDatabase;
+let gateway: TestGateway;
+let worker: TestWorker;
+let claimer: Claimer;
+let relays: { stop(): Promise<void> };
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  gateway = await startTestGateway(db.url, config);
+  worker = await startTestWorker(db.url, config);
+  claimer = await Claimer.start(db.url, config);
+  relays = await startRelays({
+    boss: worker.boss,
+    pool: worker.pool,
+    logger: silentLogger,
+    queues: outboxPolicyFrom(config.relay),
+    pollingIntervalSeconds: 0.5,
+  });
+});
+
+afterAll(async () => {
+  await relays?.stop();
+  await worker?.stop();
+  await claimer?.stop();
+  await gateway?.stop();
+  await db?.drop();
+});
+
+async function row(endpoint: string, eventId: string) {
+  const { rows } = await db.pool.query(
+    'SELECT status, attempts FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
+    [endpoint, eventId],
+  );
+  return rows[0] as { status: string; attempts: number } | undefined;
+}
+
+/** The job under an id, whatever its queue (null once deleted). */
+async function job(id: string) {
+  const { rows } = await db.pool.query(
+    'SELECT name, state::text AS state, deletion_seconds FROM pgboss.job WHERE id = $1',
+    [id],
+  );
+  return (rows[0] as { name: string; state: string; deletion_seconds: number } | undefined) ?? null;
+}
+
+const processed = (endpoint: string, eventId: string) =>
+  waitFor(
+    `${endpoint}/${eventId} processed`,
+    async () => (await row(endpoint, eventId))?.status === 'processed',
+  );
+
+const gone = (id: string, what: string) =>
+  waitFor(`${what} deleted`, async () => (await job(id)) === null, 30_000);
+
+const deliver = (eventId: string) =>
+  post(`${gateway.url}/webhooks/redo`, standardWebhook(SECRET, { eventId }));
+
+async function pruneRow(endpoint: string, eventId: string): Promise<void> {
+  await db.pool.query(
+    `UPDATE hookgate.inbox SET received_at = now() - interval '40 days' WHERE endpoint = $1 AND event_id = $2`,
+    [endpoint, eventId],
+  );
+  const report = await prune(db.pool, {
+    inboxOlderThanMs: 30 * DAY,
+    deliveriesOlderThanMs: 90 * DAY,
+    chunk: 100,
+  });
+  expect(report.inboxRows).toBe(1);
+}
+
+describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
+  it('the queues carry the configured retention', async () => {
+    const { rows } = await db.pool.query(
+      `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name = ANY($1::text[]) ORDER BY name COLLATE "C"`,
+      [[applyQueue('redo'), deadLetterQueue('redo'), outboxQueue('notify'), `${outboxQueue('notify')}.dead`]],
+    );
+    expect(rows).toEqual([
+      { name: applyQueue('redo'), deletion_seconds: 1, retention_seconds: 90 * 86_400 },
+      { name: deadLetterQueue('redo'), deletion_seconds: 14 * 86_400, retention_seconds: 14 * 86_400 },
+      { name: outboxQueue('notify'), deletion_seconds: 1, retention_seconds: 14 * 86_400 },
+      {
+        name: `${outboxQueue('notify')}.dead`,
+        deletion_seconds: 30 * 86_400,
+        retention_seconds: 30 * 86_400,
+      },
+    ]);
+  });
+
+  it('a completed apply job is deleted by maintenance; a redelivery then is a duplicate and creates no job', async () => {
+    const id = jobIdFor('redo', 'soon_1');
+    expect((await deliver('soon_1')).json.status).toBe('accepted');
+    await processed('redo', 'soon_1');
+    await gone(id, 'the completed apply job');
+
+    const reply = await deliver('soon_1');
+    expect(reply.status).toBe(200);
+    expect(reply.json.status).toBe('duplicate');
+    expect(await job(id)).toBeNull();
+    expect(await row('redo', 'soon_1')).toMatchObject({ status: 'processed', attempts: 1 });
+  });
+
+  it('once the row is pruned as well, a redelivery is accepted, applied, and its new job goes the same way', async () => {
+    const id = jobIdFor('redo', 'soon_2');
+    expect((await deliver('soon_2')).json.status).toBe('accepted');
+    await processed('redo', 'soon_2');
+    await gone(id, 'the completed apply job');
+    await pruneRow('redo', 'soon_2');
+    expect(await row('redo', 'soon_2')).toBeUndefined();
+
+    expect((await deliver('soon_2')).json.status).toBe('accepted');
+    await processed('redo', 'soon_2');
+    expect(await row('redo', 'soon_2')).toMatchObject({ status: 'processed', attempts: 1 });
+    await gone(id, 'the second completed apply job');
+    expect((await deliver('soon_2')).json.status).toBe('duplicate');
+  });
+
+  it('a completed outbox job is deleted; outbox_deliveries keeps the record', async () => {
+    const invoice = 'in_retention_1';
+    await claimer.claim('billing', [
+      {
+        eventId: 'evt_paid_1',
+        eventType: 'invoice.paid',
+        body: {
+          id: 'evt_paid_1',
+          type: 'invoice.paid',
+          data: {
+            object: { id: invoice, object: 'invoice', status: 'paid', amount_paid: 500, currency: 'eur' },
+          },
+        },
+      },
+    ]);
+    await processed('billing', 'evt_paid_1');
+    const key = `${invoice}:paid`;
+    const outboxId = outboxJobIdFor('notify', key);
+    // The premise: the apply queued the effect, and the relay settled it (no URL: nowhere).
+    await waitFor('the delivery settled', async () => {
+      const { rows } = await db.pool.query(
+        `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
+        [key],
+      );
+      return rows[0]?.status === 'nowhere';
+    });
+    await gone(outboxId, 'the completed outbox job');
+    const { rows } = await db.pool.query(
+      `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
+      [key],
+    );
+    expect(rows).toEqual([{ status: 'nowhere' }]);
+  });
+
+  it('a dead-lettered event: the failed apply job goes, its dead-letter copy keeps the longer retention', async () => {
+    const id = jobIdFor('kids', 'early_1');
+    await claimer.claim('kids', [
+      { eventId: 'early_1', eventType: 'thing.updated', entityType: 'thing', entityId: 'k1', version: 2 },
+    ]);
+    await waitFor('early_1 parked', async () => (await row('kids', 'early_1'))?.status === 'parked', 30_000);
+    const { rows } = await db.pool.query(`SELECT id FROM pgboss.job WHERE name = $1 AND source_id = $2`, [
+      deadLetterQueue('kids'),
+      id,
+    ]);
+    expect(rows).toHaveLength(1);
+    const deadId = (rows[0] as { id: string }).id;
+    await gone(id, 'the failed apply job');
+    // Two more maintenance passes: the dead-letter copy, completed by the settlement, stays.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(await job(deadId)).toMatchObject({ state: 'completed', deletion_seconds: 14 * 86_400 });
+    expect(await row('kids', 'early_1')).toMatchObject({ status: 'parked' });
+  });
+});
