@@ -7,7 +7,9 @@ import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
+import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { traceIdOf } from '../core/tracing.ts';
 import { type ApplyJob, applyBatch } from './apply.ts';
 import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
@@ -84,6 +86,34 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const { batchSize, concurrency, pollingInterval } = config.worker;
   let stopping = false;
   const waker = new Waker();
+  const heartbeatSeconds = heartbeatSecondsFrom(config.worker);
+
+  /**
+   * Runs `work` while keeping the fetched jobs' heartbeat fresh, so the supervisor takes them back
+   * from a dead worker within worker.heartbeat but never from this live one.
+   */
+  const holding = async <T>(queue: string, jobs: readonly HeldJob[], work: () => Promise<T>): Promise<T> => {
+    if (heartbeatSeconds === null) return work();
+    const heartbeat = startHeartbeat({
+      boss,
+      queue,
+      jobs,
+      everyMs: (heartbeatSeconds * 1000) / 3,
+      onLost: (ids) =>
+        // The fence makes this attempt's complete/fail a no-op and the row lock keeps the effect
+        // single; it only means the batch ran past its heartbeat (e.g. a blocked event loop).
+        logger.warn(
+          { queue, jobs: ids },
+          'jobs lost their heartbeat while in flight; another attempt has them',
+        ),
+      onError: (error) => logger.warn({ err: error, queue }, 'could not refresh job heartbeats'),
+    });
+    try {
+      return await work();
+    } finally {
+      await heartbeat.stop();
+    }
+  };
 
   /** One fetch-and-apply step; returns how many jobs it fetched. */
   const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
@@ -98,7 +128,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       eventId: job.data.eventId,
     }));
     try {
-      const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
+      const result = await holding(queue, jobs, () =>
+        applyBatch({ pool, boss, logger }, endpoint, handler, jobs),
+      );
       const now = Date.now();
       metrics?.applyDuration.observe({ endpoint }, result.durationSeconds);
       for (const event of result.events) {
@@ -143,7 +175,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   };
 
   const deadLetterStep = async (endpoint: string): Promise<number> => {
-    const fetched = await boss.fetch<ApplyJobData>(deadLetterQueue(endpoint), {
+    const queue = deadLetterQueue(endpoint);
+    const fetched = await boss.fetch<ApplyJobData>(queue, {
       batchSize,
       includeMetadata: true,
     });
@@ -155,7 +188,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       sourceRetryCount: job.sourceRetryCount ?? 0,
       sourceOutput: job.sourceOutput,
     }));
-    const exhausted = await settleDeadLetters({ pool, boss, logger }, endpoint, jobs);
+    const exhausted = await holding(queue, jobs, () =>
+      settleDeadLetters({ pool, boss, logger }, endpoint, jobs),
+    );
     for (const e of exhausted) {
       metrics?.eventsApplied.inc({ endpoint, event_type: e.eventType ?? '', outcome: e.status });
     }

@@ -135,8 +135,14 @@ export const configSchema = z
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
         /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
         expireIn: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(120_000),
-        /** How often a worker runs pg-boss supervision (expiry, dead-lettering of expired jobs). */
-        superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
+        /**
+         * A live worker refreshes its in-flight jobs' heartbeat every third of this; a job whose
+         * heartbeat is older is taken to be lost (its worker died) and retried. Whole seconds, at
+         * least 10 (pg-boss). Used only when below expireIn, which bounds an attempt anyway.
+         */
+        heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
+        /** How often a worker runs pg-boss supervision (expiry, lost heartbeats, dead-lettering). */
+        superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
         /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
       })

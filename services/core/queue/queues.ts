@@ -9,6 +9,11 @@ export interface RetryPolicy {
   readonly retryDelayMaxSeconds: number;
   /** A job still active after this long is taken to be lost and retried (a counted attempt). */
   readonly expireInSeconds: number;
+  /**
+   * A job whose heartbeat (refreshed by its live worker) is older than this is taken to be lost
+   * and retried; null: none (expireIn alone bounds the attempt).
+   */
+  readonly heartbeatSeconds: number | null;
 }
 
 /** 90 days. */
@@ -19,6 +24,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   retryDelaySeconds: 2,
   retryDelayMaxSeconds: 600,
   expireInSeconds: 120,
+  heartbeatSeconds: 10,
 };
 
 /** The `worker` section of the config as pg-boss queue options (pg-boss counts whole seconds). */
@@ -28,7 +34,17 @@ export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
     retryDelaySeconds: Math.round(worker.retryDelay / 1000),
     retryDelayMaxSeconds: Math.max(1, Math.round(worker.retryDelayMax / 1000)),
     expireInSeconds: Math.max(1, Math.ceil(worker.expireIn / 1000)),
+    heartbeatSeconds: heartbeatSecondsFrom(worker),
   };
+}
+
+/**
+ * pg-boss takes whole seconds, at least 10. A heartbeat at or past expireIn would never fire
+ * before expiry, so the queue then carries none.
+ */
+export function heartbeatSecondsFrom(worker: Config['worker']): number | null {
+  const seconds = Math.max(10, Math.round(worker.heartbeat / 1000));
+  return seconds * 1000 < worker.expireIn ? seconds : null;
 }
 
 /** Outbox kinds whose queues always exist, so a handler can enqueue to them in any transaction. */
@@ -128,8 +144,12 @@ export async function ensureQueues(
       expireInSeconds: policy.expireInSeconds,
       retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
     };
-    await boss.createQueue(dead, deadOptions);
-    await boss.updateQueue(dead, deadOptions);
+    const heartbeat = policy.heartbeatSeconds;
+    await boss.createQueue(dead, {
+      ...deadOptions,
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
+    });
+    await boss.updateQueue(dead, { ...deadOptions, heartbeatSeconds: heartbeat });
     const options = {
       retryLimit: policy.retryLimit,
       retryDelay: policy.retryDelaySeconds,
@@ -141,8 +161,11 @@ export async function ensureQueues(
       retentionSeconds: APPLY_RETENTION_SECONDS,
       deadLetter: dead,
     };
-    await boss.createQueue(applyQueue(endpoint), options);
-    await boss.updateQueue(applyQueue(endpoint), options);
+    await boss.createQueue(applyQueue(endpoint), {
+      ...options,
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
+    });
+    await boss.updateQueue(applyQueue(endpoint), { ...options, heartbeatSeconds: heartbeat });
   }
   await ensureOutboxQueues(boss, outbox);
 }
