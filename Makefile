@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench install tools chart-tools clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -71,6 +71,11 @@ typecheck: $(DEPS)
 ## bench: throughput ratios against baselines measured in the same run
 bench: $(DEPS)
 	node bench/run.ts
+
+## chaos: the full chaos run (>= 20 SIGKILLs of gateways and workers, PostgreSQL restarted once,
+## under signed load with duplicates), on its own embedded PostgreSQL; `make test` runs a short one
+chaos: $(DEPS)
+	node test/chaos/main.ts
 
 clean:
 	rm -rf node_modules .hookgate bench/results
