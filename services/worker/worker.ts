@@ -1,10 +1,11 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
-import { jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
+import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
+import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
@@ -115,22 +116,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
   };
 
-  /** One fetch-and-apply step; returns how many jobs it fetched. */
-  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+  /** Applies one group of fetched jobs in one transaction, and reports what happened. */
+  const applyGroup = async (endpoint: string, handler: Handler, jobs: ApplyJob[]): Promise<void> => {
     const queue = applyQueue(endpoint);
-    // fetch commits on its own: the attempt is counted before any work, so an event that kills
-    // the process every time still runs out of attempts.
-    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize });
-    if (fetched.length === 0) return 0;
-    const jobs: ApplyJob[] = fetched.map((job) => ({
-      id: job.id,
-      retryCount: job.retryCount,
-      eventId: job.data.eventId,
-    }));
     try {
-      const result = await holding(queue, jobs, () =>
-        applyBatch({ pool, boss, logger }, endpoint, handler, jobs),
-      );
+      const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
       const now = Date.now();
       metrics?.applyDuration.observe({ endpoint }, result.durationSeconds);
       for (const event of result.events) {
@@ -171,6 +161,51 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           logger.error({ err: failError }, 'could not fail jobs; they will expire'),
         );
     }
+  };
+
+  /**
+   * One fetch-and-apply step; returns how many jobs it fetched. Jobs whose previous attempt was
+   * lost with its worker (expired or heartbeat gone, never reported) may hold an event that
+   * crashes the process: the others are applied first as one batch, then each of those alone,
+   * the ones a worker already died applying alone last (services/core/inbox/lost-attempts.ts).
+   * A crashing event then costs its neighbours at most the attempts it shared with them before.
+   */
+  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+    const queue = applyQueue(endpoint);
+    // fetch commits on its own: the attempt is counted before any work, so an event that kills
+    // the process every time still runs out of attempts.
+    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize, includeMetadata: true });
+    if (fetched.length === 0) return 0;
+    const jobs: ApplyJob[] = [];
+    const lost: ApplyJob[] = [];
+    for (const job of fetched) {
+      const applyJob = { id: job.id, retryCount: job.retryCount, eventId: job.data.eventId };
+      if (job.retryCount > 0 && failureFromOutput(job.output) === null) lost.push(applyJob);
+      else jobs.push(applyJob);
+    }
+    await holding(queue, [...jobs, ...lost], async () => {
+      if (jobs.length > 0) await applyGroup(endpoint, handler, jobs);
+      if (lost.length === 0) return;
+      const crashed = await lostAlone(
+        pool,
+        endpoint,
+        lost.map((job) => job.eventId),
+      );
+      const order = [
+        ...lost.filter((job) => !crashed.has(job.eventId)),
+        ...lost.filter((job) => crashed.has(job.eventId)),
+      ];
+      for (const job of order) {
+        if (crashed.has(job.eventId))
+          logger.warn(
+            { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
+            'applying an event that a worker died applying before',
+          );
+        const unmark = await markAlone(pool, endpoint, job.eventId);
+        await applyGroup(endpoint, handler, [job]);
+        await unmark();
+      }
+    });
     return fetched.length;
   };
 

@@ -122,7 +122,10 @@ class Supervised {
       (code) => {
         if (this.current === proc) this.serving = false;
         if (this.#stopped) return;
-        if (code !== 'SIGKILL') this.#log(`${this.name} exited (${code}); restarting`);
+        if (code !== 'SIGKILL') {
+          const tail = proc.output().trim().split('\n').slice(-3).join('\n  ');
+          this.#log(`${this.name} exited (${code}); restarting. Its last lines:\n  ${tail}`);
+        }
         // Restarted after a pause, as a kubelet would (without its growing back-off).
         setTimeout(() => this.start(), 500);
       },
@@ -279,13 +282,25 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       database = await startEmbeddedPostgres(join(dir, 'db'), { port: pgPort });
       log(`PostgreSQL started again after ${((Date.now() - from) / 1000).toFixed(1)} s`);
     };
-    let outageDone: Promise<void> | null = null;
+    let outageDone = false;
     while (!loadDone) {
       const [min, max] = options.killEveryMs;
       const wait = min + rand() * (max - min);
       const until = Date.now() + wait;
       while (!loadDone && Date.now() < until) {
-        if (!outageDone && Date.now() >= outageAt) outageDone = restartDatabase();
+        if (!outageDone && Date.now() >= outageAt) {
+          // Kills pause around the outage, and it starts with every process up: what is tested
+          // is how serving processes answer while the database is gone (a process started
+          // during the outage refuses to start, and is restarted until it can).
+          outageDone = true;
+          await waitUntil(
+            'every process serving before the outage',
+            async () => processes.every((p) => p.serving),
+            60_000,
+          );
+          await restartDatabase();
+          break;
+        }
         await sleep(Math.min(100, until - Date.now()));
       }
       if (loadDone) break;
@@ -306,7 +321,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       log(`SIGKILL ${victim.name} at +${((Date.now() - loadStarted) / 1000).toFixed(1)} s`);
     }
     const results = await load;
-    await outageDone;
+    if (!outageDone) throw new Error('chaos: the load ended before the database outage was due');
     if (!database) throw new Error('chaos: PostgreSQL is not running after the load');
 
     // Drain: every process back, then nothing pending.
