@@ -186,11 +186,16 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     await holding(queue, [...jobs, ...lost], async () => {
       if (jobs.length > 0) await applyGroup(endpoint, handler, jobs);
       if (lost.length === 0) return;
+      // The marks only order the lone applies; if they cannot be read or written (e.g. a row
+      // still locked by a stalled attempt past the statement timeout), apply without them.
       const crashed = await lostAlone(
         pool,
         endpoint,
         lost.map((job) => job.eventId),
-      );
+      ).catch((error: unknown) => {
+        logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
+        return new Set<string>();
+      });
       const order = [
         ...lost.filter((job) => !crashed.has(job.eventId)),
         ...lost.filter((job) => crashed.has(job.eventId)),
@@ -201,9 +206,14 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
             { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
             'applying an event that a worker died applying before',
           );
-        const unmark = await markAlone(pool, endpoint, job.eventId);
+        const unmark = await markAlone(pool, endpoint, job.eventId).catch((error: unknown) => {
+          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not mark a lone apply');
+          return async () => {};
+        });
         await applyGroup(endpoint, handler, [job]);
-        await unmark();
+        await unmark().catch((error: unknown) =>
+          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not clear a lone-apply mark'),
+        );
       }
     });
     return fetched.length;
