@@ -4,6 +4,7 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
 import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
 import {
   Claimer,
@@ -46,7 +47,13 @@ export const handler = {
 };
 `;
 
-const endpoints = { crash: { handler: 'project' }, slow: { handler: 'module:./slow.mjs' } };
+let downstream: FakeDownstream;
+const endpoints = {
+  crash: { handler: 'project' },
+  slow: { handler: 'module:./slow.mjs' },
+  // The forward handler's default timeout (10 s): a delivery's lease lasts 15 s.
+  fwd: { handler: 'forward', options: { url: 'http://127.0.0.1:1/placeholder' } },
+};
 
 let db: TestDatabase;
 let claimer: Claimer;
@@ -73,6 +80,8 @@ async function workersListening(n: number): Promise<void> {
 }
 
 beforeAll(async () => {
+  downstream = await startFakeDownstream();
+  endpoints.fwd.options.url = `${downstream.url}/hook`;
   db = await createTestDatabase();
   await installEffects(db.pool);
   await db.pool.query('CREATE TABLE public.slow_effects (event_id text NOT NULL)');
@@ -96,6 +105,7 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
+  await downstream?.close();
   await holder?.end();
   await claimer?.stop();
   await db?.drop();
@@ -147,6 +157,30 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     const effects = await effectCounts(db.pool, 'crash');
     expect(effects.size).toBe(20);
     expect([...effects.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('a SIGKILLed worker’s downstream delivery in flight is sent again by another worker within 30 s', async () => {
+    // The first request hangs (the victim is killed while it waits); the next one is answered.
+    downstream.script('/hook', [{ status: 200, delayMs: 120_000 }, 200]);
+    const victim = spawnWorker();
+    await claimer.claim('fwd', [{ eventId: 'fwd_1' }]);
+    await downstream.waitFor('/hook', 1, 30_000);
+    const rescuer = spawnWorker();
+    await workersListening(2);
+    const killedAt = Date.now();
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    const [, second] = await downstream.waitFor('/hook', 2, RECOVERY_BOUND_MS + 30_000);
+    const recoveryMs = second!.at - killedAt;
+    console.log(`downstream delivery resent ${(recoveryMs / 1000).toFixed(1)} s after the SIGKILL`);
+    expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
+    await waitFor('delivered', async () => {
+      const { rows } = await db.pool.query(
+        `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'forward' AND key = 'fwd:fwd_1'`,
+      );
+      return rows[0]?.status === 'delivered';
+    });
+    expect(rescuer.child.exitCode).toBeNull();
   });
 
   it('a live worker whose batch outlasts the heartbeat keeps it: applied once, first attempt', async () => {

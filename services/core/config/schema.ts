@@ -156,6 +156,11 @@ export const configSchema = z
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
         /** A delivery still running after this long counts as lost and is retried; at least 130 s, above the relay's longest request timeout (120 s). */
         expireIn: durationMs.pipe(z.number().min(130_000).max(86_400_000)).default(300_000),
+        /**
+         * A live relay refreshes its in-flight deliveries' heartbeat every half of this; one whose
+         * heartbeat is older (its worker died) is retried. Whole seconds, at least 10.
+         */
+        heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
         /** Messages fetched at once per kind; they are sent concurrently. */
         batchSize: z.number().int().min(1).max(100).default(10),
         /** Fetch loops per kind per process. */

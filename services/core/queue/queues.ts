@@ -60,6 +60,12 @@ export interface OutboxQueueSettings {
   readonly retryDelayMaxSeconds: number;
   /** A job active longer than this is retried; above the longest request timeout. */
   readonly expireInSeconds: number;
+  /**
+   * A job whose heartbeat (refreshed by the relay's pg-boss workers while a request runs) is older
+   * than this is retried: a dead worker's deliveries come back without waiting for expireIn.
+   * Absent or null: none.
+   */
+  readonly heartbeatSeconds?: number | null;
 }
 
 /** The `relay` section of the config as pg-boss queue options (whole seconds). */
@@ -70,6 +76,7 @@ export function outboxPolicyFrom(relay: Config['relay']): OutboxQueueSettings {
     retryBackoff: true,
     retryDelayMaxSeconds: Math.ceil(relay.retryDelayMax / 1000),
     expireInSeconds: Math.ceil(relay.expireIn / 1000),
+    heartbeatSeconds: Math.max(10, Math.round(relay.heartbeat / 1000)),
   };
 }
 
@@ -80,6 +87,7 @@ export const DEFAULT_OUTBOX_QUEUE_SETTINGS: OutboxQueueSettings = {
   retryBackoff: true,
   retryDelayMaxSeconds: 900,
   expireInSeconds: 300,
+  heartbeatSeconds: 10,
 };
 
 /** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
@@ -108,14 +116,17 @@ export async function ensureOutboxQueues(
       expireInSeconds: settings.expireInSeconds,
     };
     const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
+    const heartbeat = settings.heartbeatSeconds ?? null;
     await boss.createQueue(outboxQueue(kind), {
       ...options,
       ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
       deadLetter: dead,
     });
     await boss.updateQueue(outboxQueue(kind), {
       ...options,
       retryDelayMax: retryDelayMax ?? null,
+      heartbeatSeconds: heartbeat,
       deadLetter: dead,
     });
   }
