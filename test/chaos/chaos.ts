@@ -395,7 +395,7 @@ export function summary(report: ChaosReport): string {
     .map(([status, n]) => `${n}×${status}`)
     .join(', ');
   return [
-    `chaos (seed ${report.seed}): kills ${report.kills.gateway + report.kills.worker} (gateway ${report.kills.gateway}, worker ${report.kills.worker}), PostgreSQL restarted once (${(report.outage.ms / 1000).toFixed(1)} s down)`,
+    `chaos (seed ${report.seed}): kills ${report.kills.gateway + report.kills.worker} (gateway ${report.kills.gateway}, worker ${report.kills.worker}), PostgreSQL restarted once (${report.outage.ms} ms down)`,
     `deliveries ${report.deliveries} acknowledged of ${report.requests} requests (${report.unanswered} unanswered: gateway killed or down); answers ${JSON.stringify(report.statuses)}`,
     `during the outage: ${report.outage.answered} answered (${outage || 'none'})`,
     `${report.retried} events needed more than one attempt; drained in ${report.drainSeconds.toFixed(1)} s after the load; lost ${report.lost}, doubled ${report.doubled}, pending ${report.pending}`,
