@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench install tools chart-tools clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -71,6 +71,13 @@ typecheck: $(DEPS)
 ## bench: throughput ratios against baselines measured in the same run
 bench: $(DEPS)
 	node bench/run.ts
+
+## chaos: the full chaos run (>= 20 SIGKILLs of gateways and workers, PostgreSQL restarted once,
+## under signed load with duplicates) on its own embedded PostgreSQL, then a 100 000-event backlog
+## catch-up; `make test` runs a short chaos run and a 20 000-event catch-up
+chaos: $(DEPS)
+	node test/chaos/main.ts
+	CATCHUP_EVENTS=100000 CATCHUP_DRAIN_MS=600000 vitest run test/e2e/recovery-backlog.test.ts
 
 clean:
 	rm -rf node_modules .hookgate bench/results

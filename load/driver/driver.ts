@@ -41,6 +41,17 @@ export interface DriverOptions {
   readonly run: Run;
   /** JSON lines, one per acknowledged delivery. */
   readonly recordTo?: string;
+  /** Called for every request once answered (status null: no answer), e.g. to place it in time. */
+  readonly onAnswer?: (answer: DriverAnswer) => void;
+}
+
+export interface DriverAnswer {
+  readonly endpoint: string;
+  readonly eventId: string;
+  readonly status: number | null;
+  /** Wall-clock milliseconds (Date.now()) when the request left and when its answer was read. */
+  readonly sentAt: number;
+  readonly answeredAt: number;
 }
 
 export interface DriverResult {
@@ -104,6 +115,7 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
 
   const send = async (target: DriverTarget, step: Step): Promise<void> => {
     const started = performance.now();
+    const sentAt = Date.now();
     requests += 1;
     try {
       const response = await pool.request({
@@ -120,6 +132,13 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
       });
       const text = await response.body.text();
       latencies.push(performance.now() - started);
+      options.onAnswer?.({
+        endpoint: target.endpoint,
+        eventId: step.event.id,
+        status: response.statusCode,
+        sentAt,
+        answeredAt: Date.now(),
+      });
       statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1;
       if (response.statusCode >= 200 && response.statusCode < 300) {
         acked += 1;
@@ -132,6 +151,13 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
       }
     } catch (error) {
       errors += 1;
+      options.onAnswer?.({
+        endpoint: target.endpoint,
+        eventId: step.event.id,
+        status: null,
+        sentAt,
+        answeredAt: Date.now(),
+      });
       firstFailure ??= `${target.endpoint} ${step.event.id}: ${error instanceof Error ? error.message : String(error)}`;
     }
   };

@@ -178,7 +178,9 @@ function githubEvent(run: Run, index: number): PlannedEvent {
   const id = `${run.id}-${index}`;
   const body = JSON.stringify({
     action: 'edited',
-    issue: { id: index + 1, number: (index % 500) + 1, title: `issue ${index}`, state: 'open' },
+    // The run id is in the body too: GitHub signs only the body, and hookgate deduplicates such
+    // providers on the body's digest, so two runs' bodies must differ as their ids do.
+    issue: { id: index + 1, number: (index % 500) + 1, title: `issue ${run.id}-${index}`, state: 'open' },
     repository: { id: 1, full_name: 'example/hookgate-load' },
     sender: { login: 'hookgate-load' },
   });

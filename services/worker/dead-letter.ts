@@ -32,7 +32,7 @@ export interface Exhausted extends Ended {
 }
 
 const EXPIRED =
-  'attempt_expired: an attempt did not finish within worker.expireIn (the worker crashed, was killed or stalled)';
+  'attempt_expired: an attempt did not finish within worker.expireIn or stopped refreshing its heartbeat (the worker crashed, was killed or stalled)';
 
 /**
  * How an event that ran out of attempts settles, decided from the failure its last attempt

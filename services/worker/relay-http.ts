@@ -1,8 +1,16 @@
 /** How one POST to a downstream ended, classified for the relay's retry decision. */
 export type SendResult =
   | { readonly outcome: 'delivered'; readonly status: number }
-  /** 5xx, 429, 408, a timeout or a network failure: pg-boss retries it with backoff. */
-  | { readonly outcome: 'retry'; readonly status: number | null; readonly error: string }
+  /**
+   * 5xx, 429, 408, a timeout or a network failure: pg-boss retries it with backoff, and no
+   * sooner than `retryAfterSeconds` when a 429 or 503 said so (its Retry-After header).
+   */
+  | {
+      readonly outcome: 'retry';
+      readonly status: number | null;
+      readonly error: string;
+      readonly retryAfterSeconds?: number;
+    }
   /** Any other answer (other 4xx, an unfollowed 3xx): sending again cannot help. */
   | { readonly outcome: 'dead'; readonly status: number; readonly error: string };
 
@@ -24,6 +32,21 @@ async function snippetOf(response: Response): Promise<string> {
   } catch {
     return '';
   }
+}
+
+/**
+ * Retry-After (RFC 9110): delay-seconds or an HTTP-date. Null when absent or unreadable; a date
+ * in the past is 0.
+ */
+export function retryAfterSeconds(value: string | null, now = Date.now()): number | null {
+  if (value === null) return null;
+  const text = value.trim();
+  if (/^\d{1,10}$/.test(text)) return Number(text);
+  // Only the date forms HTTP uses (they contain a comma or "GMT"), not any text Date.parse accepts.
+  if (!/GMT|,/.test(text)) return null;
+  const at = Date.parse(text);
+  if (Number.isNaN(at)) return null;
+  return Math.max(0, Math.ceil((at - now) / 1000));
 }
 
 function isRetryableStatus(status: number): boolean {
@@ -61,6 +84,17 @@ export async function postOnce(request: SendRequest): Promise<SendResult> {
   }
   const snippet = await snippetOf(response);
   const error = `HTTP ${response.status}${snippet ? `: ${snippet}` : ''}`;
-  if (isRetryableStatus(response.status)) return { outcome: 'retry', status: response.status, error };
+  if (isRetryableStatus(response.status)) {
+    const after =
+      response.status === 429 || response.status === 503
+        ? retryAfterSeconds(response.headers.get('retry-after'))
+        : null;
+    return {
+      outcome: 'retry',
+      status: response.status,
+      error,
+      ...(after === null ? {} : { retryAfterSeconds: after }),
+    };
+  }
   return { outcome: 'dead', status: response.status, error };
 }

@@ -25,6 +25,7 @@ import {
   spanAttributes,
   traceIdOf,
 } from '../core/tracing.ts';
+import { failNotBefore } from './relay-defer.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
 
 export interface RelayMetrics {
@@ -122,7 +123,11 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
   const maxTimeoutMs = options.maxTimeoutMs ?? 120_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 15_000;
   const stopping = new AbortController();
-  await ensureOutboxQueues(boss, options.queues ?? DEFAULT_OUTBOX_QUEUE_SETTINGS, kinds);
+  const queues = options.queues ?? DEFAULT_OUTBOX_QUEUE_SETTINGS;
+  // A downstream's Retry-After is honoured up to the queue's longest backoff, so none can park a
+  // delivery for longer than the configured policy would.
+  const maxRetryAfterSeconds = Math.max(1, queues.retryDelayMaxSeconds);
+  await ensureOutboxQueues(boss, queues, kinds);
 
   const count = (kind: string, message: RelayMessage | null, outcome: string) =>
     options.metrics?.deliveries.inc({ kind, endpoint: message?.endpoint ?? '', outcome });
@@ -230,6 +235,18 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       );
       count(kind, message, 'dead');
     } else {
+      const retryAfter = result.outcome === 'retry' ? result.retryAfterSeconds : undefined;
+      if (retryAfter !== undefined && retryAfter > 0) {
+        const seconds = Math.min(retryAfter, maxRetryAfterSeconds);
+        const output = { outcome: 'retry', error: result.error, retryAfterSeconds: seconds };
+        await failNotBefore(pool, boss, outboxQueue(kind), job, output, seconds);
+        logger.warn(
+          { ...log, attempt: job.retryCount + 1, error: result.error, retryAfterSeconds: seconds },
+          'relay: delivery refused for now; retrying after the time it asked for',
+        );
+        count(kind, message, 'retry');
+        return { id: job.id, status: 'failed', output };
+      }
       logger.warn(
         { ...log, attempt: job.retryCount + 1, error: result.error },
         'relay: delivery failed; retrying',

@@ -1,13 +1,16 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
-import { jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
+import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
+import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
+import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { traceIdOf } from '../core/tracing.ts';
 import { type ApplyJob, applyBatch } from './apply.ts';
 import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
@@ -84,19 +87,38 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const { batchSize, concurrency, pollingInterval } = config.worker;
   let stopping = false;
   const waker = new Waker();
+  const heartbeatSeconds = heartbeatSecondsFrom(config.worker);
 
-  /** One fetch-and-apply step; returns how many jobs it fetched. */
-  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+  /**
+   * Runs `work` while keeping the fetched jobs' heartbeat fresh, so the supervisor takes them back
+   * from a dead worker within worker.heartbeat but never from this live one.
+   */
+  const holding = async <T>(queue: string, jobs: readonly HeldJob[], work: () => Promise<T>): Promise<T> => {
+    if (heartbeatSeconds === null) return work();
+    const heartbeat = startHeartbeat({
+      boss,
+      queue,
+      jobs,
+      everyMs: (heartbeatSeconds * 1000) / 3,
+      onLost: (ids) =>
+        // The fence makes this attempt's complete/fail a no-op and the row lock keeps the effect
+        // single; it only means the batch ran past its heartbeat (e.g. a blocked event loop).
+        logger.warn(
+          { queue, jobs: ids },
+          'jobs lost their heartbeat while in flight; another attempt has them',
+        ),
+      onError: (error) => logger.warn({ err: error, queue }, 'could not refresh job heartbeats'),
+    });
+    try {
+      return await work();
+    } finally {
+      await heartbeat.stop();
+    }
+  };
+
+  /** Applies one group of fetched jobs in one transaction, and reports what happened. */
+  const applyGroup = async (endpoint: string, handler: Handler, jobs: ApplyJob[]): Promise<void> => {
     const queue = applyQueue(endpoint);
-    // fetch commits on its own: the attempt is counted before any work, so an event that kills
-    // the process every time still runs out of attempts.
-    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize });
-    if (fetched.length === 0) return 0;
-    const jobs: ApplyJob[] = fetched.map((job) => ({
-      id: job.id,
-      retryCount: job.retryCount,
-      eventId: job.data.eventId,
-    }));
     try {
       const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
       const now = Date.now();
@@ -139,11 +161,67 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           logger.error({ err: failError }, 'could not fail jobs; they will expire'),
         );
     }
+  };
+
+  /**
+   * One fetch-and-apply step; returns how many jobs it fetched. Jobs whose previous attempt was
+   * lost with its worker (expired or heartbeat gone, never reported) may hold an event that
+   * crashes the process: the others are applied first as one batch, then each of those alone,
+   * the ones a worker already died applying alone last (services/core/inbox/lost-attempts.ts).
+   * A crashing event then costs its neighbours at most the attempts it shared with them before.
+   */
+  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+    const queue = applyQueue(endpoint);
+    // fetch commits on its own: the attempt is counted before any work, so an event that kills
+    // the process every time still runs out of attempts.
+    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize, includeMetadata: true });
+    if (fetched.length === 0) return 0;
+    const jobs: ApplyJob[] = [];
+    const lost: ApplyJob[] = [];
+    for (const job of fetched) {
+      const applyJob = { id: job.id, retryCount: job.retryCount, eventId: job.data.eventId };
+      if (job.retryCount > 0 && failureFromOutput(job.output) === null) lost.push(applyJob);
+      else jobs.push(applyJob);
+    }
+    await holding(queue, [...jobs, ...lost], async () => {
+      if (jobs.length > 0) await applyGroup(endpoint, handler, jobs);
+      if (lost.length === 0) return;
+      // The marks only order the lone applies; if they cannot be read or written (e.g. a row
+      // still locked by a stalled attempt past the statement timeout), apply without them.
+      const crashed = await lostAlone(
+        pool,
+        endpoint,
+        lost.map((job) => job.eventId),
+      ).catch((error: unknown) => {
+        logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
+        return new Set<string>();
+      });
+      const order = [
+        ...lost.filter((job) => !crashed.has(job.eventId)),
+        ...lost.filter((job) => crashed.has(job.eventId)),
+      ];
+      for (const job of order) {
+        if (crashed.has(job.eventId))
+          logger.warn(
+            { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
+            'applying an event that a worker died applying before',
+          );
+        const unmark = await markAlone(pool, endpoint, job.eventId).catch((error: unknown) => {
+          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not mark a lone apply');
+          return async () => {};
+        });
+        await applyGroup(endpoint, handler, [job]);
+        await unmark().catch((error: unknown) =>
+          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not clear a lone-apply mark'),
+        );
+      }
+    });
     return fetched.length;
   };
 
   const deadLetterStep = async (endpoint: string): Promise<number> => {
-    const fetched = await boss.fetch<ApplyJobData>(deadLetterQueue(endpoint), {
+    const queue = deadLetterQueue(endpoint);
+    const fetched = await boss.fetch<ApplyJobData>(queue, {
       batchSize,
       includeMetadata: true,
     });
@@ -155,7 +233,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       sourceRetryCount: job.sourceRetryCount ?? 0,
       sourceOutput: job.sourceOutput,
     }));
-    const exhausted = await settleDeadLetters({ pool, boss, logger }, endpoint, jobs);
+    const exhausted = await holding(queue, jobs, () =>
+      settleDeadLetters({ pool, boss, logger }, endpoint, jobs),
+    );
     for (const e of exhausted) {
       metrics?.eventsApplied.inc({ endpoint, event_type: e.eventType ?? '', outcome: e.status });
     }

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 
 export interface DownstreamRequest {
   readonly path: string;
+  /** When it arrived (Date.now()). */
+  readonly at: number;
   readonly headers: IncomingMessage['headers'];
   readonly body: string;
 }
@@ -13,6 +15,7 @@ export interface Answer {
   readonly status: number;
   readonly delayMs?: number;
   readonly body?: string;
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -68,12 +71,17 @@ export async function startFakeDownstream(): Promise<FakeDownstream> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    requests.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+    requests.push({
+      path,
+      at: Date.now(),
+      headers: req.headers,
+      body: Buffer.concat(chunks).toString('utf8'),
+    });
     for (const wake of waiters.splice(0)) wake();
     const answer = scripts.get(path)?.shift() ?? fake.fallback;
     if (answer.delayMs) await new Promise((resolve) => setTimeout(resolve, answer.delayMs));
     if (res.destroyed) return;
-    res.writeHead(answer.status, { 'content-type': 'application/json' });
+    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers });
     res.end(answer.body ?? JSON.stringify({ status: answer.status }));
   });
   server.listen(0, '127.0.0.1');

@@ -216,8 +216,14 @@ export const configSchema = z
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
         /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
         expireIn: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(120_000),
-        /** How often a worker runs pg-boss supervision (expiry, dead-lettering of expired jobs). */
-        superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
+        /**
+         * A live worker refreshes its in-flight jobs' heartbeat every third of this; a job whose
+         * heartbeat is older is taken to be lost (its worker died) and retried. Whole seconds, at
+         * least 10 (pg-boss). Used only when below expireIn, which bounds an attempt anyway.
+         */
+        heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
+        /** How often a worker runs pg-boss supervision (expiry, lost heartbeats, dead-lettering). */
+        superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
         /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
         /**
@@ -257,6 +263,11 @@ export const configSchema = z
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
         /** A delivery still running after this long counts as lost and is retried; at least 130 s, above the relay's longest request timeout (120 s). */
         expireIn: durationMs.pipe(z.number().min(130_000).max(86_400_000)).default(300_000),
+        /**
+         * A live relay refreshes its in-flight deliveries' heartbeat every half of this; one whose
+         * heartbeat is older (its worker died) is retried. Whole seconds, at least 10.
+         */
+        heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
         /** Messages fetched at once per kind; they are sent concurrently. */
         batchSize: z.number().int().min(1).max(100).default(10),
         /** Fetch loops per kind per process. */

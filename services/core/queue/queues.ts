@@ -13,6 +13,11 @@ export interface RetryPolicy {
   readonly deleteAfterSeconds: number;
   /** Finished dead-letter jobs are deleted this long after. */
   readonly deadLetterDeleteAfterSeconds: number;
+  /**
+   * A job whose heartbeat (refreshed by its live worker) is older than this is taken to be lost
+   * and retried; null: none (expireIn alone bounds the attempt).
+   */
+  readonly heartbeatSeconds: number | null;
 }
 
 /** 90 days. */
@@ -25,6 +30,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   expireInSeconds: 120,
   deleteAfterSeconds: 1_800,
   deadLetterDeleteAfterSeconds: 14 * 86_400,
+  heartbeatSeconds: 10,
 };
 
 /** The `worker` section of the config as pg-boss queue options (pg-boss counts whole seconds). */
@@ -36,7 +42,17 @@ export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
     expireInSeconds: Math.max(1, Math.ceil(worker.expireIn / 1000)),
     deleteAfterSeconds: Math.max(1, Math.round(worker.completedJobRetention / 1000)),
     deadLetterDeleteAfterSeconds: Math.max(1, Math.round(worker.deadJobRetention / 1000)),
+    heartbeatSeconds: heartbeatSecondsFrom(worker),
   };
+}
+
+/**
+ * pg-boss takes whole seconds, at least 10. A heartbeat at or past expireIn would never fire
+ * before expiry, so the queue then carries none.
+ */
+export function heartbeatSecondsFrom(worker: Config['worker']): number | null {
+  const seconds = Math.max(10, Math.round(worker.heartbeat / 1000));
+  return seconds * 1000 < worker.expireIn ? seconds : null;
 }
 
 /** Outbox kinds whose queues always exist, so a handler can enqueue to them in any transaction. */
@@ -56,6 +72,12 @@ export interface OutboxQueueSettings {
   readonly deleteAfterSeconds?: number;
   /** Dead-lettered outbox jobs (never consumed) are deleted this long after they were dead-lettered (default 30 days). */
   readonly deadLetterRetentionSeconds?: number;
+  /**
+   * A job whose heartbeat (refreshed by the relay's pg-boss workers while a request runs) is older
+   * than this is retried: a dead worker's deliveries come back without waiting for expireIn.
+   * Absent or null: none.
+   */
+  readonly heartbeatSeconds?: number | null;
 }
 
 /** The `relay` section of the config as pg-boss queue options (whole seconds). */
@@ -68,6 +90,7 @@ export function outboxPolicyFrom(relay: Config['relay']): OutboxQueueSettings {
     expireInSeconds: Math.ceil(relay.expireIn / 1000),
     deleteAfterSeconds: Math.max(1, Math.round(relay.completedJobRetention / 1000)),
     deadLetterRetentionSeconds: Math.max(1, Math.round(relay.deadJobRetention / 1000)),
+    heartbeatSeconds: Math.max(10, Math.round(relay.heartbeat / 1000)),
   };
 }
 
@@ -80,6 +103,7 @@ export const DEFAULT_OUTBOX_QUEUE_SETTINGS = {
   expireInSeconds: 300,
   deleteAfterSeconds: 1_800,
   deadLetterRetentionSeconds: 30 * 86_400,
+  heartbeatSeconds: 10,
 } as const satisfies Required<OutboxQueueSettings>;
 
 /** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
@@ -112,14 +136,17 @@ export async function ensureOutboxQueues(
       deleteAfterSeconds: settings.deleteAfterSeconds ?? DEFAULT_OUTBOX_QUEUE_SETTINGS.deleteAfterSeconds,
     };
     const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
+    const heartbeat = settings.heartbeatSeconds ?? null;
     await boss.createQueue(outboxQueue(kind), {
       ...options,
       ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
       deadLetter: dead,
     });
     await boss.updateQueue(outboxQueue(kind), {
       ...options,
       retryDelayMax: retryDelayMax ?? null,
+      heartbeatSeconds: heartbeat,
       deadLetter: dead,
     });
   }
@@ -149,8 +176,12 @@ export async function ensureQueues(
       retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
       deleteAfterSeconds: policy.deadLetterDeleteAfterSeconds,
     };
-    await boss.createQueue(dead, deadOptions);
-    await boss.updateQueue(dead, deadOptions);
+    const heartbeat = policy.heartbeatSeconds;
+    await boss.createQueue(dead, {
+      ...deadOptions,
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
+    });
+    await boss.updateQueue(dead, { ...deadOptions, heartbeatSeconds: heartbeat });
     const options = {
       retryLimit: policy.retryLimit,
       retryDelay: policy.retryDelaySeconds,
@@ -166,8 +197,11 @@ export async function ensureQueues(
       deleteAfterSeconds: policy.deleteAfterSeconds,
       deadLetter: dead,
     };
-    await boss.createQueue(applyQueue(endpoint), options);
-    await boss.updateQueue(applyQueue(endpoint), options);
+    await boss.createQueue(applyQueue(endpoint), {
+      ...options,
+      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
+    });
+    await boss.updateQueue(applyQueue(endpoint), { ...options, heartbeatSeconds: heartbeat });
   }
   await ensureOutboxQueues(boss, outbox);
 }

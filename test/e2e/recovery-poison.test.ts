@@ -1,0 +1,126 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import {
+  Claimer,
+  spawnWorkerProcess,
+  statusCounts,
+  type WorkerProcess,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
+
+// A poison event that crashes the worker process itself every time it is applied (a `module:`
+// handler that SIGKILLs its own process), while other events keep arriving. Workers are
+// restarted whenever they die, as a Deployment would. The poison must stop at its attempt limit
+// as `dead`; every other event must be applied exactly once meanwhile.
+
+const POISON_HANDLER = `
+export const handler = {
+  async apply({ tx }, event) {
+    if (event.eventId === 'poison') process.kill(process.pid, 'SIGKILL');
+    await tx.query('INSERT INTO public.poison_effects (event_id) VALUES ($1)', [event.eventId]);
+  },
+};
+`;
+
+const endpoints = { poison: { handler: 'module:./poison.mjs' } };
+// Fast expiry (3 s) so each crash is noticed within seconds; 4 attempts.
+const worker = { retryLimit: 3, batchSize: 10 };
+const OTHERS = 100;
+
+let db: TestDatabase;
+let claimer: Claimer;
+let configFile: string;
+let stopping = false;
+const crashes: (number | string)[] = [];
+const running = new Set<WorkerProcess>();
+
+/** A worker that is started again each time it dies. */
+function supervisedWorker(): void {
+  if (stopping) return;
+  const proc = spawnWorkerProcess(configFile, db.url);
+  running.add(proc);
+  void proc.exited.then((code) => {
+    running.delete(proc);
+    if (stopping) return;
+    crashes.push(code);
+    setTimeout(supervisedWorker, 200);
+  });
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  await db.pool.query('CREATE TABLE public.poison_effects (event_id text NOT NULL)');
+  claimer = await Claimer.start(db.url, workerConfig(endpoints, worker));
+  configFile = writeConfigFile(workerConfigDocument(endpoints, worker));
+  writeFileSync(join(dirname(configFile), 'poison.mjs'), POISON_HANDLER);
+});
+
+afterAll(async () => {
+  stopping = true;
+  await Promise.all(
+    [...running].map(async (proc) => {
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    }),
+  );
+  await claimer?.stop();
+  await db?.drop();
+});
+
+describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
+  it('ends dead at its attempt limit while every other event is applied once', async () => {
+    supervisedWorker();
+    supervisedWorker();
+    await claimer.claim('poison', [{ eventId: 'poison' }]);
+    // Other events keep arriving while the poison crashes the workers.
+    for (let i = 0; i < OTHERS; i += 10) {
+      await claimer.claim(
+        'poison',
+        Array.from({ length: 10 }, (_, j) => ({ eventId: `other_${i + j}` })),
+      );
+      await sleep(1_000);
+    }
+    let last: Record<string, number> = {};
+    const settled = await waitFor(
+      'the poison settled and the others applied',
+      async () => {
+        last = await statusCounts(db.pool, 'poison');
+        return last.dead === 1 && last.processed === OTHERS ? last : null;
+      },
+      120_000,
+    ).catch((error: Error) => {
+      throw new Error(`${error.message}: ${JSON.stringify(last)}, crashes ${JSON.stringify(crashes)}`);
+    });
+    expect(settled).toEqual({ dead: 1, processed: OTHERS });
+    const { rows } = await db.pool.query(
+      `SELECT attempts, last_error FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id = 'poison'`,
+    );
+    expect(rows[0].attempts).toBe(worker.retryLimit + 1);
+    expect(rows[0].last_error).toMatch(/^attempt_expired:/);
+    const job = await claimer.boss.getJobById(applyQueue('poison'), jobIdFor('poison', 'poison'));
+    expect(job).toMatchObject({ state: 'failed', retryCount: worker.retryLimit });
+    // The premise: the poison itself killed a worker on each of its attempts, and no more.
+    await sleep(5_000);
+    expect(crashes.filter((c) => c === 'SIGKILL')).toHaveLength(worker.retryLimit + 1);
+    expect(crashes.every((c) => c === 'SIGKILL')).toBe(true);
+    // Every other event applied exactly once.
+    const effects = await db.pool.query<{ event_id: string; n: number }>(
+      'SELECT event_id, count(*)::int AS n FROM public.poison_effects GROUP BY event_id',
+    );
+    expect(effects.rows).toHaveLength(OTHERS);
+    expect(effects.rows.every((r) => r.n === 1)).toBe(true);
+    const neighbours = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id <> 'poison' AND attempts > 1`,
+    );
+    console.log(
+      `poison: ${crashes.length} worker crashes; ${neighbours.rows[0]!.n} of ${OTHERS} other events lost an attempt to a crash`,
+    );
+  });
+});

@@ -1,0 +1,225 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
+import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
+import {
+  Claimer,
+  inboxRows,
+  spawnWorkerProcess,
+  statusCounts,
+  type WorkerProcess,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
+
+// Recovery after a worker dies mid-batch, with the shipped timings (not the harness's fast ones):
+// expireIn 2 min, heartbeat 10 s, supervision every 5 s, retries after 2 s. The promise: a
+// SIGKILLed worker's in-flight events are applied by another worker within 30 s, while a live
+// worker whose batch outlasts the heartbeat keeps it.
+
+const SHIPPED = {
+  batchSize: 50,
+  concurrency: 2,
+  pollingInterval: '500ms',
+  retryLimit: 7,
+  retryDelay: '2s',
+  retryDelayMax: '10m',
+  expireIn: '2m',
+  heartbeat: '10s',
+  superviseInterval: '5s',
+};
+const RECOVERY_BOUND_MS = 30_000;
+const SLOW_MS = 25_000;
+
+/** A `module:` handler that sleeps SLOW_MS on events whose id starts with `slow`, then writes once. */
+const SLOW_HANDLER = `
+export const handler = {
+  async apply({ tx }, event) {
+    if (event.eventId.startsWith('slow')) await new Promise((r) => setTimeout(r, ${SLOW_MS}));
+    await tx.query('INSERT INTO public.slow_effects (event_id) VALUES ($1)', [event.eventId]);
+  },
+};
+`;
+
+let downstream: FakeDownstream;
+const endpoints = {
+  crash: { handler: 'project' },
+  slow: { handler: 'module:./slow.mjs' },
+  // The forward handler's default timeout (10 s): a delivery's lease lasts 15 s.
+  fwd: { handler: 'forward', options: { url: 'http://127.0.0.1:1/placeholder' } },
+};
+
+let db: TestDatabase;
+let claimer: Claimer;
+let configFile: string;
+let holder: pg.Client;
+const running = new Set<WorkerProcess>();
+
+function spawnWorker(): WorkerProcess {
+  const proc = spawnWorkerProcess(configFile, db.url);
+  running.add(proc);
+  void proc.exited.then(() => running.delete(proc));
+  return proc;
+}
+
+/** Worker processes up and listening (each holds one wake-up connection once started). */
+async function workersListening(n: number): Promise<void> {
+  await waitFor(`${n} workers listening`, async () => {
+    const { rows } = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'hookgate-worker-listen'`,
+    );
+    return rows[0]!.n === n;
+  });
+}
+
+beforeAll(async () => {
+  downstream = await startFakeDownstream();
+  endpoints.fwd.options.url = `${downstream.url}/hook`;
+  db = await createTestDatabase();
+  await installEffects(db.pool);
+  await db.pool.query('CREATE TABLE public.slow_effects (event_id text NOT NULL)');
+  // A killed worker's backend blocked on a lock notices its closed socket within 100 ms.
+  await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
+  const config = workerConfig(endpoints, SHIPPED);
+  claimer = await Claimer.start(db.url, config);
+  configFile = writeConfigFile(workerConfigDocument(endpoints, SHIPPED));
+  writeFileSync(join(dirname(configFile), 'slow.mjs'), SLOW_HANDLER);
+  holder = new pg.Client({ connectionString: db.url });
+  await holder.connect();
+});
+
+afterEach(async () => {
+  await Promise.all(
+    [...running].map(async (proc) => {
+      proc.child.kill('SIGKILL');
+      await proc.exited;
+    }),
+  );
+});
+
+afterAll(async () => {
+  await downstream?.close();
+  await holder?.end();
+  await claimer?.stop();
+  await db?.drop();
+});
+
+describe('recovery after a worker dies', { timeout: 120_000 }, () => {
+  it('a SIGKILLed worker’s in-flight batch is applied by another worker within 30 s', async () => {
+    const events = Array.from({ length: 20 }, (_, i) => ({
+      eventId: `inflight_${i}`,
+      entityType: 'thing',
+      entityId: `e_${i}`,
+      version: 1,
+    }));
+    // One event of the batch stalls inside its business write, so the whole batch is in flight.
+    await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', ['inflight_7']);
+    await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
+    await claimer.claim('crash', events);
+    const victim = spawnWorker();
+    await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length === 1);
+    const active = await db.pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'active' AND retry_count = 0`,
+      [applyQueue('crash')],
+    );
+    // The premise: all 20 events are held by the victim's one batch.
+    expect(active.rows[0]!.n).toBe(20);
+
+    const rescuer = spawnWorker();
+    await workersListening(2);
+    const killedAt = Date.now();
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    await waitFor('the killed batch rolled back', async () => (await stalledBackends(db.pool)).length === 0);
+    await db.pool.query('DELETE FROM public.stall_control');
+    await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
+
+    await waitFor(
+      'all 20 applied by the other worker',
+      async () => (await statusCounts(db.pool, 'crash')).processed === 20,
+      RECOVERY_BOUND_MS + 30_000,
+      50,
+    );
+    const recoveryMs = Date.now() - killedAt;
+    console.log(`recovery after SIGKILL: ${(recoveryMs / 1000).toFixed(1)} s for 20 in-flight events`);
+    expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
+    expect(rescuer.child.exitCode).toBeNull();
+    // Each event: the killed attempt counted, the second applied it, exactly one effect.
+    const rows = await inboxRows(db.pool, 'crash');
+    expect(rows.map((r) => [r.status, r.attempts])).toEqual(events.map(() => ['processed', 2]));
+    const effects = await effectCounts(db.pool, 'crash');
+    expect(effects.size).toBe(20);
+    expect([...effects.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it('a SIGKILLed worker’s downstream delivery in flight is sent again by another worker within 30 s', async () => {
+    // The first request hangs (the victim is killed while it waits); the next one is answered.
+    downstream.script('/hook', [{ status: 200, delayMs: 120_000 }, 200]);
+    const victim = spawnWorker();
+    await claimer.claim('fwd', [{ eventId: 'fwd_1' }]);
+    await downstream.waitFor('/hook', 1, 30_000);
+    const rescuer = spawnWorker();
+    await workersListening(2);
+    const killedAt = Date.now();
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    const [, second] = await downstream.waitFor('/hook', 2, RECOVERY_BOUND_MS + 30_000);
+    const recoveryMs = second!.at - killedAt;
+    console.log(`downstream delivery resent ${(recoveryMs / 1000).toFixed(1)} s after the SIGKILL`);
+    expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
+    await waitFor('delivered', async () => {
+      const { rows } = await db.pool.query(
+        `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'forward' AND key = 'fwd:fwd_1'`,
+      );
+      return rows[0]?.status === 'delivered';
+    });
+    expect(rescuer.child.exitCode).toBeNull();
+  });
+
+  it('a live worker whose batch outlasts the heartbeat keeps it: applied once, first attempt', async () => {
+    const a = spawnWorker();
+    const b = spawnWorker();
+    await workersListening(2);
+    await claimer.claim('slow', [{ eventId: 'slow_1' }]);
+    const jobId = jobIdFor('slow', 'slow_1');
+    const started = await waitFor('the slow job taken', async () => {
+      const { rows } = await db.pool.query<{ started_on: Date }>(
+        `SELECT started_on FROM pgboss.job WHERE id = $1 AND state = 'active'`,
+        [jobId],
+      );
+      return rows[0]?.started_on ?? null;
+    });
+    // While it sleeps, its job stays with its first attempt; sample it until it settles.
+    let lastBeat: Date | null = null;
+    for (;;) {
+      const { rows } = await db.pool.query<{ state: string; retry_count: number; heartbeat_on: Date }>(
+        'SELECT state, retry_count, heartbeat_on FROM pgboss.job WHERE id = $1',
+        [jobId],
+      );
+      const job = rows[0]!;
+      expect(job.retry_count).toBe(0);
+      if (job.state !== 'active') {
+        expect(job.state).toBe('completed');
+        break;
+      }
+      lastBeat = job.heartbeat_on;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    // The premise: the batch ran past the heartbeat window and was kept alive by refreshes.
+    expect(lastBeat).not.toBeNull();
+    expect(lastBeat!.getTime() - started.getTime()).toBeGreaterThan(10_000);
+    const rows = await inboxRows(db.pool, 'slow');
+    expect(rows).toMatchObject([{ event_id: 'slow_1', status: 'processed', attempts: 1 }]);
+    const writes = await db.pool.query('SELECT event_id FROM public.slow_effects');
+    expect(writes.rows).toEqual([{ event_id: 'slow_1' }]);
+    expect(a.child.exitCode).toBeNull();
+    expect(b.child.exitCode).toBeNull();
+  });
+});
