@@ -1,3 +1,8 @@
+import { INSERT_JOB_ROWS, WAITING_STATES } from '../queue/job-rows.ts';
+import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
+
+const WAITING_SQL = WAITING_STATES.map((state) => `'${state}'`).join(', ');
+
 /**
  * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
  * primary key, or the body digest of providers whose id header is unsigned — see migration
@@ -25,3 +30,69 @@ export const CLAIM_INBOX_ROWS = `
 export const UNCLAIM_INBOX_ROWS = `
   DELETE FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'`;
+
+/**
+ * The whole claim in one statement, run outside an explicit transaction (its own commit, so one
+ * round trip): inbox rows, their apply jobs (pg-boss rows written by queue/job-rows.ts) and the
+ * workers' wake-up (`pg_notify`, delivered only by that commit). Per input row ($12 queue, $13
+ * deterministic job id):
+ *
+ * - `prior`: a job already holding the id is locked (a worker's fetch skips it until we commit).
+ *   Still waiting to run: kept, it will find the new row. Finished or running: the row is not
+ *   inserted here; unless an inbox row already exists (a duplicate) it is returned `deferred`,
+ *   for the transactional claim that decides (delete and insert again, or refuse as busy).
+ * - `rows`: ON CONFLICT DO NOTHING, as CLAIM_INBOX_ROWS; returned `accepted`.
+ * - `jobs`: one job for each accepted row that had none.
+ * - The guard: an accepted row without a live job (a job insert skipped by a concurrent insert
+ *   or a queue policy) divides by zero, which aborts the statement: nothing is committed, and the
+ *   caller falls back to the transactional claim, which reports it.
+ */
+export const CLAIM_IN_ONE_STATEMENT = `
+  WITH input AS (
+    SELECT *
+      FROM unnest(
+        $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+        $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[], $12::text[], $13::uuid[]
+      ) WITH ORDINALITY AS i(endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version,
+                             payload, headers, traceparent, body_digest, queue, job_id, ord)
+  ), prior AS (
+    SELECT j.id, j.state::text IN (${WAITING_SQL}) AS waiting
+      FROM pgboss.job j
+      JOIN input i ON j.name = i.queue AND j.id = i.job_id
+       FOR UPDATE OF j
+  ), rows AS (
+    INSERT INTO hookgate.inbox
+      (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
+       traceparent, body_digest)
+    SELECT i.endpoint, i.event_id, i.provider, i.event_type, i.entity_type, i.entity_id, i.entity_version,
+           i.payload, i.headers, i.traceparent, i.body_digest
+      FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
+     ORDER BY i.ord
+    ON CONFLICT DO NOTHING
+    RETURNING endpoint, event_id
+  ), new_jobs AS (
+    SELECT DISTINCT ON (i.job_id) i.queue, i.job_id,
+           jsonb_build_object('endpoint', i.endpoint, 'eventId', i.event_id) AS data
+      FROM rows r
+      JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
+     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id)
+  ), jobs AS (${INSERT_JOB_ROWS}
+  ), woken AS (
+    SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e
+  ), jobless AS (
+    SELECT 1
+      FROM rows r
+      JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
+     WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = i.job_id)
+       AND NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND p.waiting)
+  )
+  SELECT r.endpoint, r.event_id, 'accepted' AS outcome,
+         1 / (CASE WHEN (SELECT count(*) FROM jobless) = 0 THEN 1 ELSE 0 END)
+           + 0 * (SELECT count(*) FROM woken) AS guard
+    FROM rows r
+  UNION ALL
+  SELECT i.endpoint, i.event_id, 'deferred', 1
+    FROM input i
+   WHERE EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
+     AND NOT EXISTS (SELECT 1 FROM hookgate.inbox x WHERE x.endpoint = i.endpoint AND x.event_id = i.event_id)`;

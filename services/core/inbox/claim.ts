@@ -3,8 +3,9 @@ import type { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { sendApplyJobs } from '../queue/apply-jobs.ts';
+import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
-import { CLAIM_INBOX_ROWS, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
+import { CLAIM_IN_ONE_STATEMENT, CLAIM_INBOX_ROWS, UNCLAIM_INBOX_ROWS } from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {
@@ -122,10 +123,95 @@ async function enqueueJobs(
   return refused;
 }
 
+/** What a claim attempt settled: rows it created, and deliveries it refused. */
+interface Claimed {
+  readonly inserted: Set<string>;
+  readonly failed: Map<string, HookgateError>;
+}
+
 /**
- * Claims a batch in one transaction: inbox rows and their jobs commit together or not at all.
- * If the batch statement fails, each claim is retried behind its own savepoint so that one
- * unstorable delivery does not fail its neighbours. Results are in the order of `claims`.
+ * The claim in one round trip (CLAIM_IN_ONE_STATEMENT, its own commit). Returns the keys it
+ * accepted and the claims it left for the transactional path (an earlier job under the same id
+ * that is finished or running). Throws what the statement threw: nothing was committed then.
+ */
+async function claimInOneStatement(
+  client: pg.PoolClient,
+  sorted: readonly Claim[],
+): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
+  const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
+    CLAIM_IN_ONE_STATEMENT,
+    [
+      ...columns(sorted),
+      sorted.map((c) => applyQueue(c.endpoint)),
+      sorted.map((c) => jobIdFor(c.endpoint, c.event.eventId)),
+    ],
+  );
+  const inserted = new Set<string>();
+  const deferredKeys = new Set<string>();
+  for (const row of result.rows) {
+    (row.outcome === 'accepted' ? inserted : deferredKeys).add(keyOf(row.endpoint, row.event_id));
+  }
+  const deferred = sorted.filter((c) => deferredKeys.has(keyOf(c.endpoint, c.event.eventId)));
+  return { inserted, deferred };
+}
+
+/**
+ * The transactional claim: inbox rows, then a live job for each (sendApplyJobs decides about
+ * earlier jobs under the same ids), then the hooks, then COMMIT with the wake-up. If the batch
+ * statement fails on a row's data, each claim is retried behind its own savepoint so that one
+ * unstorable delivery does not fail its neighbours. Throws on errors that are not a row's.
+ */
+async function claimInTransaction(
+  client: pg.PoolClient,
+  boss: PgBoss,
+  sorted: readonly Claim[],
+  hooks: ClaimHooks,
+): Promise<Claimed> {
+  const failed = new Map<string, HookgateError>();
+  let inserted: Set<string>;
+  try {
+    await client.query('BEGIN');
+    inserted = await insertRows(client, sorted);
+  } catch (error) {
+    await client.query('ROLLBACK');
+    if (sorted.length === 1 || !isRowError(error)) throw error;
+    await client.query('BEGIN');
+    inserted = new Set();
+    for (const claim of sorted) {
+      const key = keyOf(claim.endpoint, claim.event.eventId);
+      await client.query('SAVEPOINT claim');
+      try {
+        for (const row of await insertRows(client, [claim])) inserted.add(row);
+        await client.query('RELEASE SAVEPOINT claim');
+      } catch (rowError) {
+        await client.query('ROLLBACK TO SAVEPOINT claim');
+        failed.set(key, failureFor(rowError));
+      }
+    }
+  }
+  const accepted = sorted.filter((c) => inserted.has(keyOf(c.endpoint, c.event.eventId)));
+  // A batch may carry the same key twice; only its first copy is "accepted".
+  const acceptedOnce = new Set<string>();
+  const firsts = accepted.filter((c) => {
+    const key = keyOf(c.endpoint, c.event.eventId);
+    if (acceptedOnce.has(key)) return false;
+    acceptedOnce.add(key);
+    return true;
+  });
+  const busy = await enqueueJobs(boss, client, firsts);
+  for (const key of busy) failed.set(key, JOB_BUSY);
+  const kept = busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
+  if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
+  await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
+  return { inserted, failed };
+}
+
+/**
+ * Claims a batch: inbox rows and their jobs commit together or not at all, before any answer.
+ * Without hooks the whole claim is one statement (one round trip, see CLAIM_IN_ONE_STATEMENT);
+ * what it cannot decide alone (an earlier job under the same id that is finished or running),
+ * and any batch whose statement failed on a row, goes through the transactional claim. Hooks
+ * (sync-mode apply) always take the transactional claim. Results are in the order of `claims`.
  */
 export async function claimBatch(
   pool: pg.Pool,
@@ -144,43 +230,24 @@ export async function claimBatch(
   }
   let broken = false;
   try {
-    const failed = new Map<string, HookgateError>();
-    let inserted: Set<string>;
-    try {
-      await client.query('BEGIN');
-      inserted = await insertRows(client, sorted);
-    } catch (error) {
-      await client.query('ROLLBACK');
-      if (sorted.length === 1 || !isRowError(error)) throw error;
-      await client.query('BEGIN');
-      inserted = new Set();
-      for (const claim of sorted) {
-        const key = keyOf(claim.endpoint, claim.event.eventId);
-        await client.query('SAVEPOINT claim');
-        try {
-          for (const row of await insertRows(client, [claim])) inserted.add(row);
-          await client.query('RELEASE SAVEPOINT claim');
-        } catch (rowError) {
-          await client.query('ROLLBACK TO SAVEPOINT claim');
-          failed.set(key, failureFor(rowError));
-        }
+    let inserted = new Set<string>();
+    let failed = new Map<string, HookgateError>();
+    let rest: readonly Claim[] = sorted;
+    if (!hooks.beforeCommit) {
+      const fast = await claimInOneStatement(client, sorted).catch((error: unknown) => {
+        if (isRowError(error)) return null;
+        throw error;
+      });
+      if (fast) {
+        inserted = fast.inserted;
+        rest = fast.deferred;
       }
     }
-    const accepted = sorted.filter((c) => inserted.has(keyOf(c.endpoint, c.event.eventId)));
-    // A batch may carry the same key twice; only its first copy is "accepted".
-    const acceptedOnce = new Set<string>();
-    const firsts = accepted.filter((c) => {
-      const key = keyOf(c.endpoint, c.event.eventId);
-      if (acceptedOnce.has(key)) return false;
-      acceptedOnce.add(key);
-      return true;
-    });
-    const busy = await enqueueJobs(boss, client, firsts);
-    for (const key of busy) failed.set(key, JOB_BUSY);
-    const kept =
-      busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
-    if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
-    await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
+    if (rest.length > 0) {
+      const slow = await claimInTransaction(client, boss, rest, hooks);
+      for (const key of slow.inserted) inserted.add(key);
+      failed = slow.failed;
+    }
     const reported = new Set<string>();
     return claims.map((claim): ClaimResult => {
       const key = keyOf(claim.endpoint, claim.event.eventId);
