@@ -151,7 +151,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       // up to 30 s past its limit.
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
     },
-    gatewayApp.app,
+    gatewayApp.listener,
   );
   server.keepAliveTimeout = 65_000;
   server.on('clientError', gatewayApp.onClientError);

@@ -43,8 +43,8 @@ afterAll(async () => {
 async function insertOurs(queue: string, jobs: readonly { id: string; data: unknown }[]): Promise<string[]> {
   const result = await db.pool.query<{ id: string }>(
     `WITH new_jobs AS (
-       SELECT $1::text AS queue, j.id AS job_id, j.data
-         FROM unnest($2::uuid[], $3::jsonb[]) AS j(id, data)
+       SELECT $1::text AS queue, j.id AS job_id, j.data, j.ord
+         FROM unnest($2::uuid[], $3::jsonb[]) WITH ORDINALITY AS j(id, data, ord)
      ), jobs AS (${INSERT_JOB_ROWS})
      SELECT id::text FROM jobs`,
     [queue, jobs.map((j) => j.id), jobs.map((j) => JSON.stringify(j.data))],

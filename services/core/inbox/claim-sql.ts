@@ -72,11 +72,13 @@ export const CLAIM_IN_ONE_STATEMENT = `
     ON CONFLICT DO NOTHING
     RETURNING endpoint, event_id
   ), new_jobs AS (
-    SELECT DISTINCT ON (i.job_id) i.queue, i.job_id,
-           jsonb_build_object('endpoint', i.endpoint, 'eventId', i.event_id) AS data
+    -- In the claim's order; an event given twice in the batch is one job.
+    SELECT i.queue, i.job_id, jsonb_build_object('endpoint', i.endpoint, 'eventId', i.event_id) AS data,
+           min(i.ord) AS ord
       FROM rows r
       JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
      WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id)
+     GROUP BY i.queue, i.job_id, i.endpoint, i.event_id
   ), jobs AS (${INSERT_JOB_ROWS}
   ), woken AS (
     SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e

@@ -24,10 +24,10 @@ const DEFAULTS = {
 } as const;
 
 /**
- * Inserts one job per row of a relation named `new_jobs(queue text, job_id uuid, data jsonb)`,
- * to be used as a data-modifying CTE (`jobs AS (…)`); returns the ids it created. Like pg-boss,
- * ON CONFLICT DO NOTHING: an id (or a queue policy's unique key) already held skips the row,
- * which the caller must detect from the returned ids.
+ * Inserts one job per row of a relation named `new_jobs(queue text, job_id uuid, data jsonb,
+ * ord bigint)`, in `ord` order (the caller's, as pg-boss inserts its array's), to be used as a data-modifying CTE (`jobs AS (…)`);
+ * returns the ids it created. Like pg-boss, ON CONFLICT DO NOTHING: an id (or a queue policy's
+ * unique key) already held skips the row, which the caller must detect from the returned ids.
  */
 export const INSERT_JOB_ROWS = `
   INSERT INTO pgboss.job (
@@ -46,6 +46,7 @@ export const INSERT_JOB_ROWS = `
          q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0, NULL
     FROM new_jobs n
     LEFT JOIN pgboss.queue q ON q.name = n.queue
+   ORDER BY n.ord
   ON CONFLICT DO NOTHING
   RETURNING id`;
 
