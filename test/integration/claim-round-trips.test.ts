@@ -146,4 +146,22 @@ describe('the claim', () => {
     expect(sent).toBeGreaterThan(1);
     expect(await jobs(['pruned'])).toEqual(['created']);
   });
+
+  it('a body that is not one JSON value cannot add rows of its own to the one statement', async () => {
+    // The gateway only claims bodies it parsed; this is the fence should another caller not.
+    const injected =
+      '1},{"ord":1,"endpoint":"trips","event_id":"injected","provider":"x","event_type":"x",' +
+      '"entity_type":null,"entity_id":null,"entity_version":null,"headers":{},"traceparent":null,' +
+      '"body_digest":null,"queue":"hookgate.apply.trips","job_id":"00000000-0000-8000-8000-000000000001","payload":1';
+    const results = await claimBatch(pool, boss, [
+      { ...claim('victim'), body: injected },
+      claim('neighbour'),
+    ]);
+    expect(results[1]).toEqual({ ok: true, outcome: 'accepted' });
+    expect(results[0]?.ok).toBe(false);
+    const rows = await db.pool.query(
+      `SELECT event_id FROM hookgate.inbox WHERE event_id IN ('injected', 'victim', 'neighbour') ORDER BY event_id`,
+    );
+    expect(rows.rows.map((r) => r.event_id)).toEqual(['neighbour']);
+  });
 });

@@ -61,6 +61,31 @@ function columns(claims: readonly Claim[]): unknown[] {
   ];
 }
 
+const json = JSON.stringify;
+
+/**
+ * CLAIM_IN_ONE_STATEMENT's input: one JSON array, one object per claim. The body is embedded as
+ * received: it is a complete JSON text (the gateway parsed it), and PostgreSQL parses it into
+ * jsonb exactly as it would parse it alone. A body that is not valid JSON makes the statement
+ * fail on the data (or on its guard, should it parse as more than one value), and the
+ * transactional claim then stores or refuses each delivery alone.
+ */
+export function claimDocument(claims: readonly Claim[]): string {
+  const parts: string[] = [];
+  for (const [ord, c] of claims.entries()) {
+    const e = c.event;
+    parts.push(
+      `{"ord":${ord},"endpoint":${json(c.endpoint)},"event_id":${json(e.eventId)},"provider":${json(c.provider)},` +
+        `"event_type":${json(e.eventType)},"entity_type":${json(e.entityType)},"entity_id":${json(e.entityId)},` +
+        `"entity_version":${json(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${json(c.traceparent)},` +
+        `"body_digest":${c.bodyDigest ? json(c.bodyDigest.toString('hex')) : 'null'},` +
+        `"queue":${json(applyQueue(c.endpoint))},"job_id":${json(jobIdFor(c.endpoint, e.eventId))},` +
+        `"payload":${c.body}}`,
+    );
+  }
+  return `[${parts.join(',')}]`;
+}
+
 function sqlState(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : '';
@@ -140,11 +165,7 @@ async function claimInOneStatement(
 ): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
   const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
     CLAIM_IN_ONE_STATEMENT,
-    [
-      ...columns(sorted),
-      sorted.map((c) => applyQueue(c.endpoint)),
-      sorted.map((c) => jobIdFor(c.endpoint, c.event.eventId)),
-    ],
+    [claimDocument(sorted), sorted.length],
   );
   const inserted = new Set<string>();
   const deferredKeys = new Set<string>();
