@@ -21,6 +21,11 @@ export interface GatewayAppDeps extends ReceiveDeps {
   /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
   readonly readinessTimeoutMs?: number;
   readonly shuttingDown: () => boolean;
+  /**
+   * Handle `POST /webhooks/<name>` from the request listener, skipping Express's router. Off
+   * when tracing is on, so Express's instrumentation still sees (and spans) every request.
+   */
+  readonly direct?: boolean;
 }
 
 export interface GatewayApp {
@@ -322,8 +327,9 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     rawAnswer(socket, result);
   };
 
+  const direct = deps.direct ?? true;
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
-    if (req.method === 'POST') {
+    if (direct && req.method === 'POST') {
       const match = WEBHOOK_PATH.exec(req.url ?? '');
       const endpoint = match ? deps.endpoints.get(match[1]!) : undefined;
       if (endpoint) {

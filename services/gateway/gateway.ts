@@ -124,6 +124,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     claim,
     now: options.now ?? Date.now,
     shuttingDown: () => shuttingDown,
+    direct: !tracingEnabled(),
     readiness: async () => {
       try {
         if (!migrated) {
