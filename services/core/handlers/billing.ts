@@ -97,14 +97,8 @@ function columns(rows: readonly (readonly unknown[])[], width: number): unknown[
 }
 
 /** Runs a round's statement and returns the invoice ids it wrote (its `RETURNING id`). */
-async function idsOf(
-  tx: ApplyContext['tx'],
-  name: string,
-  sql: string,
-  params: unknown[],
-): Promise<Set<string>> {
-  // Named: parsed and planned once per connection (the worker sends these for every batch).
-  const result = await tx.query<{ id: string }>({ name, text: sql, values: params });
+async function idsOf(tx: ApplyContext['tx'], sql: string, params: unknown[]): Promise<Set<string>> {
+  const result = await tx.query<{ id: string }>(sql, params);
   return new Set(result.rows.map((row) => row.id));
 }
 
@@ -335,23 +329,14 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
       }
     }
     if (ops.length === 0) return results;
-    await tx.query({
-      name: 'hookgate_billing_lock',
-      text: LOCK_INVOICES,
-      values: [[...new Set(ops.map((op) => op.invoice.id))]],
-    });
+    await tx.query(LOCK_INVOICES, [[...new Set(ops.map((op) => op.invoice.id))]]);
     for (const round of roundsByKey(ops, (op) => op.invoice.id)) {
       const created = round.filter((op) => op.kind === 'created');
       const paid = round.filter((op) => op.kind === 'paid');
       const voided = round.filter((op) => op.kind === 'voided');
       if (created.length > 0) {
         const rows = created.map((op) => createdValues(op.invoice, op.event));
-        const inserted = await idsOf(
-          tx,
-          'hookgate_billing_created',
-          INSERT_INVOICES_IF_ABSENT,
-          columns(rows, 9),
-        );
+        const inserted = await idsOf(tx, INSERT_INVOICES_IF_ABSENT, columns(rows, 9));
         for (const op of created) results[op.index] = inserted.has(op.invoice.id) ? 'processed' : 'ignored';
       }
       const changedPaid =
@@ -359,7 +344,6 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
           ? new Set<string>()
           : await idsOf(
               tx,
-              'hookgate_billing_paid',
               MARK_INVOICES_PAID,
               columns(
                 paid.map((op) => markValues(op.invoice, op.event, op.invoice.status_transitions?.paid_at)),
@@ -370,21 +354,17 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
         const rows = voided.map((op) =>
           markValues(op.invoice, op.event, op.invoice.status_transitions?.voided_at),
         );
-        const changed = await idsOf(tx, 'hookgate_billing_voided', MARK_INVOICES_VOID, columns(rows, 7));
+        const changed = await idsOf(tx, MARK_INVOICES_VOID, columns(rows, 7));
         for (const op of voided) results[op.index] = changed.has(op.invoice.id) ? 'processed' : 'ignored';
       }
       if (paid.length === 0) continue;
-      const booked = await tx.query<{ status: string | null } & Nullable<BookedEntry>>({
-        name: 'hookgate_billing_book',
-        text: BOOK_PAYMENTS,
-        values: [
-          paid.map((op) => op.invoice.id),
-          paid.map((op) => op.invoice.amount_paid ?? null),
-          paid.map((op) => op.invoice.currency ?? null),
-          paid.map((op) => op.event.endpoint),
-          paid.map((op) => op.event.eventId),
-        ],
-      });
+      const booked = await tx.query<{ status: string | null } & Nullable<BookedEntry>>(BOOK_PAYMENTS, [
+        paid.map((op) => op.invoice.id),
+        paid.map((op) => op.invoice.amount_paid ?? null),
+        paid.map((op) => op.invoice.currency ?? null),
+        paid.map((op) => op.event.endpoint),
+        paid.map((op) => op.event.eventId),
+      ]);
       for (const [n, op] of paid.entries()) {
         const row = booked.rows[n]!;
         const changed = changedPaid.has(op.invoice.id);

@@ -78,13 +78,6 @@ export const ENTITIES_EXISTING = `
     JOIN hookgate.entity_state s
       ON s.endpoint = $1 AND s.entity_type = e.entity_type AND s.entity_id = e.entity_id`;
 
-/** The batch statements are named: parsed and planned once per connection. */
-const STATEMENT_NAMES = new Map([
-  [UPSERT_ENTITY_STATES, 'hookgate_project_upsert'],
-  [UPDATE_ENTITY_STATES, 'hookgate_project_update'],
-  [ENTITIES_EXISTING, 'hookgate_project_existing'],
-]);
-
 /** An event keyed for the projection: its position in the batch and what it writes. */
 interface Keyed {
   readonly index: number;
@@ -98,10 +91,7 @@ interface Keyed {
 const entityKey = (type: string, id: string): string => `${type}\u0000${id}`;
 
 async function entitiesOf(tx: BatchContext['tx'], sql: string, params: unknown[]): Promise<Set<string>> {
-  const name = STATEMENT_NAMES.get(sql);
-  const result = await tx.query<{ entity_type: string; entity_id: string }>(
-    name ? { name, text: sql, values: params } : { text: sql, values: params },
-  );
+  const result = await tx.query<{ entity_type: string; entity_id: string }>(sql, params);
   return new Set(result.rows.map((row) => entityKey(row.entity_type, row.entity_id)));
 }
 

@@ -163,13 +163,9 @@ async function claimInOneStatement(
   client: pg.PoolClient,
   sorted: readonly Claim[],
 ): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
-  // Named: each pooled connection parses and plans it once, not once per claim.
   const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
-    {
-      name: 'hookgate_claim',
-      text: CLAIM_IN_ONE_STATEMENT,
-      values: [claimDocument(sorted), sorted.length],
-    },
+    CLAIM_IN_ONE_STATEMENT,
+    [claimDocument(sorted), sorted.length],
   );
   const inserted = new Set<string>();
   const deferredKeys = new Set<string>();

@@ -42,13 +42,7 @@ export async function lockForApply(
   endpoint: string,
   eventIds: readonly string[],
 ): Promise<InboxRow[]> {
-  return (
-    await client.query<InboxRow>({
-      name: 'hookgate_lock_for_apply',
-      text: LOCK_FOR_APPLY,
-      values: [endpoint, eventIds],
-    })
-  ).rows;
+  return (await client.query<InboxRow>(LOCK_FOR_APPLY, [endpoint, eventIds])).rows;
 }
 
 /** An inbox row as settling it needs: no payload. */
@@ -220,15 +214,11 @@ export async function settleBatch(
     ...batch.failed.map((r) => [r.eventId, null, r.attempts, r.lastError] as const),
   ];
   if (rows.length === 0) return;
-  await client.query({
-    name: 'hookgate_settle_batch',
-    text: SETTLE_BATCH,
-    values: [
-      endpoint,
-      rows.map((r) => r[0]),
-      rows.map((r) => r[1]),
-      rows.map((r) => r[2]),
-      rows.map((r) => r[3]),
-    ],
-  });
+  await client.query(SETTLE_BATCH, [
+    endpoint,
+    rows.map((r) => r[0]),
+    rows.map((r) => r[1]),
+    rows.map((r) => r[2]),
+    rows.map((r) => r[3]),
+  ]);
 }
