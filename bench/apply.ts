@@ -315,8 +315,17 @@ async function billingCounts(db: pg.Client) {
   };
 }
 
+/** BENCH_WORKER_NODE_OPTIONS (e.g. `--cpu-prof`) go to the hookgate worker processes only. */
 function workerArgs(configFile: string): string[] {
-  return ['services/cli/main.ts', 'serve', '--role', 'worker', '--config', configFile];
+  return [
+    ...(process.env.BENCH_WORKER_NODE_OPTIONS?.split(' ').filter(Boolean) ?? []),
+    'services/cli/main.ts',
+    'serve',
+    '--role',
+    'worker',
+    '--config',
+    configFile,
+  ];
 }
 
 async function startWorkers(

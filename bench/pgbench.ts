@@ -71,6 +71,7 @@ export function claimScript(batch: number): string {
     $8: `array_fill('${PAYLOAD}'::jsonb, ARRAY[${batch}])`,
     $9: `array_fill('{}'::jsonb, ARRAY[${batch}])`,
     $10: `array_fill(NULL::text, ARRAY[${batch}])`,
+    $11: `array_fill(NULL::bytea, ARRAY[${batch}])`,
   };
   const sql = CLAIM_INBOX_ROWS.replace(/\$(\d+)::\w+\[\]/g, (match, n: string) => {
     const replacement = arrays[`$${n}`];

@@ -6,13 +6,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { applyScenario, renderApply } from './apply.ts';
+import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { bytesScenario, renderBytes } from './bytes.ts';
-import { ingestScenario, renderIngest } from './ingest.ts';
+import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 import { pruneScenario, renderPrune } from './prune.ts';
 import { renderSoak, soakScenario } from './soak.ts';
+import { renderSummary } from './summary.ts';
 
 const settings = z
   .object({
@@ -163,15 +164,27 @@ function markdown(name: string, lines: readonly string[], startLoad: number): st
 const wanted = new Set(settings.BENCH_SCENARIOS.split(',').map((name) => name.trim()));
 const dir = join(ROOT, 'bench', 'results');
 mkdirSync(dir, { recursive: true });
+const reports = new Map<string, unknown>();
+const firstLoad = loadavg()[0]!;
 for (const scenario of scenarios.filter((s) => wanted.has(s.name))) {
   const database = await benchDatabase();
   const startLoad = loadavg()[0]!;
   try {
     const { lines, report } = await scenario.run(database);
+    reports.set(scenario.name, report);
     process.stdout.write(`${lines.join('\n')}\n`);
     writeFileSync(join(dir, `${scenario.name}.json`), `${JSON.stringify(report, null, 2)}\n`);
     writeFileSync(join(dir, `${scenario.name}.md`), markdown(scenario.name, lines, startLoad));
   } finally {
     await database.stop();
   }
+}
+
+const summary = renderSummary(
+  (reports.get('ingest') as IngestReport | undefined) ?? null,
+  (reports.get('apply') as ApplyReport | undefined) ?? null,
+);
+if (summary.length > 0) {
+  process.stdout.write(`${summary.join('\n')}\n`);
+  writeFileSync(join(dir, 'summary.md'), markdown('summary', summary, firstLoad));
 }

@@ -136,6 +136,11 @@ export async function inSpan<T>(
   }
 }
 
+/** Starts a span the caller ends (for work that covers several spans at once, e.g. a set-based batch). */
+export function startSpan(name: string, attributes: Attributes, parent: Context): Span {
+  return tracer().startSpan(name, { attributes }, parent);
+}
+
 /** The synchronous form of `inSpan`. */
 export function inSpanSync<T>(
   name: string,

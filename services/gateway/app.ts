@@ -1,7 +1,7 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import express, { type ErrorRequestHandler, type Request, type RequestHandler, type Response } from 'express';
+import express, { type ErrorRequestHandler } from 'express';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
@@ -21,24 +21,41 @@ export interface GatewayAppDeps extends ReceiveDeps {
   /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
   readonly readinessTimeoutMs?: number;
   readonly shuttingDown: () => boolean;
+  /**
+   * Handle `POST /webhooks/<name>` from the request listener, skipping Express's router. Off
+   * when tracing is on, so Express's instrumentation still sees (and spans) every request.
+   */
+  readonly direct?: boolean;
 }
 
 export interface GatewayApp {
   readonly app: express.Express;
+  /**
+   * The HTTP server's request listener: `POST /webhooks/<name>` of a configured endpoint is
+   * handled directly, everything else by the Express app.
+   */
+  readonly listener: (req: IncomingMessage, res: ServerResponse) => void;
   /** The HTTP server's `clientError` listener: timeouts and unparsable requests, answered in JSON and counted. */
   readonly onClientError: (error: NodeJS.ErrnoException, socket: Duplex) => void;
   /** Writes the last refusal summary. */
   readonly stop: () => void;
 }
 
-function headerBag(req: Request): HeaderBag {
+function headerBag(headers: IncomingHttpHeaders): HeaderBag {
   const bag: Record<string, string> = {};
-  for (const [name, value] of Object.entries(req.headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (typeof value === 'string') bag[name] = value;
     else if (Array.isArray(value)) bag[name] = value.join(', ');
   }
   return bag;
 }
+
+/**
+ * The webhook path in its one canonical spelling (endpoint names are validated to this shape).
+ * Anything else — other case, a trailing slash, a query, percent-escapes — goes through Express.
+ */
+const WEBHOOK_PATH = /^\/webhooks\/([a-z0-9][a-z0-9_-]{0,62})$/;
 
 // Labels stay bounded: a path naming no endpoint is counted under one label.
 const UNKNOWN_ENDPOINT = '(unknown)';
@@ -46,7 +63,8 @@ const UNKNOWN_ENDPOINT = '(unknown)';
 export const READINESS_TIMEOUT_MS = 2_000;
 
 interface InFlight {
-  readonly res: Response;
+  readonly res: ServerResponse;
+  readonly endpoint: Endpoint;
   readonly started: bigint;
 }
 
@@ -91,7 +109,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
    * whatever body the client still sends — for a 100 GB Content-Length, that is 100 GB.
    */
   const answer = (
-    res: Response,
+    res: ServerResponse,
     endpoint: Endpoint | undefined,
     started: bigint,
     result: Answer,
@@ -99,7 +117,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   ): void => {
     record(endpoint, started, result);
     // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
-    const closing = close || !res.req.complete;
+    const closing = close || !res.req?.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
     if (result.status === 405) res.setHeader('Allow', 'POST');
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
@@ -116,54 +134,108 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     res.end(payload);
   };
 
-  // A compressed body is refused (415) rather than inflated: providers sign the bytes they send
-  // and none of them compresses webhooks (see docs/gateway.md).
-  const rawBody: RequestHandler = (req, _res, next) => {
-    readBody(req, deps.bodyLimit).then((body) => {
-      req.body = body;
-      next();
-    }, next);
+  /** What a body that could not be read is answered (shared by both routes). */
+  const bodyFailure = (
+    error: { type?: string; status?: number } | URIError,
+    res: ServerResponse,
+    endpoint: Endpoint | undefined,
+    started: bigint,
+  ): void => {
+    const type = 'type' in error ? error.type : undefined;
+    const status = 'status' in error ? error.status : undefined;
+    if (type === 'entity.too.large') {
+      answer(
+        res,
+        endpoint,
+        started,
+        refuse('body_too_large', `The body exceeds the limit of ${deps.bodyLimit} bytes.`),
+        true,
+      );
+    } else if (type === 'encoding.unsupported') {
+      answer(
+        res,
+        endpoint,
+        started,
+        refuse('encoding_unsupported', 'Compressed bodies are not accepted; send the body as signed.'),
+        true,
+      );
+    } else if (type === 'request.aborted') {
+      // The client went away (or the request timed out and was answered 408 already).
+      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
+    } else if (error instanceof URIError || (endpoint === undefined && status === 400)) {
+      // `/webhooks/%zz`: a name that cannot be decoded names no endpoint.
+      answer(
+        res,
+        undefined,
+        started,
+        refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
+      );
+    } else if (status && status < 500) {
+      answer(res, endpoint, started, refuse('body_unreadable', 'The request body could not be read.'), true);
+    } else {
+      deps.logger.error({ err: error }, 'unexpected error');
+      answer(
+        res,
+        endpoint,
+        started,
+        refuse('database_unavailable', 'The delivery could not be processed; retry.'),
+      );
+    }
   };
 
-  app.post(
-    '/webhooks/:endpoint',
-    (req, res, next) => {
-      const started = process.hrtime.bigint();
-      res.locals.started = started;
-      const endpoint = deps.endpoints.get(String(req.params.endpoint));
-      if (!endpoint) {
-        answer(
-          res,
-          undefined,
-          started,
-          refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
-        );
-        return;
-      }
-      if (deps.shuttingDown()) {
-        answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
-        return;
-      }
-      res.locals.endpoint = endpoint;
-      const socket = req.socket;
-      inFlight.set(socket, { res, started });
-      res.once('close', () => {
-        if (inFlight.get(socket)?.res === res) inFlight.delete(socket);
-      });
-      next();
-    },
-    rawBody,
-    async (req, res) => {
-      const endpoint = res.locals.endpoint as Endpoint;
-      const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
-      const result = await receive(deps, endpoint, body, headerBag(req));
-      if (res.headersSent || res.destroyed) {
-        // The request timed out (answered 408) or the client left while the claim ran.
-        return;
-      }
-      answer(res, endpoint, res.locals.started, result);
-    },
-  );
+  /**
+   * One delivery to a configured endpoint: read, verify, claim, answer. Called straight from the
+   * server's request listener for the canonical path (Express's routing and its request and
+   * response decoration cost more per delivery than the rest of the JavaScript), and from the
+   * Express route for other spellings of it.
+   */
+  const webhook = async (
+    req: IncomingMessage,
+    res: ServerResponse,
+    endpoint: Endpoint,
+    started: bigint,
+  ): Promise<void> => {
+    if (deps.shuttingDown()) {
+      answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
+      return;
+    }
+    const socket = req.socket;
+    inFlight.set(socket, { res, endpoint, started });
+    res.once('close', () => {
+      if (inFlight.get(socket)?.res === res) inFlight.delete(socket);
+    });
+    let body: Buffer;
+    try {
+      body = await readBody(req, deps.bodyLimit);
+    } catch (error) {
+      if (res.headersSent) return;
+      bodyFailure(error as { type?: string }, res, endpoint, started);
+      return;
+    }
+    const result = await receive(deps, endpoint, body, headerBag(req.headers));
+    if (res.headersSent || res.destroyed) {
+      // The request timed out (answered 408) or the client left while the claim ran.
+      return;
+    }
+    answer(res, endpoint, started, result);
+  };
+
+  app.post('/webhooks/:endpoint', (req, res, next) => {
+    const started = process.hrtime.bigint();
+    res.locals.started = started;
+    const endpoint = deps.endpoints.get(String(req.params.endpoint));
+    if (!endpoint) {
+      answer(
+        res,
+        undefined,
+        started,
+        refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
+      );
+      return;
+    }
+    res.locals.endpoint = endpoint;
+    webhook(req, res, endpoint, started).catch(next);
+  });
 
   app.all('/webhooks/:endpoint', (req, res) => {
     const endpoint = deps.endpoints.get(req.params.endpoint);
@@ -217,46 +289,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     const endpoint = res.locals.endpoint as Endpoint | undefined;
     const started = (res.locals.started as bigint | undefined) ?? process.hrtime.bigint();
     if (res.headersSent) return next(error);
-    const type = 'type' in error ? error.type : undefined;
-    const status = 'status' in error ? error.status : undefined;
-    if (type === 'entity.too.large') {
-      answer(
-        res,
-        endpoint,
-        started,
-        refuse('body_too_large', `The body exceeds the limit of ${deps.bodyLimit} bytes.`),
-        true,
-      );
-    } else if (type === 'encoding.unsupported') {
-      answer(
-        res,
-        endpoint,
-        started,
-        refuse('encoding_unsupported', 'Compressed bodies are not accepted; send the body as signed.'),
-        true,
-      );
-    } else if (type === 'request.aborted') {
-      // The client went away (or the request timed out and was answered 408 already).
-      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
-    } else if (error instanceof URIError || (endpoint === undefined && status === 400)) {
-      // `/webhooks/%zz`: a name that cannot be decoded names no endpoint.
-      answer(
-        res,
-        undefined,
-        started,
-        refuse('endpoint_unknown', 'No endpoint with that name is configured.'),
-      );
-    } else if (status && status < 500) {
-      answer(res, endpoint, started, refuse('body_unreadable', 'The request body could not be read.'), true);
-    } else {
-      deps.logger.error({ err: error }, 'unexpected error');
-      answer(
-        res,
-        endpoint,
-        started,
-        refuse('database_unavailable', 'The delivery could not be processed; retry.'),
-      );
-    }
+    bodyFailure(error, res, endpoint, started);
   };
   app.use(bodyErrors);
 
@@ -277,13 +310,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       const pending = inFlight.get(socket);
       if (pending && !pending.res.headersSent) {
         inFlight.delete(socket);
-        answer(
-          pending.res,
-          pending.res.locals.endpoint as Endpoint | undefined,
-          pending.started,
-          result,
-          true,
-        );
+        answer(pending.res, pending.endpoint, pending.started, result, true);
         return;
       }
     } else if (code === 'HPE_HEADER_OVERFLOW') {
@@ -300,5 +327,21 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     rawAnswer(socket, result);
   };
 
-  return { app, onClientError, stop: () => refusals.flush() };
+  const direct = deps.direct ?? true;
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
+    if (direct && req.method === 'POST') {
+      const match = WEBHOOK_PATH.exec(req.url ?? '');
+      const endpoint = match ? deps.endpoints.get(match[1]!) : undefined;
+      if (endpoint) {
+        webhook(req, res, endpoint, process.hrtime.bigint()).catch((error: unknown) => {
+          deps.logger.error({ err: error }, 'unexpected error');
+          if (!res.headersSent) res.destroy();
+        });
+        return;
+      }
+    }
+    app(req, res);
+  };
+
+  return { app, listener, onClientError, stop: () => refusals.flush() };
 }

@@ -124,6 +124,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     claim,
     now: options.now ?? Date.now,
     shuttingDown: () => shuttingDown,
+    direct: !tracingEnabled(),
     readiness: async () => {
       try {
         if (!migrated) {
@@ -151,7 +152,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       // up to 30 s past its limit.
       connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
     },
-    gatewayApp.app,
+    gatewayApp.listener,
   );
   server.keepAliveTimeout = 65_000;
   server.on('clientError', gatewayApp.onClientError);

@@ -1,11 +1,12 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { failureOf, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
-import { insertOutboxJobs, type OutboxJob } from '../core/apply/outbox.ts';
+import { collectingOutbox, insertOutboxJobs, type OutboxJob } from '../core/apply/outbox.ts';
 import { inboxEvent, runHandler } from '../core/apply/run-handler.ts';
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
-import type { ApplyOutcome, Handler } from '../core/handlers/types.ts';
+import { HookgateError } from '../core/errors.ts';
+import type { ApplyOutcome, BatchEventResult, Handler, InboxEvent } from '../core/handlers/types.ts';
 import {
   type Applied,
   attemptsOf,
@@ -13,13 +14,18 @@ import {
   type FailedAttempt,
   type InboxRow,
   lockForApply,
-  recordFailures,
-  settleApplied,
-  settleEnded,
+  settleBatch,
 } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { applyQueue } from '../core/queue/names.ts';
-import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
+import {
+  contextFromTraceparent,
+  inSpan,
+  setOutcome,
+  spanAttributes,
+  startSpan,
+  traceparentOf,
+} from '../core/tracing.ts';
 
 /** An apply job as fetched: which event, and which attempt (for fencing and counting). */
 export interface ApplyJob {
@@ -135,7 +141,18 @@ export async function applyBatch(
       const run = (isolated: boolean) =>
         applyPending(deps, client, endpoint, handler, pending, jobsByEvent, isolated);
       await client.query('SAVEPOINT apply_batch');
-      pass = await run(false);
+      const batchForm = handler.applyBatch?.bind(handler);
+      pass = batchForm
+        ? await applyPendingAsBatch(deps, client, endpoint, batchForm, pending, jobsByEvent).catch(
+            (error: unknown) => {
+              deps.logger.warn(
+                { endpoint, events: pending.length, err: error },
+                'set-based apply failed; applying the batch event by event',
+              );
+              return null;
+            },
+          )
+        : await run(false);
       // A handler that swallowed an SQL error leaves the transaction aborted; RELEASE then
       // fails, and the batch is redone event by event so only that event fails.
       if (pass !== null)
@@ -155,9 +172,7 @@ export async function applyBatch(
     good.push(...(pass?.good ?? []));
     events.push(...(pass?.events ?? []));
 
-    await settleApplied(client, endpoint, settled);
-    await settleEnded(client, endpoint, unusable);
-    await recordFailures(client, endpoint, failures);
+    await settleBatch(client, endpoint, { applied: settled, ended: unusable, failed: failures });
     const db = executorFor(client);
     if (pass && pass.outbox.length > 0) await insertOutboxJobs(deps.boss, db, pass.outbox);
     if (good.length > 0) {
@@ -168,8 +183,21 @@ export async function applyBatch(
         { db },
       );
     }
+    // One `fail` per distinct output (usually one): pg-boss stores one output for all the ids.
+    const badByOutput = new Map<string, { output: { code: string; message: string }; jobs: ApplyJob[] }>();
     for (const { job, output } of bad) {
-      await deps.boss.fail(queue, { id: job.id, retryCount: job.retryCount }, output, { db });
+      const key = JSON.stringify([output.code, output.message]);
+      const group = badByOutput.get(key) ?? { output, jobs: [] };
+      group.jobs.push(job);
+      badByOutput.set(key, group);
+    }
+    for (const { output, jobs: failing } of badByOutput.values()) {
+      await deps.boss.fail(
+        queue,
+        failing.map(({ id, retryCount }) => ({ id, retryCount })),
+        output,
+        { db },
+      );
     }
     return events;
   });
@@ -204,15 +232,7 @@ async function applyPending(
   jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
   isolated: boolean,
 ): Promise<PassResult | null> {
-  const result: PassResult = {
-    settled: [],
-    failures: [],
-    dead: [],
-    good: [],
-    bad: [],
-    events: [],
-    outbox: [],
-  };
+  const result = emptyPass();
   if (isolated) await client.query('SAVEPOINT apply_event');
   for (const row of pending) {
     const rowJobs = jobsByEvent.get(row.event_id) ?? [];
@@ -257,24 +277,133 @@ async function applyPending(
     } catch (error) {
       if (!isolated) return null;
       await client.query('ROLLBACK TO SAVEPOINT apply_event');
-      const failure = failureOf(error);
-      const text = lastErrorOf(failure);
-      if (failure.permanent) {
-        result.dead.push({ eventId: row.event_id, status: 'dead', attempts, lastError: text });
-        result.good.push(...rowJobs);
-      } else {
-        result.failures.push({ eventId: row.event_id, attempts, lastError: text });
-        for (const job of rowJobs) result.bad.push({ job, output: jobOutputOf(failure) });
-      }
+      recordFailed(result, row, rowJobs, attempts, error);
+    }
+  }
+  return result;
+}
+
+function emptyPass(): PassResult {
+  return { settled: [], failures: [], dead: [], good: [], bad: [], events: [], outbox: [] };
+}
+
+/** Records one event's failure in a pass (its writes are already undone, or never happened). */
+function recordFailed(
+  result: PassResult,
+  row: InboxRow,
+  rowJobs: readonly ApplyJob[],
+  attempts: number,
+  error: unknown,
+) {
+  const failure = failureOf(error);
+  const text = lastErrorOf(failure);
+  if (failure.permanent) {
+    result.dead.push({ eventId: row.event_id, status: 'dead', attempts, lastError: text });
+    result.good.push(...rowJobs);
+  } else {
+    result.failures.push({ eventId: row.event_id, attempts, lastError: text });
+    for (const job of rowJobs) result.bad.push({ job, output: jobOutputOf(failure) });
+  }
+  result.events.push({
+    eventId: row.event_id,
+    eventType: row.event_type,
+    outcome: failure.permanent ? 'dead' : 'failed',
+    receivedAt: row.received_at,
+    error: text,
+    traceparent: row.traceparent,
+  });
+  return failure;
+}
+
+const isFailed = (result: BatchEventResult): result is { readonly error: unknown } =>
+  typeof result === 'object' && result !== null;
+
+/**
+ * The set-based pass: the handler's `applyBatch` over all pending rows, in the per-event order.
+ * Throws if the handler throws (the caller rolls back and reruns event by event). Events it
+ * reports as failed wrote nothing, so they fail alone without a rollback. Each event still gets
+ * its own `webhook.apply` span (covering the whole batch's statements), and its outbox effects
+ * carry that span's traceparent.
+ */
+async function applyPendingAsBatch(
+  deps: ApplyBatchDeps,
+  client: pg.PoolClient,
+  endpoint: string,
+  batchForm: NonNullable<Handler['applyBatch']>,
+  pending: readonly InboxRow[],
+  jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
+): Promise<PassResult> {
+  const attempts = pending.map((row) =>
+    attemptsOf(
+      row.requeued_attempts,
+      Math.max(...(jobsByEvent.get(row.event_id) ?? []).map((job) => job.retryCount)),
+    ),
+  );
+  const events: InboxEvent[] = pending.map((row, n) => inboxEvent(endpoint, row, attempts[n]!));
+  const spans = pending.map((row, n) =>
+    startSpan(
+      'webhook.apply',
+      spanAttributes({ endpoint, event_id: row.event_id, event_type: row.event_type, attempt: attempts[n] }),
+      contextFromTraceparent(row.traceparent),
+    ),
+  );
+  const effects: OutboxJob[][] = pending.map(() => []);
+  const position = new Map(events.map((event, n) => [event.eventId, n]));
+  let results: readonly BatchEventResult[];
+  try {
+    results = await batchForm(
+      {
+        tx: client,
+        logger: deps.logger.child({ endpoint }),
+        outbox(event) {
+          const n = position.get(event.eventId);
+          if (n === undefined) {
+            throw new HookgateError(
+              'outbox_event_unknown',
+              `event ${event.eventId} is not part of this batch`,
+            );
+          }
+          return collectingOutbox(event, effects[n]!, traceparentOf(spans[n]!));
+        },
+      },
+      events,
+    );
+    if (results.length !== events.length) {
+      throw new HookgateError(
+        'handler_batch_invalid',
+        `applyBatch returned ${results.length} results for ${events.length} events`,
+      );
+    }
+  } catch (error) {
+    for (const span of spans) {
+      setOutcome(span, 'retried', (error as Error).message);
+      span.end();
+    }
+    throw error;
+  }
+  const result = emptyPass();
+  for (const [n, row] of pending.entries()) {
+    const rowJobs = jobsByEvent.get(row.event_id) ?? [];
+    const span = spans[n]!;
+    const settled = results[n];
+    if (isFailed(settled)) {
+      const failure = recordFailed(result, row, rowJobs, attempts[n]!, settled.error);
+      setOutcome(span, failure.permanent ? 'dead' : 'retried', failure.message);
+    } else {
+      const outcome: ApplyOutcome = settled ?? 'processed';
+      setOutcome(span, outcome === 'processed' ? 'applied' : outcome);
+      result.settled.push({ eventId: row.event_id, status: outcome, attempts: attempts[n]! });
+      result.outbox.push(...effects[n]!);
+      result.good.push(...rowJobs);
       result.events.push({
         eventId: row.event_id,
         eventType: row.event_type,
-        outcome: failure.permanent ? 'dead' : 'failed',
+        outcome,
         receivedAt: row.received_at,
-        error: text,
         traceparent: row.traceparent,
       });
     }
+    span.end();
   }
   return result;
 }

@@ -25,7 +25,11 @@ export interface OutboxJob {
   readonly data: OutboxJobData;
 }
 
-function toJob(message: OutboxMessage, event: Pick<InboxEvent, 'endpoint' | 'eventId'>): OutboxJob {
+function toJob(
+  message: OutboxMessage,
+  event: Pick<InboxEvent, 'endpoint' | 'eventId'>,
+  traceparent: string | null = activeTraceparent(),
+): OutboxJob {
   if (!KIND.test(message.kind)) {
     throw new HookgateError('outbox_kind_invalid', `outbox kind "${message.kind}" must match ${KIND}`);
   }
@@ -37,7 +41,6 @@ function toJob(message: OutboxMessage, event: Pick<InboxEvent, 'endpoint' | 'eve
     eventId: event.eventId,
     payload: message.payload,
   };
-  const traceparent = activeTraceparent();
   if (traceparent) Object.assign(data, { traceparent });
   return { kind: message.kind, id: outboxJobIdFor(message.kind, message.key), data };
 }
@@ -66,10 +69,15 @@ export function createOutbox(
  * per kind before its COMMIT (`insertOutboxJobs`), and drops an event's effects if that event's
  * apply is rolled back. Same ids, same transaction, one round trip instead of one per effect.
  */
-export function collectingOutbox(event: Pick<InboxEvent, 'endpoint' | 'eventId'>, into: OutboxJob[]): Outbox {
+export function collectingOutbox(
+  event: Pick<InboxEvent, 'endpoint' | 'eventId'>,
+  into: OutboxJob[],
+  /** The event's apply span, when several events share one async context (a set-based batch). */
+  traceparent?: string | null,
+): Outbox {
   return {
     async enqueue(message: OutboxMessage): Promise<void> {
-      into.push(toJob(message, event));
+      into.push(toJob(message, event, traceparent === undefined ? activeTraceparent() : traceparent));
     },
   };
 }

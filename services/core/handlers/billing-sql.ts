@@ -90,3 +90,96 @@ export const MARK_SUBSCRIPTION_DELETED = `
         fetched_at = EXCLUDED.fetched_at,
         updated_by = EXCLUDED.updated_by,
         updated_at = now()`;
+
+// The batch forms (`applyBatch`): the same statements over `unnest` arrays. A batch is split
+// into rounds holding at most one event per invoice (see billing.ts), so no statement touches
+// an invoice twice and each invoice sees its events' statements in the per-event order.
+
+/**
+ * Locks the batch's existing invoices in the batch's order before any write: the rounds write
+ * them kind by kind, and without this two batches could lock the same invoices in different
+ * orders. Created rows wait on each other through the primary key instead.
+ */
+export const LOCK_INVOICES = `
+  SELECT i.id
+    FROM unnest($1::text[]) WITH ORDINALITY AS k(id, ord)
+    JOIN billing.invoices i ON i.id = k.id
+   ORDER BY k.ord
+     FOR UPDATE OF i`;
+
+/** INSERT_INVOICE_IF_ABSENT for a round. */
+export const INSERT_INVOICES_IF_ABSENT = `
+  INSERT INTO billing.invoices
+    (id, customer_id, status, currency, amount_due, amount_paid, paid_at, voided_at, created_by, updated_by)
+  SELECT e.id, e.customer_id, e.status, e.currency, e.amount_due, e.amount_paid, e.paid_at, e.voided_at,
+         e.source, e.source
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bigint[],
+                $7::timestamptz[], $8::timestamptz[], $9::text[])
+         WITH ORDINALITY AS e(id, customer_id, status, currency, amount_due, amount_paid, paid_at, voided_at,
+                              source, ord)
+   ORDER BY e.ord
+  ON CONFLICT (id) DO NOTHING
+  RETURNING id`;
+
+/** MARK_INVOICE_PAID for a round; returns the ids it inserted or changed. */
+export const MARK_INVOICES_PAID = `
+  INSERT INTO billing.invoices AS i
+    (id, customer_id, status, currency, amount_due, amount_paid, paid_at, created_by, updated_by)
+  SELECT e.id, e.customer_id, 'paid', e.currency, e.amount_due, e.amount_paid, coalesce(e.paid_at, now()),
+         e.source, e.source
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[])
+         WITH ORDINALITY AS e(id, customer_id, currency, amount_due, amount_paid, paid_at, source, ord)
+   ORDER BY e.ord
+  ON CONFLICT (id) DO UPDATE
+    SET status = 'paid',
+        customer_id = coalesce(i.customer_id, EXCLUDED.customer_id),
+        currency = coalesce(EXCLUDED.currency, i.currency),
+        amount_due = coalesce(EXCLUDED.amount_due, i.amount_due),
+        amount_paid = coalesce(EXCLUDED.amount_paid, i.amount_paid),
+        paid_at = EXCLUDED.paid_at,
+        updated_by = EXCLUDED.updated_by,
+        updated_at = now()
+    WHERE i.status NOT IN ('paid', 'void')
+  RETURNING i.id`;
+
+/** MARK_INVOICE_VOID for a round; returns the ids it inserted or changed. */
+export const MARK_INVOICES_VOID = `
+  INSERT INTO billing.invoices AS i
+    (id, customer_id, status, currency, amount_due, amount_paid, voided_at, created_by, updated_by)
+  SELECT e.id, e.customer_id, 'void', e.currency, e.amount_due, e.amount_paid, coalesce(e.voided_at, now()),
+         e.source, e.source
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[])
+         WITH ORDINALITY AS e(id, customer_id, currency, amount_due, amount_paid, voided_at, source, ord)
+   ORDER BY e.ord
+  ON CONFLICT (id) DO UPDATE
+    SET status = 'void',
+        voided_at = EXCLUDED.voided_at,
+        updated_by = EXCLUDED.updated_by,
+        updated_at = now()
+    WHERE i.status NOT IN ('paid', 'void')
+  RETURNING i.id`;
+
+/**
+ * BOOK_PAYMENT for a round's `invoice.paid` events, with each invoice's status after the round
+ * (`void` is worth a log line). One row per event, in order; `id` is null where nothing was booked.
+ */
+export const BOOK_PAYMENTS = `
+  WITH e AS (
+    SELECT *
+      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[])
+           WITH ORDINALITY AS e(invoice_id, amount, currency, endpoint, event_id, ord)
+  ), booked AS (
+    INSERT INTO billing.ledger_entries (invoice_id, kind, amount, currency, endpoint, event_id)
+    SELECT i.id, 'payment', coalesce(e.amount, i.amount_paid, i.amount_due, 0), coalesce(e.currency, i.currency),
+           e.endpoint, e.event_id
+      FROM e JOIN billing.invoices i ON i.id = e.invoice_id
+     WHERE i.status = 'paid'
+     ORDER BY e.ord
+    ON CONFLICT (invoice_id, kind) DO NOTHING
+    RETURNING id, invoice_id, amount, currency, booked_at
+  )
+  SELECT e.invoice_id, i.status, b.id, b.amount, b.currency, b.booked_at
+    FROM e
+    LEFT JOIN billing.invoices i ON i.id = e.invoice_id
+    LEFT JOIN booked b ON b.invoice_id = e.invoice_id
+   ORDER BY e.ord`;

@@ -4,10 +4,13 @@ import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import {
   type ApplyOutcome,
+  type BatchContext,
+  type BatchEventResult,
   EntityNotYetKnown,
   EventUnusable,
   type Handler,
   type InboxEvent,
+  roundsByKey,
 } from './types.ts';
 
 export const projectOptionsSchema = z.strictObject({
@@ -43,6 +46,66 @@ export const UPDATE_ENTITY_STATE = `
 export const ENTITY_EXISTS = `
   SELECT 1 FROM hookgate.entity_state WHERE endpoint = $1 AND entity_type = $2 AND entity_id = $3`;
 
+// The batch forms: one round holds at most one event per entity (see applyBatch), so no
+// statement touches an entity twice. Each returns the entities it wrote, as `entity_type, entity_id`.
+
+/** UPSERT_ENTITY_STATE for a round. */
+export const UPSERT_ENTITY_STATES = `
+  INSERT INTO hookgate.entity_state AS s (endpoint, entity_type, entity_id, version, state, event_id, updated_at)
+  SELECT $1, e.entity_type, e.entity_id, e.version, e.state::jsonb, e.event_id, now()
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+         WITH ORDINALITY AS e(entity_type, entity_id, version, state, event_id, ord)
+   ORDER BY e.ord
+  ON CONFLICT (endpoint, entity_type, entity_id) DO UPDATE
+    SET version = EXCLUDED.version, state = EXCLUDED.state, event_id = EXCLUDED.event_id, updated_at = now()
+    WHERE s.version < EXCLUDED.version
+  RETURNING s.entity_type, s.entity_id`;
+
+/** UPDATE_ENTITY_STATE for a round. */
+export const UPDATE_ENTITY_STATES = `
+  UPDATE hookgate.entity_state AS s
+     SET version = e.version, state = e.state::jsonb, event_id = e.event_id, updated_at = now()
+    FROM unnest($2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+         AS e(entity_type, entity_id, version, state, event_id)
+   WHERE s.endpoint = $1 AND s.entity_type = e.entity_type AND s.entity_id = e.entity_id
+     AND s.version < e.version
+  RETURNING s.entity_type, s.entity_id`;
+
+/** ENTITY_EXISTS for a round: the entities among the given that have a state. */
+export const ENTITIES_EXISTING = `
+  SELECT s.entity_type, s.entity_id
+    FROM unnest($2::text[], $3::text[]) AS e(entity_type, entity_id)
+    JOIN hookgate.entity_state s
+      ON s.endpoint = $1 AND s.entity_type = e.entity_type AND s.entity_id = e.entity_id`;
+
+/** An event keyed for the projection: its position in the batch and what it writes. */
+interface Keyed {
+  readonly index: number;
+  readonly event: InboxEvent;
+  readonly entityType: string;
+  readonly entityId: string;
+  readonly version: string;
+  readonly state: string;
+}
+
+const entityKey = (type: string, id: string): string => `${type}\u0000${id}`;
+
+async function entitiesOf(tx: BatchContext['tx'], sql: string, params: unknown[]): Promise<Set<string>> {
+  const result = await tx.query<{ entity_type: string; entity_id: string }>(sql, params);
+  return new Set(result.rows.map((row) => entityKey(row.entity_type, row.entity_id)));
+}
+
+function roundParams(endpoint: string, round: readonly Keyed[]): unknown[] {
+  return [
+    endpoint,
+    round.map((k) => k.entityType),
+    round.map((k) => k.entityId),
+    round.map((k) => k.version),
+    round.map((k) => k.state),
+    round.map((k) => k.event.eventId),
+  ];
+}
+
 /**
  * An event the projection cannot key is a configuration problem (no `extract.entityId` or
  * `extract.version`, or a payload without them). It is thrown, not ignored: the event ends `dead`
@@ -59,8 +122,83 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
   const settings = parseHandlerOptions(projectOptionsSchema, options, deps.endpoint);
   const createOn = settings.createOn ? new Set(settings.createOn) : null;
 
+  /** The entity an event writes and the state it stores; throws ProjectionUnkeyed. */
+  function keyed(event: InboxEvent, index: number): Keyed {
+    unkeyedCheck(event);
+    return {
+      index,
+      event,
+      entityType: event.entityType ?? settings.entityType,
+      entityId: event.entityId!,
+      version: event.entityVersion!,
+      state: JSON.stringify(evaluatePointer(event.payload, settings.state) ?? null),
+    };
+  }
+
+  function unkeyedCheck(event: InboxEvent): void {
+    if (event.entityId === null) {
+      throw new ProjectionUnkeyed(
+        `event ${event.eventId} carries no entity id; configure extract.entityId for endpoint ${event.endpoint}`,
+      );
+    }
+    if (event.entityVersion === null) {
+      throw new ProjectionUnkeyed(
+        `event ${event.eventId} carries no version; configure extract.version for endpoint ${event.endpoint}`,
+      );
+    }
+  }
+
   return {
     name: 'project',
+    /**
+     * Rounds: the n-th holds each entity's n-th event in the batch's order, so each entity sees
+     * its events' statements in the per-event order and entities never affect each other.
+     * Events that write nothing and fail (unkeyed; `createOn` and no state yet) fail alone.
+     */
+    async applyBatch({ tx }: BatchContext, events: readonly InboxEvent[]): Promise<BatchEventResult[]> {
+      const results: BatchEventResult[] = new Array(events.length);
+      const items: Keyed[] = [];
+      for (const [index, event] of events.entries()) {
+        try {
+          items.push(keyed(event, index));
+        } catch (error) {
+          results[index] = { error };
+        }
+      }
+      const endpoint = events[0]?.endpoint ?? '';
+      for (const round of roundsByKey(items, (k) => entityKey(k.entityType, k.entityId))) {
+        const creating = createOn ? round.filter((k) => createOn.has(k.event.eventType)) : round;
+        const updating = createOn ? round.filter((k) => !createOn.has(k.event.eventType)) : [];
+        if (creating.length > 0) {
+          const written = await entitiesOf(tx, UPSERT_ENTITY_STATES, roundParams(endpoint, creating));
+          for (const k of creating)
+            results[k.index] = written.has(entityKey(k.entityType, k.entityId)) ? 'processed' : 'stale';
+        }
+        if (updating.length === 0) continue;
+        const updated = await entitiesOf(tx, UPDATE_ENTITY_STATES, roundParams(endpoint, updating));
+        const missed = updating.filter((k) => !updated.has(entityKey(k.entityType, k.entityId)));
+        const existing =
+          missed.length === 0
+            ? new Set<string>()
+            : await entitiesOf(tx, ENTITIES_EXISTING, [
+                endpoint,
+                missed.map((k) => k.entityType),
+                missed.map((k) => k.entityId),
+              ]);
+        for (const k of updating) {
+          const key = entityKey(k.entityType, k.entityId);
+          if (updated.has(key)) results[k.index] = 'processed';
+          else if (existing.has(key)) results[k.index] = 'stale';
+          else
+            results[k.index] = {
+              error: new EntityNotYetKnown(
+                `${k.entityType} ${k.entityId} has no state yet and ${k.event.eventType} may not create it`,
+              ),
+            };
+        }
+      }
+      return results;
+    },
     async apply({ tx }, event: InboxEvent): Promise<ApplyOutcome> {
       if (event.entityId === null) {
         throw new ProjectionUnkeyed(

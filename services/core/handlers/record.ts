@@ -13,5 +13,8 @@ export function createRecordHandler(options: unknown, deps: HandlerDeps): Handle
     async apply() {
       return 'processed';
     },
+    async applyBatch(_context, events) {
+      return events.map(() => 'processed' as const);
+    },
   };
 }

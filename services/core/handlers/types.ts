@@ -43,10 +43,49 @@ export interface ApplyContext {
   readonly logger: Logger;
 }
 
+export interface BatchContext {
+  /** The batch transaction, inside the batch's savepoint. Never COMMIT or ROLLBACK it. */
+  readonly tx: pg.ClientBase;
+  /** The outbox of one event of the batch: its effects are kept only if that event applies. */
+  outbox(event: InboxEvent): Outbox;
+  readonly logger: Logger;
+}
+
+/**
+ * One event's result in a batch: how it settles, or the error it fails with. An error may be
+ * returned only for an event the batch wrote nothing for (e.g. its payload failed validation
+ * before any statement ran); anything else must throw, which rolls the batch back and reruns
+ * it event by event.
+ */
+export type BatchEventResult = ApplyOutcome | undefined | { readonly error: unknown };
+
 export interface Handler {
   readonly name: string;
   /** Returns how the event settles; returning nothing means `processed`. Throwing retries. */
   apply(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome | undefined>;
+  /**
+   * Optional set-based form: applies a whole batch with a few statements and returns one result
+   * per event, in the order given. It must leave exactly what `apply` called on each event in
+   * that order would leave (same rows, same outcomes, same outbox effects); the worker's
+   * differential test holds the built-in handlers to it. Throwing rolls the batch back and the
+   * worker falls back to `apply`, one event per savepoint.
+   */
+  applyBatch?(context: BatchContext, events: readonly InboxEvent[]): Promise<readonly BatchEventResult[]>;
+}
+
+/** Splits a batch into rounds: the n-th round holds the n-th event of every key, in order. */
+export function roundsByKey<T>(items: readonly T[], keyOf: (item: T) => string): T[][] {
+  const seen = new Map<string, number>();
+  const rounds: T[][] = [];
+  for (const item of items) {
+    const key = keyOf(item);
+    const n = seen.get(key) ?? 0;
+    seen.set(key, n + 1);
+    const round = rounds[n] ?? [];
+    round.push(item);
+    rounds[n] = round;
+  }
+  return rounds;
 }
 
 /**

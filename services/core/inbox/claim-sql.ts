@@ -1,3 +1,8 @@
+import { INSERT_JOB_ROWS, WAITING_STATES } from '../queue/job-rows.ts';
+import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
+
+const WAITING_SQL = WAITING_STATES.map((state) => `'${state}'`).join(', ');
+
 /**
  * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
  * primary key, or the body digest of providers whose id header is unsigned — see migration
@@ -32,17 +37,9 @@ export const UNCLAIM_INBOX_ROWS = `
  * sharing a shard lock the same rows in the same order and cannot deadlock.
  */
 export const COUNT_DELIVERIES = `
-  WITH durability AS (
-    -- $4: the transaction wrote nothing but these counts (a batch of duplicates). Its COMMIT
-    -- then need not wait for the WAL flush: a crash loses at most a moment of counts, never an
-    -- event, and a duplicate stays as cheap as a read. Otherwise the setting is left as it is.
-    SELECT set_config('synchronous_commit',
-                      CASE WHEN $4::boolean THEN 'off' ELSE current_setting('synchronous_commit') END,
-                      true)
-  )
   INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
   SELECT endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, accepted, duplicate
-    FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate), durability
+    FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate)
   ON CONFLICT (endpoint, minute, shard) DO UPDATE
      SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate`;
 
@@ -56,3 +53,99 @@ export const REDISPATCH_SETTLED_ROWS = `
      SET status = 'pending', requeued_attempts = attempts, processed_at = NULL
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status IN ('processed', 'ignored', 'stale')
   RETURNING event_id`;
+
+/**
+ * The whole claim in one statement, run outside an explicit transaction (its own commit, so one
+ * round trip): inbox rows, their apply jobs (pg-boss rows written by queue/job-rows.ts) and the
+ * workers' wake-up (`pg_notify`, delivered only by that commit). The batch comes as one JSON
+ * array ($1, built by claim.ts with each verified body embedded as it is): escaping a dozen
+ * array literals per delivery cost the gateway more CPU than the rest of the claim. Per row
+ * (`queue`, deterministic `job_id`):
+ *
+ * - `prior`: for a delivery with no inbox row yet, a job already holding the id is locked (a
+ *   worker's fetch skips it until we commit).
+ *   Still waiting to run: kept, it will find the new row. Finished or running: the row is not
+ *   inserted here; unless an inbox row already exists (a duplicate) it is returned `deferred`,
+ *   for the transactional claim that decides (delete and insert again, or refuse as busy).
+ * - `rows`: ON CONFLICT DO NOTHING, as CLAIM_INBOX_ROWS; returned `accepted`.
+ * - `jobs`: one job for each accepted row that had none.
+ * - `counted`: the batch's answers added to the per-minute delivery counts, as COUNT_DELIVERIES
+ *   does in the transactional claim; deferred deliveries are counted there, not here.
+ * - The guard: an accepted row without a live job (a job insert skipped by a concurrent insert
+ *   or a queue policy), or an input that is not exactly the $2 claims given (a body that was
+ *   not one JSON value could otherwise add rows of its own), divides by zero, which aborts the
+ *   statement: nothing is committed, and the caller falls back to the transactional claim.
+ */
+export const CLAIM_IN_ONE_STATEMENT = `
+  WITH input AS (
+    SELECT x.endpoint, x.event_id, x.provider, x.event_type, x.entity_type, x.entity_id, x.entity_version,
+           x.payload, x.headers, x.traceparent, decode(x.body_digest, 'hex') AS body_digest, x.received_via,
+           x.queue, x.job_id, x.ord
+      FROM json_to_recordset($1::json) AS x(
+             endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
+             entity_version bigint, payload jsonb, headers jsonb, traceparent text, body_digest text,
+             received_via text, queue text, job_id uuid, ord int)
+  ), prior AS (
+    -- Not for deliveries whose row exists (duplicates, a fifth of the traffic): locking their
+    -- jobs would dirty a page of pgboss.job per duplicate for nothing.
+    SELECT j.id, j.state::text IN (${WAITING_SQL}) AS waiting
+      FROM pgboss.job j
+      JOIN input i ON j.name = i.queue AND j.id = i.job_id
+     WHERE NOT EXISTS (SELECT 1 FROM hookgate.inbox x WHERE x.endpoint = i.endpoint AND x.event_id = i.event_id)
+       FOR UPDATE OF j
+  ), rows AS (
+    INSERT INTO hookgate.inbox
+      (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
+       traceparent, body_digest, received_via)
+    SELECT i.endpoint, i.event_id, i.provider, i.event_type, i.entity_type, i.entity_id, i.entity_version,
+           i.payload, i.headers, i.traceparent, i.body_digest, i.received_via
+      FROM input i
+     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
+     ORDER BY i.ord
+    ON CONFLICT DO NOTHING
+    RETURNING endpoint, event_id
+  ), new_jobs AS (
+    -- In the claim's order; an event given twice in the batch is one job.
+    SELECT i.queue, i.job_id, jsonb_build_object('endpoint', i.endpoint, 'eventId', i.event_id) AS data,
+           min(i.ord) AS ord
+      FROM rows r
+      JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
+     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id)
+     GROUP BY i.queue, i.job_id, i.endpoint, i.event_id
+  ), jobs AS (${INSERT_JOB_ROWS}
+  ), woken AS (
+    SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e
+  ), jobless AS (
+    SELECT 1
+      FROM rows r
+      JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
+     WHERE NOT EXISTS (SELECT 1 FROM jobs j WHERE j.id = i.job_id)
+       AND NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND p.waiting)
+  ), deferred AS (
+    SELECT i.endpoint, i.event_id
+      FROM input i
+     WHERE EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
+       AND NOT EXISTS (SELECT 1 FROM hookgate.inbox x WHERE x.endpoint = i.endpoint AND x.event_id = i.event_id)
+  ), counted AS (
+    -- Per endpoint: rows created are accepted; the rest, but for the deferred, were duplicates.
+    -- Sorted by endpoint, as COUNT_DELIVERIES, so batches sharing a shard cannot deadlock.
+    INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
+    SELECT n.endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, n.accepted,
+           n.given - n.accepted - n.deferred
+      FROM (SELECT i.endpoint, count(*) AS given,
+                   (SELECT count(*) FROM rows r WHERE r.endpoint = i.endpoint) AS accepted,
+                   (SELECT count(*) FROM deferred d WHERE d.endpoint = i.endpoint) AS deferred
+              FROM input i
+             GROUP BY i.endpoint) n
+     WHERE n.given > n.deferred
+     ORDER BY n.endpoint
+    ON CONFLICT (endpoint, minute, shard) DO UPDATE
+       SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate
+  )
+  SELECT r.endpoint, r.event_id, 'accepted' AS outcome,
+         1 / (CASE WHEN (SELECT count(*) FROM jobless) = 0 AND (SELECT count(*) FROM input) = $2 THEN 1 ELSE 0 END)
+           + 0 * (SELECT count(*) FROM woken) AS guard
+    FROM rows r
+  UNION ALL
+  SELECT d.endpoint, d.event_id, 'deferred', 1
+    FROM deferred d`;

@@ -3,8 +3,10 @@ import type { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
 import { sendApplyJobs } from '../queue/apply-jobs.ts';
+import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
+  CLAIM_IN_ONE_STATEMENT,
   CLAIM_INBOX_ROWS,
   COUNT_DELIVERIES,
   REDISPATCH_SETTLED_ROWS,
@@ -70,6 +72,32 @@ function columns(claims: readonly Claim[]): unknown[] {
   ];
 }
 
+const json = JSON.stringify;
+
+/**
+ * CLAIM_IN_ONE_STATEMENT's input: one JSON array, one object per claim. The body is embedded as
+ * received: it is a complete JSON text (the gateway parsed it), and PostgreSQL parses it into
+ * jsonb exactly as it would parse it alone. A body that is not valid JSON makes the statement
+ * fail on the data (or on its guard, should it parse as more than one value), and the
+ * transactional claim then stores or refuses each delivery alone.
+ */
+export function claimDocument(claims: readonly Claim[]): string {
+  const parts: string[] = [];
+  for (const [ord, c] of claims.entries()) {
+    const e = c.event;
+    parts.push(
+      `{"ord":${ord},"endpoint":${json(c.endpoint)},"event_id":${json(e.eventId)},"provider":${json(c.provider)},` +
+        `"event_type":${json(e.eventType)},"entity_type":${json(e.entityType)},"entity_id":${json(e.entityId)},` +
+        `"entity_version":${json(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${json(c.traceparent)},` +
+        `"body_digest":${c.bodyDigest ? json(c.bodyDigest.toString('hex')) : 'null'},` +
+        `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
+        `"queue":${json(applyQueue(c.endpoint))},"job_id":${json(jobIdFor(c.endpoint, e.eventId))},` +
+        `"payload":${c.body}}`,
+    );
+  }
+  return `[${parts.join(',')}]`;
+}
+
 function sqlState(error: unknown): string {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : '';
@@ -132,10 +160,121 @@ async function enqueueJobs(
   return refused;
 }
 
+/** What a claim attempt settled: rows it created, and deliveries it refused. */
+interface Claimed {
+  readonly inserted: Set<string>;
+  readonly failed: Map<string, HookgateError>;
+}
+
 /**
- * Claims a batch in one transaction: inbox rows and their jobs commit together or not at all.
- * If the batch statement fails, each claim is retried behind its own savepoint so that one
- * unstorable delivery does not fail its neighbours. Results are in the order of `claims`.
+ * The claim in one round trip (CLAIM_IN_ONE_STATEMENT, its own commit). Returns the keys it
+ * accepted and the claims it left for the transactional path (an earlier job under the same id
+ * that is finished or running). Throws what the statement threw: nothing was committed then.
+ */
+async function claimInOneStatement(
+  client: pg.PoolClient,
+  sorted: readonly Claim[],
+): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
+  const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
+    CLAIM_IN_ONE_STATEMENT,
+    [claimDocument(sorted), sorted.length],
+  );
+  const inserted = new Set<string>();
+  const deferredKeys = new Set<string>();
+  for (const row of result.rows) {
+    (row.outcome === 'accepted' ? inserted : deferredKeys).add(keyOf(row.endpoint, row.event_id));
+  }
+  const deferred = sorted.filter((c) => deferredKeys.has(keyOf(c.endpoint, c.event.eventId)));
+  return { inserted, deferred };
+}
+
+/**
+ * The transactional claim: inbox rows, then a live job for each (sendApplyJobs decides about
+ * earlier jobs under the same ids), then the hooks, then COMMIT with the wake-up. If the batch
+ * statement fails on a row's data, each claim is retried behind its own savepoint so that one
+ * unstorable delivery does not fail its neighbours. Throws on errors that are not a row's.
+ */
+async function claimInTransaction(
+  client: pg.PoolClient,
+  boss: PgBoss,
+  sorted: readonly Claim[],
+  hooks: ClaimHooks,
+): Promise<Claimed> {
+  const failed = new Map<string, HookgateError>();
+  let inserted: Set<string>;
+  try {
+    await client.query('BEGIN');
+    inserted = await insertRows(client, sorted);
+  } catch (error) {
+    await client.query('ROLLBACK');
+    if (sorted.length === 1 || !isRowError(error)) throw error;
+    await client.query('BEGIN');
+    inserted = new Set();
+    for (const claim of sorted) {
+      const key = keyOf(claim.endpoint, claim.event.eventId);
+      await client.query('SAVEPOINT claim');
+      try {
+        for (const row of await insertRows(client, [claim])) inserted.add(row);
+        await client.query('RELEASE SAVEPOINT claim');
+      } catch (rowError) {
+        await client.query('ROLLBACK TO SAVEPOINT claim');
+        failed.set(key, failureFor(rowError));
+      }
+    }
+  }
+  const accepted = sorted.filter((c) => inserted.has(keyOf(c.endpoint, c.event.eventId)));
+  // A batch may carry the same key twice; only its first copy is "accepted".
+  const acceptedOnce = new Set<string>();
+  const firsts = accepted.filter((c) => {
+    const key = keyOf(c.endpoint, c.event.eventId);
+    if (acceptedOnce.has(key)) return false;
+    acceptedOnce.add(key);
+    return true;
+  });
+  const busy = await enqueueJobs(boss, client, firsts);
+  for (const key of busy) failed.set(key, JOB_BUSY);
+  const kept = busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
+  if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
+  const results = resultsFor(sorted, inserted, failed);
+  const redispatched = await redispatchObserved(boss, client, sorted, results);
+  await countDeliveries(client, sorted, results);
+  await client.query(commitWithWakeup([...kept.map((claim) => claim.endpoint), ...redispatched]));
+  return { inserted, failed };
+}
+
+/** Each claim's answer: refused, accepted (the first copy of a key this claim created), or duplicate. */
+function resultsFor(
+  claims: readonly Claim[],
+  inserted: ReadonlySet<string>,
+  failed: ReadonlyMap<string, HookgateError>,
+): ClaimResult[] {
+  const reported = new Set<string>();
+  return claims.map((claim): ClaimResult => {
+    const key = keyOf(claim.endpoint, claim.event.eventId);
+    const failure = failed.get(key);
+    if (failure) return { ok: false, error: failure };
+    if (inserted.has(key) && !reported.has(key)) {
+      reported.add(key);
+      return { ok: true, outcome: 'accepted' };
+    }
+    return { ok: true, outcome: 'duplicate' };
+  });
+}
+
+/**
+ * The one-statement claim writes plain rows only: observe-mode duplicates (dispatched again) and
+ * events pulled back by `hookgate replay` (not counted as deliveries) take the transactional claim.
+ */
+function fitsOneStatement(claim: Claim): boolean {
+  return claim.dedupe !== 'observe' && claim.receivedVia !== 'api_replay';
+}
+
+/**
+ * Claims a batch: inbox rows and their jobs commit together or not at all, before any answer.
+ * Without hooks the whole claim is one statement (one round trip, see CLAIM_IN_ONE_STATEMENT);
+ * what it cannot decide alone (an earlier job under the same id that is finished or running),
+ * and any batch whose statement failed on a row, goes through the transactional claim. Hooks
+ * (sync-mode apply) always take the transactional claim. Results are in the order of `claims`.
  */
 export async function claimBatch(
   pool: pg.Pool,
@@ -154,57 +293,25 @@ export async function claimBatch(
   }
   let broken = false;
   try {
-    const failed = new Map<string, HookgateError>();
-    let inserted: Set<string>;
-    try {
-      await client.query('BEGIN');
-      inserted = await insertRows(client, sorted);
-    } catch (error) {
-      await client.query('ROLLBACK');
-      if (sorted.length === 1 || !isRowError(error)) throw error;
-      await client.query('BEGIN');
-      inserted = new Set();
-      for (const claim of sorted) {
-        const key = keyOf(claim.endpoint, claim.event.eventId);
-        await client.query('SAVEPOINT claim');
-        try {
-          for (const row of await insertRows(client, [claim])) inserted.add(row);
-          await client.query('RELEASE SAVEPOINT claim');
-        } catch (rowError) {
-          await client.query('ROLLBACK TO SAVEPOINT claim');
-          failed.set(key, failureFor(rowError));
-        }
+    let inserted = new Set<string>();
+    let failed = new Map<string, HookgateError>();
+    let rest: readonly Claim[] = sorted;
+    if (!hooks.beforeCommit && sorted.every(fitsOneStatement)) {
+      const fast = await claimInOneStatement(client, sorted).catch((error: unknown) => {
+        if (isRowError(error)) return null;
+        throw error;
+      });
+      if (fast) {
+        inserted = fast.inserted;
+        rest = fast.deferred;
       }
     }
-    const accepted = sorted.filter((c) => inserted.has(keyOf(c.endpoint, c.event.eventId)));
-    // A batch may carry the same key twice; only its first copy is "accepted".
-    const acceptedOnce = new Set<string>();
-    const firsts = accepted.filter((c) => {
-      const key = keyOf(c.endpoint, c.event.eventId);
-      if (acceptedOnce.has(key)) return false;
-      acceptedOnce.add(key);
-      return true;
-    });
-    const busy = await enqueueJobs(boss, client, firsts);
-    for (const key of busy) failed.set(key, JOB_BUSY);
-    const kept =
-      busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
-    if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
-    const reported = new Set<string>();
-    const results = claims.map((claim): ClaimResult => {
-      const key = keyOf(claim.endpoint, claim.event.eventId);
-      const failure = failed.get(key);
-      if (failure) return { ok: false, error: failure };
-      if (inserted.has(key) && !reported.has(key)) {
-        reported.add(key);
-        return { ok: true, outcome: 'accepted' };
-      }
-      return { ok: true, outcome: 'duplicate' };
-    });
-    const redispatched = await redispatchObserved(boss, client, claims, results);
-    await countDeliveries(client, claims, results, kept.length === 0 && redispatched === 0);
-    await client.query(commitWithWakeup(kept.map((claim) => claim.endpoint)));
-    return results;
+    if (rest.length > 0) {
+      const slow = await claimInTransaction(client, boss, rest, hooks);
+      for (const key of slow.inserted) inserted.add(key);
+      failed = slow.failed;
+    }
+    return resultsFor(claims, inserted, failed);
   } catch (error) {
     broken = true;
     await client.query('ROLLBACK').catch(() => {});
@@ -224,15 +331,11 @@ async function insertRows(client: pg.PoolClient, claims: readonly Claim[]): Prom
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
 
-/**
- * Adds the batch's answered deliveries to the per-minute counts, in the claim's transaction.
- * `countsOnly`: nothing else was written (all duplicates), so the commit may skip the WAL flush.
- */
+/** Adds the batch's answered deliveries to the per-minute counts, in the claim's transaction. */
 async function countDeliveries(
   client: pg.PoolClient,
   claims: readonly Claim[],
   results: readonly ClaimResult[],
-  countsOnly: boolean,
 ): Promise<void> {
   const counts = new Map<string, { accepted: number; duplicate: number }>();
   results.forEach((result, index) => {
@@ -249,7 +352,6 @@ async function countDeliveries(
     endpoints,
     endpoints.map((endpoint) => counts.get(endpoint)!.accepted),
     endpoints.map((endpoint) => counts.get(endpoint)!.duplicate),
-    countsOnly,
   ]);
 }
 
@@ -264,7 +366,7 @@ async function redispatchObserved(
   client: pg.PoolClient,
   claims: readonly Claim[],
   results: readonly ClaimResult[],
-): Promise<number> {
+): Promise<string[]> {
   const byEndpoint = new Map<string, Set<string>>();
   results.forEach((result, index) => {
     const claim = claims[index]!;
@@ -273,11 +375,11 @@ async function redispatchObserved(
     ids.add(claim.event.eventId);
     byEndpoint.set(claim.endpoint, ids);
   });
-  let redispatched = 0;
+  const redispatched: string[] = [];
   for (const endpoint of [...byEndpoint.keys()].sort()) {
     const ids = [...byEndpoint.get(endpoint)!].sort();
     const reset = await client.query<{ event_id: string }>(REDISPATCH_SETTLED_ROWS, [endpoint, ids]);
-    redispatched += reset.rows.length;
+    if (reset.rows.length > 0) redispatched.push(endpoint);
     if (reset.rows.length > 0)
       await sendApplyJobs(
         boss,

@@ -181,3 +181,44 @@ export async function settleEnded(
     rows.map((r) => r.lastError),
   ]);
 }
+
+const SETTLE_BATCH = `
+  UPDATE hookgate.inbox i
+     SET status = coalesce(u.status, i.status),
+         attempts = CASE WHEN u.status IN ('parked', 'dead') THEN GREATEST(i.attempts, u.attempts)
+                         ELSE u.attempts END,
+         last_error = CASE WHEN u.status IN ('processed', 'ignored', 'stale') THEN i.last_error
+                           ELSE u.last_error END,
+         processed_at = CASE WHEN u.status IN ('processed', 'ignored', 'stale') THEN now()
+                             ELSE i.processed_at END
+    FROM unnest($2::text[], $3::text[], $4::int[], $5::text[]) AS u(event_id, status, attempts, last_error)
+   WHERE i.endpoint = $1 AND i.event_id = u.event_id
+     AND (u.status IS NULL OR u.status IN ('processed', 'ignored', 'stale') OR i.status = 'pending')`;
+
+/**
+ * A whole apply batch's settlement in one statement: what `settleApplied`, `settleEnded` and
+ * `recordFailures` each do for their rows, with the same guards.
+ */
+export async function settleBatch(
+  client: pg.ClientBase,
+  endpoint: string,
+  batch: {
+    readonly applied: readonly Applied[];
+    readonly ended: readonly Ended[];
+    readonly failed: readonly FailedAttempt[];
+  },
+): Promise<void> {
+  const rows = [
+    ...batch.applied.map((r) => [r.eventId, r.status, r.attempts, null] as const),
+    ...batch.ended.map((r) => [r.eventId, r.status, r.attempts, r.lastError] as const),
+    ...batch.failed.map((r) => [r.eventId, null, r.attempts, r.lastError] as const),
+  ];
+  if (rows.length === 0) return;
+  await client.query(SETTLE_BATCH, [
+    endpoint,
+    rows.map((r) => r[0]),
+    rows.map((r) => r[1]),
+    rows.map((r) => r[2]),
+    rows.map((r) => r[3]),
+  ]);
+}

@@ -1,0 +1,167 @@
+import pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../services/core/db/pool.ts';
+import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
+import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { startBoss } from '../support/fake-worker.ts';
+import { waitFor, workerConfig } from '../support/worker-harness.ts';
+
+// On this class of machine a round trip to PostgreSQL costs more than the SQL it carries, so the
+// ordinary claim is one statement: inbox rows, their jobs and the wake-up, committed together.
+// Every statement the claim sends through its pooled connection is counted here.
+
+const ENDPOINT = 'trips';
+const config = workerConfig({ [ENDPOINT]: { handler: 'record' } });
+
+let db: TestDatabase;
+let boss: PgBoss;
+let pool: pg.Pool;
+let listener: pg.Client;
+const wakeups: string[] = [];
+let statements = 0;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  boss = await startBoss(db.url);
+  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
+  pool = createPool({
+    connectionString: db.url,
+    max: 2,
+    statementTimeoutMs: 30_000,
+    connectTimeoutMs: 10_000,
+    applicationName: 'test-round-trips',
+  });
+  // Counts what the claim sends through its pooled client (the connection is real).
+  const counted = new WeakSet<pg.PoolClient>();
+  pool.on('acquire', (client) => {
+    if (counted.has(client)) return;
+    counted.add(client);
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      statements++;
+      return query(...args);
+    };
+  });
+  listener = new pg.Client({ connectionString: db.url });
+  await listener.connect();
+  listener.on('notification', (message) => wakeups.push(message.payload ?? ''));
+  await listener.query(`LISTEN ${WAKEUP_CHANNEL}`);
+});
+
+afterAll(async () => {
+  await listener?.end();
+  await pool?.end();
+  await boss?.stop({ graceful: false, close: true });
+  await db?.drop();
+});
+
+const claim = (eventId: string): Claim => ({
+  endpoint: ENDPOINT,
+  provider: 'standard-webhooks',
+  event: {
+    eventId,
+    eventType: 'thing.updated',
+    entityType: null,
+    entityId: null,
+    entityVersion: null,
+    headers: {},
+  },
+  body: JSON.stringify({ id: eventId }),
+  traceparent: null,
+});
+
+async function counting<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
+  const before = statements;
+  const result = await fn();
+  return { result, statements: statements - before };
+}
+
+async function jobs(eventIds: readonly string[]) {
+  const { rows } = await db.pool.query<{ state: string }>(
+    `SELECT state::text FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[])`,
+    [applyQueue(ENDPOINT), eventIds.map((id) => jobIdFor(ENDPOINT, id))],
+  );
+  return rows.map((r) => r.state);
+}
+
+describe('the claim', () => {
+  it('stores a batch of new deliveries, their jobs and the wake-up in one round trip', async () => {
+    const ids = Array.from({ length: 20 }, (_, n) => `new_${n}`);
+    wakeups.length = 0;
+    const { result, statements: sent } = await counting(() => claimBatch(pool, boss, ids.map(claim)));
+    expect(result.every((r) => r.ok && r.outcome === 'accepted')).toBe(true);
+    expect(sent).toBe(1);
+    const rows = await db.pool.query(
+      'SELECT count(*)::int AS n FROM hookgate.inbox WHERE event_id = ANY($1)',
+      [ids],
+    );
+    expect(rows.rows[0].n).toBe(20);
+    expect(await jobs(ids)).toEqual(Array(20).fill('created'));
+    await waitFor('the wake-up', async () => wakeups.includes(ENDPOINT), 5_000);
+  });
+
+  it('answers duplicates (also of events whose job has finished) in one round trip, changing nothing', async () => {
+    await claimBatch(pool, boss, [claim('done')]);
+    const [job] = (await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 })).filter(
+      (j) => j.id === jobIdFor(ENDPOINT, 'done'),
+    );
+    await boss.complete(applyQueue(ENDPOINT), job!.id);
+    expect(await jobs(['done'])).toEqual(['completed']);
+    const { result, statements: sent } = await counting(() =>
+      claimBatch(pool, boss, [claim('done'), claim('new_1'), claim('fresh')]),
+    );
+    expect(result).toEqual([
+      { ok: true, outcome: 'duplicate' },
+      { ok: true, outcome: 'duplicate' },
+      { ok: true, outcome: 'accepted' },
+    ]);
+    expect(sent).toBe(1);
+    expect(await jobs(['done', 'fresh'])).toEqual(expect.arrayContaining(['completed', 'created']));
+  });
+
+  it('keeps a job still waiting under the same id (no row yet): one round trip, one job', async () => {
+    await boss.insert(applyQueue(ENDPOINT), [
+      { id: jobIdFor(ENDPOINT, 'waiting'), data: { endpoint: ENDPOINT, eventId: 'waiting' } },
+    ]);
+    const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('waiting')]));
+    expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
+    expect(sent).toBe(1);
+    expect(await jobs(['waiting'])).toEqual(['created']);
+  });
+
+  it('hands an event whose earlier job has finished (row pruned) to the transactional claim, which inserts a fresh job', async () => {
+    await claimBatch(pool, boss, [claim('pruned')]);
+    const fetched = await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 });
+    await boss.complete(
+      applyQueue(ENDPOINT),
+      fetched.map((j) => j.id),
+    );
+    await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = $1 AND event_id = 'pruned'`, [ENDPOINT]);
+    const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('pruned')]));
+    expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
+    expect(sent).toBeGreaterThan(1);
+    expect(await jobs(['pruned'])).toEqual(['created']);
+  });
+
+  it('a body that is not one JSON value cannot add rows of its own to the one statement', async () => {
+    // The gateway only claims bodies it parsed; this is the fence should another caller not.
+    const injected =
+      '1},{"ord":1,"endpoint":"trips","event_id":"injected","provider":"x","event_type":"x",' +
+      '"entity_type":null,"entity_id":null,"entity_version":null,"headers":{},"traceparent":null,' +
+      '"body_digest":null,"queue":"hookgate.apply.trips","job_id":"00000000-0000-8000-8000-000000000001","payload":1';
+    const results = await claimBatch(pool, boss, [
+      { ...claim('victim'), body: injected },
+      claim('neighbour'),
+    ]);
+    expect(results[1]).toEqual({ ok: true, outcome: 'accepted' });
+    expect(results[0]?.ok).toBe(false);
+    const rows = await db.pool.query(
+      `SELECT event_id FROM hookgate.inbox WHERE event_id IN ('injected', 'victim', 'neighbour') ORDER BY event_id`,
+    );
+    expect(rows.rows.map((r) => r.event_id)).toEqual(['neighbour']);
+  });
+});
