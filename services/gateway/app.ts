@@ -10,6 +10,8 @@ import type { Endpoint } from './endpoints.ts';
 import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
 import { RefusalLog } from './refusal-log.ts';
+import { sourceOf } from './replay-limit.ts';
+import { REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface GatewayAppDeps extends ReceiveDeps {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
@@ -26,6 +28,8 @@ export interface GatewayAppDeps extends ReceiveDeps {
    * when tracing is on, so Express's instrumentation still sees (and spans) every request.
    */
   readonly direct?: boolean;
+  /** X-Forwarded-For entries to trust (proxies in front of the gateway); 0 trusts none. */
+  readonly trustedProxyHops?: number;
 }
 
 export interface GatewayApp {
@@ -120,6 +124,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     const closing = close || !res.req?.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
     if (result.status === 405) res.setHeader('Allow', 'POST');
+    if (result.retryAfter !== undefined) res.setHeader('Retry-After', String(result.retryAfter));
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
     const payload = JSON.stringify(result.body);
     res.writeHead(result.status, {
@@ -212,7 +217,13 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       bodyFailure(error as { type?: string }, res, endpoint, started);
       return;
     }
-    const result = await receive(deps, endpoint, body, headerBag(req.headers));
+    const headers = headerBag(req.headers);
+    // Only a replay-token attempt needs its source; signed deliveries skip the work.
+    const source =
+      headers[REPLAY_TOKEN_HEADER] === undefined
+        ? ''
+        : sourceOf(req.socket.remoteAddress, headers['x-forwarded-for'], deps.trustedProxyHops ?? 0);
+    const result = await receive(deps, endpoint, body, headers, source);
     if (res.headersSent || res.destroyed) {
       // The request timed out (answered 408) or the client left while the claim ran.
       return;

@@ -23,6 +23,7 @@ import {
 } from '../core/tracing.ts';
 import { createGatewayApp } from './app.ts';
 import { buildEndpoints, type Endpoint } from './endpoints.ts';
+import { ReplayTokenLimiter } from './replay-limit.ts';
 
 /** How often Node enforces the request and header timeouts on open connections. */
 const CONNECTIONS_CHECKING_INTERVAL_MS = 500;
@@ -125,6 +126,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     now: options.now ?? Date.now,
     shuttingDown: () => shuttingDown,
     direct: !tracingEnabled(),
+    trustedProxyHops: config.server.trustedProxyHops,
+    replayLimiter: new ReplayTokenLimiter({
+      maxFailures: config.server.replayTokenLimit.maxFailures,
+      windowMs: config.server.replayTokenLimit.window,
+      maxSources: config.server.replayTokenLimit.maxSources,
+    }),
     readiness: async () => {
       try {
         if (!migrated) {

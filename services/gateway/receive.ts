@@ -3,6 +3,7 @@ import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
+import type { ReplayTokenLimiter } from './replay-limit.ts';
 import { checkReplayToken, REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface Answer {
@@ -13,6 +14,8 @@ export interface Answer {
   readonly eventId?: string;
   /** Why a 5xx happened, for the log line only: never sent to the provider. */
   readonly cause?: string;
+  /** Seconds, sent as Retry-After. */
+  readonly retryAfter?: number;
 }
 
 export function refuse(code: GatewayErrorCode, message: string): Answer {
@@ -62,6 +65,8 @@ function parseJson(text: string): unknown {
 export interface ReceiveDeps {
   readonly claim: (claim: Claim) => Promise<ClaimResult>;
   readonly now: () => number;
+  /** Counts wrong replay tokens per source; absent, guessing is only counted, not limited. */
+  readonly replayLimiter?: ReplayTokenLimiter;
 }
 
 /**
@@ -74,13 +79,28 @@ export async function receive(
   endpoint: Endpoint,
   rawBody: Buffer,
   headers: HeaderBag,
+  /** Who sent it, as the replay-token limiter counts it (see sourceOf). */
+  source = '',
 ): Promise<Answer> {
   // An operator's re-post with the endpoint's replay token stands in for the provider's
   // signature; without replaySecrets configured the header means nothing.
   const replaySecrets = endpoint.config.replaySecrets;
   const token = replaySecrets ? headers[REPLAY_TOKEN_HEADER] : undefined;
   if (token !== undefined && replaySecrets) {
+    // A source over its limit is refused before the comparison: guessing costs it the window.
+    const limiter = deps.replayLimiter;
+    const retryAfter = limiter?.retryAfter(source, endpoint.name, deps.now()) ?? 0;
+    if (retryAfter > 0) {
+      return {
+        ...refuse(
+          'replay_token_rate_limited',
+          `Too many wrong ${REPLAY_TOKEN_HEADER} headers from this source; retry after ${retryAfter} s.`,
+        ),
+        retryAfter,
+      };
+    }
     if (!checkReplayToken(token, replaySecrets)) {
+      limiter?.recordFailure(source, endpoint.name, deps.now());
       return refuse(
         'replay_token_invalid',
         `The ${REPLAY_TOKEN_HEADER} header does not match this endpoint's replay secret.`,

@@ -4,6 +4,7 @@ export type GatewayErrorCode =
   | RejectionCode
   | 'endpoint_unknown'
   | 'replay_token_invalid'
+  | 'replay_token_rate_limited'
   | 'body_too_large'
   | 'body_unreadable'
   | 'payload_unstorable'
@@ -40,6 +41,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   request_timeout: 408,
   body_too_large: 413,
   encoding_unsupported: 415,
+  replay_token_rate_limited: 429,
   headers_too_large: 431,
   payload_unstorable: 422,
   database_unavailable: 503,

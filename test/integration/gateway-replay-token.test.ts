@@ -10,6 +10,9 @@ import { parseExposition } from '../support/observability.ts';
 const REPLAY_SECRET = 'replay-token-for-tests-0123456789';
 let db: TestDatabase;
 let gateway: TestGateway;
+// A second gateway with a low limit and a short window, for guessing per source.
+let limited: TestGateway;
+const LIMIT = 3;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -26,9 +29,20 @@ beforeAll(async () => {
       },
     }),
   );
+  limited = await startTestGateway(
+    db.url,
+    testConfig({
+      server: { replayTokenLimit: { maxFailures: LIMIT, window: '4s' } },
+      endpoints: {
+        guarded: { provider: 'stripe', secrets: [STRIPE_SECRET], replaySecrets: [REPLAY_SECRET] },
+        other: { provider: 'stripe', secrets: [STRIPE_SECRET], replaySecrets: [REPLAY_SECRET] },
+      },
+    }),
+  );
 });
 
 afterAll(async () => {
+  await limited?.stop();
   await gateway?.stop();
   await db?.drop();
 });
@@ -49,8 +63,8 @@ function unsigned(eventId: string, token?: string) {
   return { body, headers };
 }
 
-async function outcomes(endpoint: string): Promise<Map<string, number>> {
-  const text = await gateway.registry.metrics();
+async function outcomes(endpoint: string, on: TestGateway = gateway): Promise<Map<string, number>> {
+  const text = await on.registry.metrics();
   const found = new Map<string, number>();
   for (const [key, value] of parseExposition(text)) {
     const match = new RegExp(
@@ -109,5 +123,67 @@ describe('replay token', () => {
     });
     expect(accepted.status).toBe(200);
     expect((await row('plain', 'evt_plain_signed'))?.received_via).toBeNull();
+  });
+});
+
+describe('replay token guessing is limited per source', () => {
+  const url = () => `${limited.url}/webhooks/guarded`;
+  // Loopback is a /8: a client bound to 127.0.0.2 is another source to the gateway.
+  const OTHER = { localAddress: '127.0.0.2' };
+  let retryAfter = 0;
+
+  it(`after ${LIMIT} wrong tokens the source gets 429 with Retry-After, even with the right token, and no row`, async () => {
+    for (let i = 0; i < LIMIT; i += 1) {
+      const wrong = await post(url(), unsigned(`evt_guess_${i}`, `wrong-guess-${i}`));
+      expect(wrong.status).toBe(401);
+    }
+    const next = await post(url(), unsigned('evt_guess_next', 'wrong-guess-next'));
+    expect(next.status).toBe(429);
+    expect(next.json).toMatchObject({ error: 'replay_token_rate_limited' });
+    const right = await post(url(), unsigned('evt_limited_right', REPLAY_SECRET));
+    expect(right.status).toBe(429);
+    retryAfter = Number(right.headers['retry-after']);
+    expect(retryAfter).toBeGreaterThanOrEqual(1);
+    expect(retryAfter).toBeLessThanOrEqual(4);
+    expect(await row('guarded', 'evt_limited_right')).toBeUndefined();
+    expect(await row('guarded', 'evt_guess_next')).toBeUndefined();
+    const counted = await outcomes('guarded', limited);
+    expect(counted.get('replay_token_invalid')).toBe(LIMIT);
+    expect(counted.get('replay_token_rate_limited')).toBe(2);
+    // X-Forwarded-For is not trusted by default: claiming another client does not escape.
+    const spoofed = await post(url(), {
+      ...unsigned('evt_spoofed', REPLAY_SECRET),
+      headers: { ...unsigned('evt_spoofed', REPLAY_SECRET).headers, 'x-forwarded-for': '203.0.113.9' },
+    });
+    expect(spoofed.status).toBe(429);
+    // The Express route (any spelling other than the canonical path) applies the same limit.
+    const viaExpress = await post(`${url()}?via=express`, unsigned('evt_via_express', REPLAY_SECRET));
+    expect(viaExpress.status).toBe(429);
+  });
+
+  it('the limited source still delivers signed events, and other sources and endpoints keep their tokens', async () => {
+    expect(retryAfter, 'the source was limited in the test before').toBeGreaterThan(0);
+    const signed = stripeEvent(STRIPE_SECRET, { eventId: 'evt_limited_signed' });
+    expect((await post(url(), signed)).status).toBe(200);
+    expect((await row('guarded', 'evt_limited_signed'))?.received_via).toBeNull();
+    // The limit is per source: the premise is that the source above is still limited.
+    expect((await post(url(), unsigned('evt_still_limited', REPLAY_SECRET))).status).toBe(429);
+    const other = await post(url(), unsigned('evt_other_source', REPLAY_SECRET), OTHER);
+    expect(other.status, JSON.stringify(other.json)).toBe(200);
+    expect((await row('guarded', 'evt_other_source'))?.received_via).toBe('replay_token');
+    // ... and per endpoint.
+    const elsewhere = await post(
+      `${limited.url}/webhooks/other`,
+      unsigned('evt_other_endpoint', REPLAY_SECRET),
+    );
+    expect(elsewhere.status).toBe(200);
+  });
+
+  it('once the window has passed, the right token from the limited source is accepted', async () => {
+    expect(retryAfter, 'the source was limited in the first test').toBeGreaterThan(0);
+    await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000 + 200));
+    const right = await post(url(), unsigned('evt_after_window', REPLAY_SECRET));
+    expect(right.status, JSON.stringify(right.json)).toBe(200);
+    expect((await row('guarded', 'evt_after_window'))?.received_via).toBe('replay_token');
   });
 });

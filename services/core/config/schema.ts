@@ -172,6 +172,20 @@ export const configSchema = z
         requestTimeout: durationMs.pipe(z.number().min(1_000).max(300_000)).default(10_000),
         /** How long SIGTERM waits for in-flight requests before closing anyway. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
+        /**
+         * Proxies in front of the gateway whose X-Forwarded-For entry is trusted. 0: the source is
+         * the socket's peer (behind an ingress, the ingress itself). Used for replay-token limits.
+         */
+        trustedProxyHops: z.number().int().min(0).max(10).default(0),
+        /** Wrong replay tokens per source and endpoint, per gateway process, before `429`. */
+        replayTokenLimit: z
+          .strictObject({
+            maxFailures: z.number().int().min(1).max(10_000).default(10),
+            window: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(60_000),
+            /** Sources remembered; past this the least recently failed is forgotten. */
+            maxSources: z.number().int().min(100).max(1_000_000).default(10_000),
+          })
+          .prefault({}),
       })
       .prefault({}),
     database: z
