@@ -13,6 +13,29 @@ const ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const JSON_POINTER = /^(\/([^~/]|~[01])*)*$/;
 
 /** An IP address, v4 or v6 (`0.0.0.0`, `127.0.0.1`, `::`): no names, so no resolver surprises. */
+
+/** How long a finished job is kept (pg-boss `deleteAfterSeconds`): from a second to 30 days. */
+const completedJobRetention = () =>
+  durationMs
+    .pipe(
+      z
+        .number()
+        .min(1_000)
+        .max(30 * 86_400_000),
+    )
+    .default(1_800_000);
+
+/** How long a dead-lettered job is kept: from an hour to a year. */
+const deadJobRetention = (defaultDays: number) =>
+  durationMs
+    .pipe(
+      z
+        .number()
+        .min(3_600_000)
+        .max(365 * 86_400_000),
+    )
+    .default(defaultDays * 86_400_000);
+
 export const listenAddress = z
   .string()
   .refine((value) => isIP(value) !== 0, 'must be an IP address such as 0.0.0.0, 127.0.0.1 or ::');
@@ -244,23 +267,9 @@ export const configSchema = z
          * Finished apply jobs (completed, or failed and copied to the dead-letter queue) are deleted
          * this long after they finished: the inbox row is the durable record. Whole seconds.
          */
-        completedJobRetention: durationMs
-          .pipe(
-            z
-              .number()
-              .min(1_000)
-              .max(30 * 86_400_000),
-          )
-          .default(1_800_000),
+        completedJobRetention: completedJobRetention(),
         /** Dead-letter jobs (events that ran out of attempts) are deleted this long after they finished. */
-        deadJobRetention: durationMs
-          .pipe(
-            z
-              .number()
-              .min(3_600_000)
-              .max(365 * 86_400_000),
-          )
-          .default(14 * 86_400_000),
+        deadJobRetention: deadJobRetention(14),
         /**
          * How often a worker runs pg-boss retention (one worker per pass). A finished job is gone
          * between its retention and its retention plus this interval after it finished.
@@ -287,23 +296,9 @@ export const configSchema = z
         /** Fetch loops per kind per process. */
         concurrency: z.number().int().min(1).max(16).default(2),
         /** Finished outbox jobs are deleted this long after they finished: outbox_deliveries is the record. */
-        completedJobRetention: durationMs
-          .pipe(
-            z
-              .number()
-              .min(1_000)
-              .max(30 * 86_400_000),
-          )
-          .default(1_800_000),
+        completedJobRetention: completedJobRetention(),
         /** Dead-lettered outbox jobs (nothing consumes them) are deleted this long after they were dead-lettered. */
-        deadJobRetention: durationMs
-          .pipe(
-            z
-              .number()
-              .min(3_600_000)
-              .max(365 * 86_400_000),
-          )
-          .default(30 * 86_400_000),
+        deadJobRetention: deadJobRetention(30),
       })
       .prefault({}),
     endpoints: z
