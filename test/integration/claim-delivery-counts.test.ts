@@ -102,6 +102,40 @@ describe('delivery counts', () => {
     expect(await counts('a')).toEqual({ accepted: before.accepted + 1, duplicate: before.duplicate + 1 });
   });
 
+  it('when the deferred part fails, what the one statement committed keeps its answer and count', async () => {
+    // r2 is deferred to the transactional claim (its finished job is retained), which fails on a
+    // trigger; n2 was committed by the one statement with its job and count: it must be answered
+    // accepted, not refused (a refused delivery that is in fact stored would be re-sent and
+    // counted again as a duplicate; a 4xx would tell the sender to give up on a stored event).
+    expect((await claimBatch(pool, boss, [claim('a', 'r2')]))[0]).toEqual({ ok: true, outcome: 'accepted' });
+    await db.pool.query(`UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE id = $1`, [
+      jobIdFor('a', 'r2'),
+    ]);
+    await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'a' AND event_id = 'r2'`);
+    await db.pool.query(`CREATE FUNCTION hookgate.refuse_r2() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.event_id = 'r2' THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$`);
+    await db.pool.query(
+      'CREATE TRIGGER refuse_r2 AFTER INSERT ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.refuse_r2()',
+    );
+    const before = await counts('a');
+    try {
+      const results = await claimBatch(pool, boss, [claim('a', 'n2'), claim('a', 'r2')]);
+      expect(results[0]).toEqual({ ok: true, outcome: 'accepted' });
+      expect(results[1]?.ok).toBe(false);
+    } finally {
+      await db.pool.query('DROP TRIGGER refuse_r2 ON hookgate.inbox');
+    }
+    const rows = await db.pool.query(
+      `SELECT event_id FROM hookgate.inbox WHERE endpoint = 'a' AND event_id IN ('n2', 'r2') ORDER BY 1`,
+    );
+    expect(rows.rows).toEqual([{ event_id: 'n2' }]);
+    const job = await db.pool.query(`SELECT state::text FROM pgboss.job WHERE id = $1`, [
+      jobIdFor('a', 'n2'),
+    ]);
+    expect(job.rows).toEqual([{ state: 'created' }]);
+    expect(await counts('a')).toEqual({ accepted: before.accepted + 1, duplicate: before.duplicate });
+  });
+
   it('observe-mode duplicates take the transactional claim and are counted there', async () => {
     const observed = (eventId: string): Claim => ({ ...claim('b', eventId), dedupe: 'observe' });
     const before = await counts('b');

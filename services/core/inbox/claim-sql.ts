@@ -138,6 +138,8 @@ export const CLAIM_IN_ONE_STATEMENT = `
               FROM input i
              GROUP BY i.endpoint) n
      WHERE n.given > n.deferred
+       -- The input guard again (see the final SELECT), for a batch in which nothing was inserted.
+       AND 1 / (CASE WHEN (SELECT count(*) FROM input) = $2 THEN 1 ELSE 0 END) = 1
      ORDER BY n.endpoint
     ON CONFLICT (endpoint, minute, shard) DO UPDATE
        SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate

@@ -18,7 +18,10 @@ export interface Claim {
   readonly endpoint: string;
   readonly provider: string;
   readonly event: EventIdentity;
-  /** The verified body as received; PostgreSQL parses it into jsonb. */
+  /**
+   * The verified body as received, one complete JSON value (the gateway parses every body before
+   * it claims); PostgreSQL parses it into jsonb.
+   */
   readonly body: string;
   readonly traceparent: string | null;
   /** SHA-256 of the signed body, set when the event id is unsigned (see migration 0005). */
@@ -79,20 +82,21 @@ const json = JSON.stringify;
  * received: it is a complete JSON text (the gateway parsed it), and PostgreSQL parses it into
  * jsonb exactly as it would parse it alone. A body that is not valid JSON makes the statement
  * fail on the data (or on its guard, should it parse as more than one value), and the
- * transactional claim then stores or refuses each delivery alone.
+ * transactional claim then stores or refuses each delivery alone. The body comes first in its
+ * object: json_to_recordset keeps a key's last value, so the keys written after it win over any
+ * a malformed body could inject.
  */
 export function claimDocument(claims: readonly Claim[]): string {
   const parts: string[] = [];
   for (const [ord, c] of claims.entries()) {
     const e = c.event;
     parts.push(
-      `{"ord":${ord},"endpoint":${json(c.endpoint)},"event_id":${json(e.eventId)},"provider":${json(c.provider)},` +
+      `{"payload":${c.body},"ord":${ord},"endpoint":${json(c.endpoint)},"event_id":${json(e.eventId)},"provider":${json(c.provider)},` +
         `"event_type":${json(e.eventType)},"entity_type":${json(e.entityType)},"entity_id":${json(e.entityId)},` +
         `"entity_version":${json(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${json(c.traceparent)},` +
         `"body_digest":${c.bodyDigest ? json(c.bodyDigest.toString('hex')) : 'null'},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
-        `"queue":${json(applyQueue(c.endpoint))},"job_id":${json(jobIdFor(c.endpoint, e.eventId))},` +
-        `"payload":${c.body}}`,
+        `"queue":${json(applyQueue(c.endpoint))},"job_id":${json(jobIdFor(c.endpoint, e.eventId))}}`,
     );
   }
   return `[${parts.join(',')}]`;
@@ -307,9 +311,20 @@ export async function claimBatch(
       }
     }
     if (rest.length > 0) {
-      const slow = await claimInTransaction(client, boss, rest, hooks);
-      for (const key of slow.inserted) inserted.add(key);
-      failed = slow.failed;
+      try {
+        const slow = await claimInTransaction(client, boss, rest, hooks);
+        for (const key of slow.inserted) inserted.add(key);
+        failed = slow.failed;
+      } catch (error) {
+        // Nothing committed yet: the whole batch fails, below.
+        if (rest === sorted) throw error;
+        // The one statement has committed the rest of the batch (rows, jobs, counts): those
+        // answers stand; only the deferred deliveries are refused, to be sent again.
+        broken = true;
+        await client.query('ROLLBACK').catch(() => {});
+        const failure = failureFor(error);
+        for (const claim of rest) failed.set(keyOf(claim.endpoint, claim.event.eventId), failure);
+      }
     }
     return resultsFor(claims, inserted, failed);
   } catch (error) {
