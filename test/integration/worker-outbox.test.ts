@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
 import { createHandler } from '../../services/core/handlers/index.ts';
+import type { Handler } from '../../services/core/handlers/types.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { applyQueue, outboxQueue } from '../../services/core/queue/names.ts';
 import { applyBatch } from '../../services/worker/apply.ts';
@@ -9,7 +10,7 @@ import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
 // The billing handler through the real batch apply: its notify effects are collected and
 // inserted once, in the apply transaction, only for the events that applied.
-const config = workerConfig({ bill: { handler: 'billing' } });
+const config = workerConfig({ bill: { handler: 'billing' }, mod: { handler: 'record' } });
 const logger = createLogger('silent');
 
 let db: TestDatabase;
@@ -89,5 +90,45 @@ describe('outbox effects in a batch', () => {
     expect(await notifyJobs()).toEqual(['in_a:paid', 'in_b:paid']);
     const ledger = await db.pool.query('SELECT count(*)::int AS n FROM billing.ledger_entries');
     expect(ledger.rows[0].n).toBe(2);
+  });
+  it('an effect of a kind no relay consumes fails its own event only, not the batch', async () => {
+    await claimer.claim('mod', [
+      { eventId: 'm_good_1', eventType: 't', body: { id: 'm_good_1' } },
+      { eventId: 'm_bad', eventType: 't', body: { id: 'm_bad' } },
+      { eventId: 'm_good_2', eventType: 't', body: { id: 'm_good_2' } },
+    ]);
+    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('mod'), { batchSize: 10 })).map(
+      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
+    );
+    expect(jobs).toHaveLength(3);
+    // A module handler's mistake: m_bad asks for an `email` effect, which has no queue.
+    const handler: Handler = {
+      name: 'test-outbox-kinds',
+      async apply(context, event) {
+        const kind = event.eventId === 'm_bad' ? 'email' : 'notify';
+        await context.outbox.enqueue({ kind, key: `mod:${event.eventId}`, payload: {} });
+        return undefined;
+      },
+    };
+    const pool = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-outbox-kinds',
+    });
+    try {
+      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'mod', handler, jobs);
+      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes.m_good_1).toBe('processed');
+      expect(outcomes.m_good_2).toBe('processed');
+      expect(outcomes.m_bad).not.toBe('processed');
+    } finally {
+      await pool.end();
+    }
+    const bad = await db.pool.query(`SELECT status, last_error FROM hookgate.inbox WHERE event_id = 'm_bad'`);
+    expect(bad.rows[0].status).toBe('pending');
+    expect(bad.rows[0].last_error).toContain('outbox_kind_unknown');
+    expect(await notifyJobs()).toEqual(expect.arrayContaining(['mod:m_good_1', 'mod:m_good_2']));
   });
 });
