@@ -10,7 +10,11 @@ import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
 // The billing handler through the real batch apply: its notify effects are collected and
 // inserted once, in the apply transaction, only for the events that applied.
-const config = workerConfig({ bill: { handler: 'billing' }, mod: { handler: 'record' } });
+const config = workerConfig({
+  bill: { handler: 'billing' },
+  mod: { handler: 'record' },
+  half: { handler: 'record' },
+});
 const logger = createLogger('silent');
 
 let db: TestDatabase;
@@ -130,5 +134,56 @@ describe('outbox effects in a batch', () => {
     expect(bad.rows[0].status).toBe('pending');
     expect(bad.rows[0].last_error).toContain('outbox_kind_unknown');
     expect(await notifyJobs()).toEqual(expect.arrayContaining(['mod:m_good_1', 'mod:m_good_2']));
+  });
+  it('a set-based form that writes and then throws leaves nothing: the per-event rerun writes once', async () => {
+    await db.pool.query('CREATE TABLE public.test_writes (event_id text NOT NULL)');
+    await claimer.claim('half', [
+      { eventId: 'h1', eventType: 't', body: { id: 'h1' } },
+      { eventId: 'h2', eventType: 't', body: { id: 'h2' } },
+      { eventId: 'h3', eventType: 't', body: { id: 'h3' } },
+    ]);
+    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('half'), { batchSize: 10 })).map(
+      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
+    );
+    expect(jobs).toHaveLength(3);
+    let batchCalls = 0;
+    const handler: Handler = {
+      name: 'test-half-batch',
+      async apply(context, event) {
+        await context.tx.query('INSERT INTO public.test_writes VALUES ($1)', [event.eventId]);
+        await context.outbox.enqueue({ kind: 'notify', key: `half:${event.eventId}`, payload: {} });
+        return undefined;
+      },
+      async applyBatch(context, events) {
+        batchCalls++;
+        await context.tx.query('INSERT INTO public.test_writes SELECT unnest($1::text[])', [
+          events.map((e) => e.eventId),
+        ]);
+        for (const event of events) {
+          await context
+            .outbox(event)
+            .enqueue({ kind: 'notify', key: `half-batch:${event.eventId}`, payload: {} });
+        }
+        throw new Error('the set-based form fails after writing');
+      },
+    };
+    const pool = createPool({
+      connectionString: db.url,
+      max: 1,
+      statementTimeoutMs: 30_000,
+      connectTimeoutMs: 10_000,
+      applicationName: 'test-half-batch',
+    });
+    try {
+      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'half', handler, jobs);
+      expect(result.events.map((e) => e.outcome)).toEqual(['processed', 'processed', 'processed']);
+    } finally {
+      await pool.end();
+    }
+    expect(batchCalls).toBe(1);
+    const writes = await db.pool.query('SELECT event_id FROM public.test_writes ORDER BY 1');
+    expect(writes.rows.map((r) => r.event_id)).toEqual(['h1', 'h2', 'h3']);
+    const keys = await notifyJobs();
+    expect(keys.filter((k) => k.startsWith('half'))).toEqual(['half:h1', 'half:h2', 'half:h3']);
   });
 });
