@@ -11,6 +11,7 @@ import {
   settleEnded,
 } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import { eventsWithLiveJobs } from '../core/queue/apply-jobs.ts';
 import { deadLetterQueue } from '../core/queue/names.ts';
 import { traceIdOf } from '../core/tracing.ts';
 
@@ -70,7 +71,8 @@ export interface DeadLetterDeps {
 /**
  * Settles dead-lettered events as `parked` or `dead` and completes their dead-letter jobs in one
  * transaction. Rows no longer pending (a stalled attempt committed after all, or an operator
- * acted) are left as they are.
+ * acted) are left as they are, and so are rows dispatched again since (a live apply job under
+ * the event's id): that job applies the event or ends in a dead letter of its own.
  */
 export async function settleDeadLetters(
   deps: DeadLetterDeps,
@@ -84,11 +86,16 @@ export async function settleDeadLetters(
       jobs.map((job) => job.eventId),
     );
     const byEvent = new Map(rows.map((row) => [row.event_id, row]));
+    const redispatched = await eventsWithLiveJobs(
+      client,
+      endpoint,
+      rows.filter((row) => row.status === 'pending').map((row) => row.event_id),
+    );
     const settled: Exhausted[] = [];
     const seen = new Set<string>();
     for (const job of jobs) {
       const row = byEvent.get(job.eventId);
-      if (row?.status !== 'pending' || seen.has(job.eventId)) continue;
+      if (row?.status !== 'pending' || redispatched.has(job.eventId) || seen.has(job.eventId)) continue;
       seen.add(job.eventId);
       settled.push({
         ...exhaustedStatus(row, job),

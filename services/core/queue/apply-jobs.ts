@@ -97,3 +97,25 @@ export async function sendApplyJobs(
   }
   return { busy };
 }
+
+/** Apply jobs under these ids that will still run, or are running: created, retry, active. */
+const LIVE_JOBS = `
+  SELECT id::text AS id
+    FROM pgboss.job
+   WHERE name = $1 AND id = ANY($2::uuid[]) AND state IN ('created', 'retry', 'active')`;
+
+/**
+ * The events (of these) that have a live apply job. A dead letter is about one generation of an
+ * event's job; once the event was dispatched again (`requeue`, `dedupe: observe`, a redelivery
+ * after prune) under the same deterministic id, settling its row would drop that new dispatch.
+ */
+export async function eventsWithLiveJobs(
+  client: pg.ClientBase,
+  endpoint: string,
+  eventIds: readonly string[],
+): Promise<Set<string>> {
+  if (eventIds.length === 0) return new Set();
+  const byJob = new Map(eventIds.map((eventId) => [jobIdFor(endpoint, eventId), eventId]));
+  const live = await client.query<{ id: string }>(LIVE_JOBS, [applyQueue(endpoint), [...byJob.keys()]]);
+  return new Set(live.rows.map((row) => byJob.get(row.id)).filter((id): id is string => id !== undefined));
+}
