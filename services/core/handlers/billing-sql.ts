@@ -4,6 +4,28 @@
  * once whichever event (or how many concurrent transactions) carries it.
  */
 
+/**
+ * The one rule of `invoice.paid` and `invoice.voided`, shared by the per-event and the set-based
+ * statements: an existing invoice moves to paid or void only from a non-terminal status.
+ */
+const PAID_UNLESS_TERMINAL = `ON CONFLICT (id) DO UPDATE
+    SET status = 'paid',
+        customer_id = coalesce(i.customer_id, EXCLUDED.customer_id),
+        currency = coalesce(EXCLUDED.currency, i.currency),
+        amount_due = coalesce(EXCLUDED.amount_due, i.amount_due),
+        amount_paid = coalesce(EXCLUDED.amount_paid, i.amount_paid),
+        paid_at = EXCLUDED.paid_at,
+        updated_by = EXCLUDED.updated_by,
+        updated_at = now()
+    WHERE i.status NOT IN ('paid', 'void')`;
+
+const VOID_UNLESS_TERMINAL = `ON CONFLICT (id) DO UPDATE
+    SET status = 'void',
+        voided_at = EXCLUDED.voided_at,
+        updated_by = EXCLUDED.updated_by,
+        updated_at = now()
+    WHERE i.status NOT IN ('paid', 'void')`;
+
 /** invoice.created: insert only if absent; an invoice already known (from any event) wins. */
 export const INSERT_INVOICE_IF_ABSENT = `
   INSERT INTO billing.invoices
@@ -21,16 +43,7 @@ export const MARK_INVOICE_PAID = `
   INSERT INTO billing.invoices AS i
     (id, customer_id, status, currency, amount_due, amount_paid, paid_at, created_by, updated_by)
   VALUES ($1, $2, 'paid', $3, $4, $5, coalesce($6, now()), $7, $7)
-  ON CONFLICT (id) DO UPDATE
-    SET status = 'paid',
-        customer_id = coalesce(i.customer_id, EXCLUDED.customer_id),
-        currency = coalesce(EXCLUDED.currency, i.currency),
-        amount_due = coalesce(EXCLUDED.amount_due, i.amount_due),
-        amount_paid = coalesce(EXCLUDED.amount_paid, i.amount_paid),
-        paid_at = EXCLUDED.paid_at,
-        updated_by = EXCLUDED.updated_by,
-        updated_at = now()
-    WHERE i.status NOT IN ('paid', 'void')
+  ${PAID_UNLESS_TERMINAL}
   RETURNING i.status`;
 
 /** invoice.voided: create as void or void it, unless it is paid (or already void). */
@@ -38,12 +51,7 @@ export const MARK_INVOICE_VOID = `
   INSERT INTO billing.invoices AS i
     (id, customer_id, status, currency, amount_due, amount_paid, voided_at, created_by, updated_by)
   VALUES ($1, $2, 'void', $3, $4, $5, coalesce($6, now()), $7, $7)
-  ON CONFLICT (id) DO UPDATE
-    SET status = 'void',
-        voided_at = EXCLUDED.voided_at,
-        updated_by = EXCLUDED.updated_by,
-        updated_at = now()
-    WHERE i.status NOT IN ('paid', 'void')
+  ${VOID_UNLESS_TERMINAL}
   RETURNING i.status`;
 
 /** `paid` and `void` never change, so reading them without a lock is stable. */
@@ -130,16 +138,7 @@ export const MARK_INVOICES_PAID = `
     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[])
          WITH ORDINALITY AS e(id, customer_id, currency, amount_due, amount_paid, paid_at, source, ord)
    ORDER BY e.ord
-  ON CONFLICT (id) DO UPDATE
-    SET status = 'paid',
-        customer_id = coalesce(i.customer_id, EXCLUDED.customer_id),
-        currency = coalesce(EXCLUDED.currency, i.currency),
-        amount_due = coalesce(EXCLUDED.amount_due, i.amount_due),
-        amount_paid = coalesce(EXCLUDED.amount_paid, i.amount_paid),
-        paid_at = EXCLUDED.paid_at,
-        updated_by = EXCLUDED.updated_by,
-        updated_at = now()
-    WHERE i.status NOT IN ('paid', 'void')
+  ${PAID_UNLESS_TERMINAL}
   RETURNING i.id`;
 
 /** MARK_INVOICE_VOID for a round; returns the ids it inserted or changed. */
@@ -151,12 +150,7 @@ export const MARK_INVOICES_VOID = `
     FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::timestamptz[], $7::text[])
          WITH ORDINALITY AS e(id, customer_id, currency, amount_due, amount_paid, voided_at, source, ord)
    ORDER BY e.ord
-  ON CONFLICT (id) DO UPDATE
-    SET status = 'void',
-        voided_at = EXCLUDED.voided_at,
-        updated_by = EXCLUDED.updated_by,
-        updated_at = now()
-    WHERE i.status NOT IN ('paid', 'void')
+  ${VOID_UNLESS_TERMINAL}
   RETURNING i.id`;
 
 /**
