@@ -92,6 +92,8 @@ export const CLAIM_IN_ONE_STATEMENT = `
       FROM pgboss.job j
       JOIN input i ON j.name = i.queue AND j.id = i.job_id
      WHERE NOT EXISTS (SELECT 1 FROM hookgate.inbox x WHERE x.endpoint = i.endpoint AND x.event_id = i.event_id)
+     -- Jobs before inbox rows, in id order, as the transactional claim locks them: no deadlock.
+     ORDER BY j.id
        FOR UPDATE OF j
   ), rows AS (
     INSERT INTO hookgate.inbox

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
-import { sendApplyJobs } from '../queue/apply-jobs.ts';
+import { lockApplyJobsFirst, sendApplyJobs } from '../queue/apply-jobs.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
@@ -206,13 +206,16 @@ async function claimInTransaction(
 ): Promise<Claimed> {
   const failed = new Map<string, HookgateError>();
   let inserted: Set<string>;
+  const events = sorted.map((claim) => ({ endpoint: claim.endpoint, eventId: claim.event.eventId }));
   try {
     await client.query('BEGIN');
+    await lockApplyJobsFirst(client, events);
     inserted = await insertRows(client, sorted);
   } catch (error) {
     await client.query('ROLLBACK');
     if (sorted.length === 1 || !isRowError(error)) throw error;
     await client.query('BEGIN');
+    await lockApplyJobsFirst(client, events);
     inserted = new Set();
     for (const claim of sorted) {
       const key = keyOf(claim.endpoint, claim.event.eventId);

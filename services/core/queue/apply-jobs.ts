@@ -119,3 +119,27 @@ export async function eventsWithLiveJobs(
   const live = await client.query<{ id: string }>(LIVE_JOBS, [applyQueue(endpoint), [...byJob.keys()]]);
   return new Set(live.rows.map((row) => byJob.get(row.id)).filter((id): id is string => id !== undefined));
 }
+
+/** The jobs already holding any of these (queue, id) pairs, locked in id order. */
+const LOCK_JOBS_IN_ORDER = `
+  SELECT j.id
+    FROM pgboss.job j
+   WHERE (j.name, j.id) IN (SELECT * FROM unnest($1::text[], $2::uuid[]))
+   ORDER BY j.id
+     FOR UPDATE OF j`;
+
+/**
+ * Locks the existing jobs of these events before a transactional claim inserts their inbox rows.
+ * The one-statement claim locks jobs first and rows second, both in a fixed order; a claim that
+ * took rows first and jobs second (as sendApplyJobs does) could deadlock with it on shared keys.
+ */
+export async function lockApplyJobsFirst(
+  client: pg.ClientBase,
+  events: readonly { readonly endpoint: string; readonly eventId: string }[],
+): Promise<void> {
+  if (events.length === 0) return;
+  await client.query(LOCK_JOBS_IN_ORDER, [
+    events.map((e) => applyQueue(e.endpoint)),
+    events.map((e) => jobIdFor(e.endpoint, e.eventId)),
+  ]);
+}
