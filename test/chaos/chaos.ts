@@ -14,13 +14,9 @@ import { DEFAULT_MIX } from '../../load/lib/mix.ts';
 import type { VerifyReport } from '../../services/cli/verify/checks.ts';
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from '../../services/core/db/embedded.ts';
 import { migrate } from '../../services/core/db/migrate.ts';
+import { LOAD_MIX_CONFIG, LOAD_MIX_ENDPOINTS, LOAD_MIX_TARGETS } from '../support/load-mix-endpoints.ts';
 import { type RunningProcess, runHookgate, startHookgate } from '../support/process.ts';
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';
-
-const SW_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const STRIPE_SECRET = 'whsec_test_stripe_secret_for_hookgate';
-const GITHUB_SECRET = 'github-chaos-secret';
-const ENDPOINTS = ['billing', 'things', 'gh'] as const;
 
 export interface ChaosOptions {
   /** Seconds of load (kills happen only while it runs). */
@@ -197,18 +193,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 
     const configFile = join(dir, 'hookgate.yaml');
     // The shipped worker timings (heartbeat 10 s, supervision 5 s, expireIn 2 min).
-    writeFileSync(
-      configFile,
-      `endpoints:
-  billing: { provider: stripe, secrets: ["${STRIPE_SECRET}"], handler: billing }
-  things:
-    provider: standard-webhooks
-    secrets: ["${SW_SECRET}"]
-    handler: project
-    extract: { entityType: /data/object, entityId: /data/id, version: /data/version }
-  gh: { provider: github, secrets: ["${GITHUB_SECRET}"], handler: record }
-`,
-    );
+    writeFileSync(configFile, LOAD_MIX_CONFIG);
     // info: "hookgate is serving" is how a restarted process is known to be up.
     const env = { DATABASE_URL: url, METRICS_PORT: '0', LOG_LEVEL: 'info' };
     const gatewayPorts = [await freePort(), await freePort()];
@@ -245,11 +230,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         (port, i): Promise<DriverResult> =>
           drive({
             baseUrl: `http://127.0.0.1:${port}`,
-            targets: [
-              { endpoint: 'billing', provider: 'stripe', secret: STRIPE_SECRET },
-              { endpoint: 'things', provider: 'standard-webhooks', secret: SW_SECRET },
-              { endpoint: 'gh', provider: 'github', secret: GITHUB_SECRET },
-            ],
+            targets: LOAD_MIX_TARGETS,
             rate: options.rate / gatewayPorts.length,
             seconds: options.loadSeconds,
             connections: 16,
@@ -330,7 +311,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const pendingCount = async (): Promise<number> => {
       const r = await admin.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending' AND endpoint = ANY($1)`,
-        [ENDPOINTS],
+        [LOAD_MIX_ENDPOINTS],
       );
       return r.rows[0]!.n;
     };
@@ -372,7 +353,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       retried: (
         await admin.query<{ n: number }>(
           'SELECT count(*)::int AS n FROM hookgate.inbox WHERE attempts > 1 AND endpoint = ANY($1)',
-          [ENDPOINTS],
+          [LOAD_MIX_ENDPOINTS],
         )
       ).rows[0]!.n,
       verify: report,

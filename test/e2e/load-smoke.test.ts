@@ -11,12 +11,10 @@ import { DEFAULT_MIX } from '../../load/lib/mix.ts';
 import type { VerifyReport } from '../../services/cli/verify/checks.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { LOAD_MIX_CONFIG, LOAD_MIX_TARGETS } from '../support/load-mix-endpoints.ts';
 import { type RunningProcess, runHookgate, startHookgate } from '../support/process.ts';
 import { waitFor } from '../support/worker-harness.ts';
 
-const SW_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
-const STRIPE_SECRET = 'whsec_test_stripe_secret_for_hookgate';
-const GITHUB_SECRET = 'github-smoke-secret';
 const RATE = 150;
 const SECONDS = 10;
 
@@ -29,18 +27,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   dir = mkdtempSync(join(tmpdir(), 'hookgate-smoke-'));
   configFile = join(dir, 'hookgate.yaml');
-  writeFileSync(
-    configFile,
-    `endpoints:
-  billing: { provider: stripe, secrets: ["${STRIPE_SECRET}"], handler: billing }
-  things:
-    provider: standard-webhooks
-    secrets: ["${SW_SECRET}"]
-    handler: project
-    extract: { entityType: /data/object, entityId: /data/id, version: /data/version }
-  gh: { provider: github, secrets: ["${GITHUB_SECRET}"], handler: record }
-`,
-  );
+  writeFileSync(configFile, LOAD_MIX_CONFIG);
 });
 
 afterAll(async () => {
@@ -71,11 +58,7 @@ describe('load smoke run', { timeout: 120_000 }, () => {
     const sentFile = join(dir, 'sent.jsonl');
     const result = await drive({
       baseUrl: `http://127.0.0.1:${port}`,
-      targets: [
-        { endpoint: 'billing', provider: 'stripe', secret: STRIPE_SECRET },
-        { endpoint: 'things', provider: 'standard-webhooks', secret: SW_SECRET },
-        { endpoint: 'gh', provider: 'github', secret: GITHUB_SECRET },
-      ],
+      targets: LOAD_MIX_TARGETS,
       rate: RATE,
       seconds: SECONDS,
       connections: 32,

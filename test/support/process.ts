@@ -9,6 +9,7 @@ const KNOWN_SECRETS = [
   'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
   'C2FVsBQIhrscChlQIMV+b5sSYspob7oD',
   'whsec_test_stripe_secret_for_hookgate',
+  'github-load-mix-secret',
   'shpss_test_secret_for_hookgate',
   'whsec_demo_only_not_a_real_secret',
   'whsec_yVg1LulcM3w0Om+AAVsaLtF/Sk2F2QRo',
