@@ -8,6 +8,7 @@ import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
   CLAIM_IN_ONE_STATEMENT,
   CLAIM_INBOX_ROWS,
+  CLAIM_STATEMENT_NAME,
   COUNT_DELIVERIES,
   REDISPATCH_SETTLED_ROWS,
   UNCLAIM_INBOX_ROWS,
@@ -180,8 +181,11 @@ async function claimInOneStatement(
   sorted: readonly Claim[],
 ): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
   const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
-    CLAIM_IN_ONE_STATEMENT,
-    [claimDocument(sorted), sorted.length],
+    {
+      name: CLAIM_STATEMENT_NAME,
+      text: CLAIM_IN_ONE_STATEMENT,
+      values: [claimDocument(sorted), sorted.length],
+    },
   );
   const inserted = new Set<string>();
   const deferredKeys = new Set<string>();
