@@ -1,8 +1,9 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
-import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
+import { type Claim, claimBatch, claimDocument } from '../../services/core/inbox/claim.ts';
+import { CLAIM_IN_ONE_STATEMENT, COUNT_DELIVERIES } from '../../services/core/inbox/claim-sql.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
@@ -142,5 +143,38 @@ describe('delivery counts', () => {
     await claimBatch(pool, boss, [observed('o1')]);
     await claimBatch(pool, boss, [observed('o1'), observed('o2')]);
     expect(await counts('b')).toEqual({ accepted: before.accepted + 2, duplicate: before.duplicate + 1 });
+  });
+
+  it('claims on two connections never wait for each other on a counts row', async () => {
+    // Two connections whose backend pids are equal modulo 8 (the old shard count): they once
+    // shared a row, so a claim waited for the other's COMMIT (and its WAL flush) to count.
+    const opened: pg.Client[] = [];
+    const byShard = new Map<number, pg.Client>();
+    let pair: [pg.Client, pg.Client] | null = null;
+    try {
+      while (!pair && opened.length < 40) {
+        const client = new pg.Client({ connectionString: db.url });
+        await client.connect();
+        opened.push(client);
+        const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+        const other = byShard.get(pid % 8);
+        if (other) pair = [other, client];
+        else byShard.set(pid % 8, client);
+      }
+      expect(pair).not.toBeNull();
+      const [holder, claimer] = pair!;
+      await holder.query('BEGIN');
+      await holder.query(COUNT_DELIVERIES, [['a'], [1], [0]]);
+      await claimer.query(`SET lock_timeout = '1s'`);
+      // The transactional claim's count, then the one-statement claim's, while the holder's
+      // transaction is still open.
+      await claimer.query(COUNT_DELIVERIES, [['a'], [1], [0]]);
+      const claims = [claim('a', 'shard-1')];
+      const result = await claimer.query(CLAIM_IN_ONE_STATEMENT, [claimDocument(claims), claims.length]);
+      expect(result.rows.map((row) => row.outcome)).toEqual(['accepted']);
+      await holder.query('COMMIT');
+    } finally {
+      await Promise.all(opened.map((client) => client.end()));
+    }
   });
 });

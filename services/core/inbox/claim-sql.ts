@@ -32,13 +32,23 @@ export const UNCLAIM_INBOX_ROWS = `
    WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'`;
 
 /**
+ * The counts row a claim adds to: its connection's own. A claim holds the row's lock until its
+ * COMMIT (and the WAL flush behind it), so claims on different connections must not share one;
+ * with 8 shards (pid % 8), two concurrent claims shared one in eight times, and among the
+ * gateway's four concurrent claims some two did more often than not. Backend pids of live
+ * connections differ, and they would have to differ by a multiple of 32 767 to meet here.
+ * Readers sum the shards; there is at most one row per endpoint, minute and claiming connection.
+ */
+const COUNTS_SHARD = '(pg_backend_pid() % 32767)::smallint';
+
+/**
  * The claim's delivery counts (migration 0006): one row per endpoint of the batch, added to
- * this minute's shard for this connection. Rows arrive sorted by endpoint, so two batches
- * sharing a shard lock the same rows in the same order and cannot deadlock.
+ * this minute's row for this connection (COUNTS_SHARD). Rows arrive sorted by endpoint, so two
+ * batches sharing a row lock the rows in the same order and cannot deadlock.
  */
 export const COUNT_DELIVERIES = `
   INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
-  SELECT endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, accepted, duplicate
+  SELECT endpoint, date_trunc('minute', now()), ${COUNTS_SHARD}, accepted, duplicate
     FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS t(endpoint, accepted, duplicate)
   ON CONFLICT (endpoint, minute, shard) DO UPDATE
      SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate`;
@@ -146,9 +156,9 @@ export const CLAIM_IN_ONE_STATEMENT = `
        AND NOT EXISTS (SELECT 1 FROM existing e WHERE e.endpoint = i.endpoint AND e.event_id = i.event_id)
   ), counted AS (
     -- Per endpoint: rows created are accepted; the rest, but for the deferred, were duplicates.
-    -- Sorted by endpoint, as COUNT_DELIVERIES, so batches sharing a shard cannot deadlock.
+    -- Sorted by endpoint, as COUNT_DELIVERIES, so batches sharing a row cannot deadlock.
     INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
-    SELECT n.endpoint, date_trunc('minute', now()), (pg_backend_pid() % 8)::smallint, n.accepted,
+    SELECT n.endpoint, date_trunc('minute', now()), ${COUNTS_SHARD}, n.accepted,
            n.given - n.accepted - n.deferred
       FROM (SELECT i.endpoint, count(*) AS given,
                    (SELECT count(*) FROM rows r WHERE r.endpoint = i.endpoint) AS accepted,
