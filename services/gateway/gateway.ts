@@ -12,6 +12,8 @@ import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../co
 import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
+import { NOTIFY_ENDPOINTS, WAKEUP_CHANNEL } from '../core/queue/wakeup.ts';
+import { WakeupThrottle } from '../core/queue/wakeup-throttle.ts';
 import {
   deliveryParent,
   inSpan,
@@ -76,13 +78,32 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   };
   const isSync = (claim: Claim): boolean => syncHandlers.has(claim.endpoint);
 
+  const wakeups = new WakeupThrottle({
+    intervalMs: config.claim.wakeupInterval,
+    send: async (endpoints) => {
+      await pool.query(NOTIFY_ENDPOINTS, [WAKEUP_CHANNEL, endpoints]);
+    },
+    onError: (error) => logger.warn({ err: error }, 'workers not woken; they find the events by polling'),
+  });
+  const commitClaims = async (claims: readonly Claim[]): Promise<ClaimResult[]> => {
+    // A sync claim is always a batch of one (`alone`).
+    const hooks = claims.length === 1 && isSync(claims[0]!) ? syncHooks : options.hooks;
+    const wakeup = wakeups.take(new Set(claims.map((claim) => claim.endpoint)));
+    const results = await claimBatch(pool, boss, claims, hooks, { wakeup });
+    if (!wakeup) {
+      const accepted = new Set<string>();
+      results.forEach((result, index) => {
+        if (result.ok && result.outcome === 'accepted') accepted.add(claims[index]!.endpoint);
+      });
+      if (accepted.size > 0) wakeups.owe(accepted);
+    }
+    return results;
+  };
   const committer = new GroupCommitter<Claim, ClaimResult>({
     maxBatch: config.claim.maxBatch,
     maxWaitMs: config.claim.maxWait,
     concurrency: config.claim.concurrency,
-    // A sync claim is always a batch of one (`alone`).
-    commit: (claims) =>
-      claimBatch(pool, boss, claims, claims.length === 1 && isSync(claims[0]!) ? syncHooks : options.hooks),
+    commit: commitClaims,
     alone: isSync,
     onBatch: (size) => metrics.claimBatchSize.observe(size),
     maxQueued: config.claim.maxQueued,
@@ -184,6 +205,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       });
       await Promise.race([closed, deadline]);
       await committer.drain();
+      await wakeups.flush();
       gatewayApp.stop();
       logger.info('gateway stopped');
     },

@@ -15,6 +15,7 @@ import { traceIdOf } from '../core/tracing.ts';
 import { type ApplyJob, applyBatch } from './apply.ts';
 import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
 import { appliedOutcome, createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+import { Waker } from './waker.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
 
 export interface WorkerOptions {
@@ -37,31 +38,6 @@ export interface RunningWorker {
    * running after that is abandoned uncommitted: its jobs expire and are retried.
    */
   stop(): Promise<void>;
-}
-
-/** An interruptible sleep: a wake-up for an endpoint ends its loops' sleeps, stop() ends all. */
-class Waker {
-  #sleepers = new Map<() => void, string>();
-
-  sleep(ms: number, endpoint = ''): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#sleepers.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.#sleepers.set(done, endpoint);
-    });
-  }
-
-  wake(endpoint: string): void {
-    for (const [wake, sleeping] of [...this.#sleepers]) if (sleeping === endpoint) wake();
-  }
-
-  wakeAll(): void {
-    for (const wake of [...this.#sleepers.keys()]) wake();
-  }
 }
 
 const ERROR_BACKOFF_MS = 1_000;

@@ -170,7 +170,11 @@ describe('delivery counts', () => {
       // transaction is still open.
       await claimer.query(COUNT_DELIVERIES, [['a'], [1], [0]]);
       const claims = [claim('a', 'shard-1')];
-      const result = await claimer.query(CLAIM_IN_ONE_STATEMENT, [claimDocument(claims), claims.length]);
+      const result = await claimer.query(CLAIM_IN_ONE_STATEMENT, [
+        claimDocument(claims),
+        claims.length,
+        true,
+      ]);
       expect(result.rows.map((row) => row.outcome)).toEqual(['accepted']);
       await holder.query('COMMIT');
     } finally {

@@ -99,7 +99,7 @@ async function explainClaim(mode: 'auto' | 'force_generic_plan'): Promise<Plan> 
     const claims = batch(20);
     // EXPLAIN takes no bound parameters: the document goes in as a quoted literal.
     const { rows } = await client.query<{ 'QUERY PLAN': string }>(
-      `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${CLAIM_STATEMENT_NAME}(${client.escapeLiteral(claimDocument(claims))}, ${claims.length})`,
+      `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF) EXECUTE ${CLAIM_STATEMENT_NAME}(${client.escapeLiteral(claimDocument(claims))}, ${claims.length}, true)`,
     );
     await client.query('RESET plan_cache_mode');
     const text = rows.map((row) => row['QUERY PLAN']).join('\n');

@@ -23,7 +23,13 @@ describe('configuration', () => {
     const config = parseConfig({ endpoints: { pay: endpoint } }, {});
     expect(config.server.bodyLimit).toBe(1024 * 1024);
     expect(config.relay).toMatchObject({ retryLimit: 10, retryDelay: 5_000, expireIn: 300_000 });
-    expect(config.claim).toEqual({ maxBatch: 200, maxWait: 2, concurrency: 4, maxQueued: 5_000 });
+    expect(config.claim).toEqual({
+      maxBatch: 200,
+      maxWait: 2,
+      concurrency: 4,
+      maxQueued: 5_000,
+      wakeupInterval: 20,
+    });
     expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });
   });
 

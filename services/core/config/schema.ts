@@ -231,6 +231,12 @@ export const configSchema = z
         concurrency: z.number().int().min(1).max(64).default(4),
         /** Deliveries that may wait for a claim transaction; beyond this they get 503 overloaded at once. */
         maxQueued: z.number().int().min(1).max(100_000).default(5_000),
+        /**
+         * Least time between two wake-ups of an endpoint's workers sent by one gateway. Each
+         * wake-up (NOTIFY) makes concurrent claims commit one after another; under load one per
+         * interval is enough, and claims in between are announced by the next. 0: every claim.
+         */
+        wakeupInterval: durationMs.pipe(z.number().min(0).max(1_000)).default(20),
       })
       .prefault({}),
     worker: z

@@ -67,7 +67,7 @@ export const REDISPATCH_SETTLED_ROWS = `
 /**
  * The whole claim in one statement, run outside an explicit transaction (its own commit, so one
  * round trip): inbox rows, their apply jobs (pg-boss rows written by queue/job-rows.ts) and the
- * workers' wake-up (`pg_notify`, delivered only by that commit). The batch comes as one JSON
+ * workers' wake-up (`pg_notify`, delivered only by that commit; left out when $3 is false). The batch comes as one JSON
  * array ($1, built by claim.ts with each verified body embedded as it is): escaping a dozen
  * array literals per delivery cost the gateway more CPU than the rest of the claim. Per row
  * (`queue`, deterministic `job_id`):
@@ -148,7 +148,9 @@ export const CLAIM_IN_ONE_STATEMENT = `
      GROUP BY i.queue, i.job_id, i.endpoint, i.event_id
   ), jobs AS (${INSERT_JOB_ROWS}
   ), woken AS (
-    SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e
+    -- $3: false when the gateway has sent a wake-up for these endpoints moments ago and sends the
+    -- next after this commit (queue/wakeup-throttle.ts).
+    SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e WHERE $3::boolean
   ), deferred AS (
     SELECT i.endpoint, i.event_id
       FROM input i

@@ -45,6 +45,15 @@ export interface ClaimHooks {
   readonly beforeCommit?: (client: pg.PoolClient, accepted: readonly Claim[]) => Promise<void>;
 }
 
+export interface ClaimOptions {
+  /**
+   * Whether the one-statement claim wakes the workers with its commit (default true). False
+   * leaves the wake-up to the caller, who must send one after the commit (the gateway's
+   * WakeupThrottle). The transactional claim always sends its own.
+   */
+  readonly wakeup?: boolean;
+}
+
 /** Refused because an earlier job for the same event is running right now (see enqueueJobs). */
 const JOB_BUSY = new HookgateError(
   'job_busy',
@@ -179,12 +188,13 @@ interface Claimed {
 async function claimInOneStatement(
   client: pg.PoolClient,
   sorted: readonly Claim[],
+  wakeup: boolean,
 ): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
   const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
     {
       name: CLAIM_STATEMENT_NAME,
       text: CLAIM_IN_ONE_STATEMENT,
-      values: [claimDocument(sorted), sorted.length],
+      values: [claimDocument(sorted), sorted.length, wakeup],
     },
   );
   const inserted = new Set<string>();
@@ -292,6 +302,7 @@ export async function claimBatch(
   boss: PgBoss,
   claims: readonly Claim[],
   hooks: ClaimHooks = {},
+  options: ClaimOptions = {},
 ): Promise<ClaimResult[]> {
   // A fixed lock order across concurrent batches prevents deadlocks on shared keys.
   const sorted = [...claims].sort(byKey);
@@ -308,10 +319,12 @@ export async function claimBatch(
     let failed = new Map<string, HookgateError>();
     let rest: readonly Claim[] = sorted;
     if (!hooks.beforeCommit && sorted.every(fitsOneStatement)) {
-      const fast = await claimInOneStatement(client, sorted).catch((error: unknown) => {
-        if (isRowError(error)) return null;
-        throw error;
-      });
+      const fast = await claimInOneStatement(client, sorted, options.wakeup ?? true).catch(
+        (error: unknown) => {
+          if (isRowError(error)) return null;
+          throw error;
+        },
+      );
       if (fast) {
         inserted = fast.inserted;
         rest = fast.deferred;

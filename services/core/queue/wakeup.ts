@@ -24,3 +24,6 @@ export function commitWithWakeup(endpoints: Iterable<string>): string {
   statements.push('COMMIT');
   return statements.join('; ');
 }
+
+/** A wake-up sent on its own, after claims that committed without one (wakeup-throttle.ts). */
+export const NOTIFY_ENDPOINTS = `SELECT pg_notify($1, e) FROM unnest($2::text[]) AS e`;
