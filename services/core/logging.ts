@@ -3,16 +3,6 @@ import { pino } from 'pino';
 export type Logger = pino.Logger;
 
 /**
- * Structured JSON logs on stdout (`fd` 2 for one-shot commands, whose stdout is their result). Secrets and signature headers never reach a log line:
- * callers log identifiers and outcomes, and the redaction list is a second fence.
- *
- * Writes are asynchronous and batched: lines gather until 8 KiB are buffered (about 40 lines)
- * or 250 ms have passed, then go out in one write(2). At saturation the gateway spent a fifth
- * of its CPU in one small write per few lines (docs/benchmarks.md); a line now waits at most
- * 250 ms. What is still buffered is flushed on exit; a SIGKILL loses at most those 250 ms of
- * lines (never a delivery: the inbox, not the log, is the record).
- */
-/**
  * pino's `isoTime`, formatted once per millisecond: a claim batch's answers are logged within
  * the same millisecond, and the line is byte for byte what `isoTime` writes.
  */
@@ -29,8 +19,36 @@ function cachedIsoTime(): () => string {
   };
 }
 
+/**
+ * Structured JSON logs on stdout (`fd` 2 for one-shot commands, whose stdout is their result). Secrets and signature headers never reach a log line:
+ * callers log identifiers and outcomes, and the redaction list is a second fence.
+ *
+ * Writes are asynchronous and batched: lines gather until 8 KiB are buffered (about 40 lines)
+ * or 250 ms have passed, then go out in one write(2). At saturation the gateway spent a fifth
+ * of its CPU in one small write per few lines (docs/benchmarks.md); a line now waits at most
+ * 250 ms. What is still buffered is flushed on exit; a SIGKILL loses at most those 250 ms of
+ * lines (never a delivery: the inbox, not the log, is the record).
+ */
 export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd: 1 | 2 = 1): Logger {
-  const destination = pino.destination({ dest: fd, sync: false, minLength: 8192, periodicFlush: 250 });
+  // Gathered as bytes: in its text mode sonic-boom measures the UTF-8 length of the text gathered
+  // so far on every line, which flattens it (about 4 KiB copied per line at 8 KiB batches); in
+  // buffer mode each line is encoded once and the batch is joined once per write.
+  const destination = pino.destination({
+    dest: fd,
+    sync: false,
+    minLength: 8192,
+    periodicFlush: 250,
+    contentMode: 'buffer',
+  });
+  // sonic-boom's typings describe only its text mode; in buffer mode `write` takes bytes.
+  const bytes = destination as unknown as { write(data: Buffer): boolean };
+  const lines: pino.DestinationStream & Pick<typeof destination, 'flush' | 'flushSync'> = {
+    write: (line: string) => {
+      bytes.write(Buffer.from(line, 'utf8'));
+    },
+    flush: (cb) => destination.flush(cb),
+    flushSync: () => destination.flushSync(),
+  };
   const logger = pino(
     {
       level,
@@ -41,7 +59,7 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd
       },
       timestamp: cachedIsoTime(),
     },
-    destination,
+    lines,
   );
   process.once('exit', () => destination.flushSync());
   return logger;
