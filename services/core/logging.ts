@@ -3,6 +3,23 @@ import { pino } from 'pino';
 export type Logger = pino.Logger;
 
 /**
+ * pino's `isoTime`, formatted once per millisecond: a claim batch's answers are logged within
+ * the same millisecond, and the line is byte for byte what `isoTime` writes.
+ */
+function cachedIsoTime(): () => string {
+  let at = Number.NaN;
+  let text = '';
+  return () => {
+    const now = Date.now();
+    if (now !== at) {
+      at = now;
+      text = `,"time":"${new Date(now).toISOString()}"`;
+    }
+    return text;
+  };
+}
+
+/**
  * Structured JSON logs on stdout (`fd` 2 for one-shot commands, whose stdout is their result). Secrets and signature headers never reach a log line:
  * callers log identifiers and outcomes, and the redaction list is a second fence.
  *
@@ -13,7 +30,25 @@ export type Logger = pino.Logger;
  * lines (never a delivery: the inbox, not the log, is the record).
  */
 export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd: 1 | 2 = 1): Logger {
-  const destination = pino.destination({ dest: fd, sync: false, minLength: 8192, periodicFlush: 250 });
+  // Gathered as bytes: in its text mode sonic-boom measures the UTF-8 length of the text gathered
+  // so far on every line, which flattens it (about 4 KiB copied per line at 8 KiB batches); in
+  // buffer mode each line is encoded once and the batch is joined once per write.
+  const destination = pino.destination({
+    dest: fd,
+    sync: false,
+    minLength: 8192,
+    periodicFlush: 250,
+    contentMode: 'buffer',
+  });
+  // sonic-boom's typings describe only its text mode; in buffer mode `write` takes bytes.
+  const bytes = destination as unknown as { write(data: Buffer): boolean };
+  const lines: pino.DestinationStream & Pick<typeof destination, 'flush' | 'flushSync'> = {
+    write: (line: string) => {
+      bytes.write(Buffer.from(line, 'utf8'));
+    },
+    flush: (cb) => destination.flush(cb),
+    flushSync: () => destination.flushSync(),
+  };
   const logger = pino(
     {
       level,
@@ -22,9 +57,9 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd
         paths: ['secret', 'secrets', '*.secret', '*.secrets', 'headers.authorization', 'databaseUrl'],
         censor: '[redacted]',
       },
-      timestamp: pino.stdTimeFunctions.isoTime,
+      timestamp: cachedIsoTime(),
     },
-    destination,
+    lines,
   );
   process.once('exit', () => destination.flushSync());
   return logger;

@@ -84,6 +84,11 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   // answered (and counted) through it rather than behind its back.
   const inFlight = new WeakMap<Duplex, InFlight>();
 
+  // The per-delivery line carries only the fixed fields below, all strings or numbers: none can
+  // hold a secret, and no redaction path can match them, so this logger skips pino's redaction,
+  // which otherwise runs over every field of every line (a wildcard path) — the line is the same.
+  const deliveryLog = deps.logger.child({}, { redact: [] });
+
   const record = (endpoint: Endpoint | undefined, started: bigint, result: Answer): void => {
     const name = endpoint?.name ?? UNKNOWN_ENDPOINT;
     deps.metrics.deliveries.inc({
@@ -95,17 +100,18 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       { endpoint: name, outcome: result.outcome },
       Number(process.hrtime.bigint() - started) / 1e9,
     );
+    // Undefined fields are left out of the line by pino.
     const line = {
       endpoint: name,
       outcome: result.outcome,
       status: result.status,
       event_id: result.eventId,
-      ...(result.cause ? { cause: result.cause } : {}),
+      cause: result.cause || undefined,
       trace_id: activeTraceId(),
     };
-    if (result.status >= 500) deps.logger.warn(line, 'delivery not accepted');
+    if (result.status >= 500) deliveryLog.warn(line, 'delivery not accepted');
     else if (result.status >= 300 || result.status === 0) refusals.record(line);
-    else deps.logger.info(line, 'delivery answered');
+    else deliveryLog.info(line, 'delivery answered');
   };
 
   /**

@@ -87,6 +87,12 @@ function columns(claims: readonly Claim[]): unknown[] {
 
 const json = JSON.stringify;
 
+/** Most values are null (no entity, no traceparent): no call into JSON.stringify for those. */
+const jsonOrNull = (value: string | null): string => (value === null ? 'null' : json(value));
+
+/** Each endpoint's fixed fields, serialised once: a batch repeats them for every delivery. */
+const endpointFields = new Map<string, { endpoint: string; provider: string; queue: string }>();
+
 /**
  * CLAIM_IN_ONE_STATEMENT's input: one JSON array, one object per claim. The body is embedded as
  * received: it is a complete JSON text (the gateway parsed it), and PostgreSQL parses it into
@@ -100,13 +106,22 @@ export function claimDocument(claims: readonly Claim[]): string {
   const parts: string[] = [];
   for (const [ord, c] of claims.entries()) {
     const e = c.event;
+    const key = `${c.endpoint}\u0000${c.provider}`;
+    let fixed = endpointFields.get(key);
+    if (fixed === undefined) {
+      fixed = { endpoint: json(c.endpoint), provider: json(c.provider), queue: json(applyQueue(c.endpoint)) };
+      // Endpoints come from the configuration; the bound only guards against misuse.
+      if (endpointFields.size >= 1024) endpointFields.clear();
+      endpointFields.set(key, fixed);
+    }
+    // The job id is hex digits and dashes (jobIdFor), the digest hex: nothing to escape in either.
     parts.push(
-      `{"payload":${c.body},"ord":${ord},"endpoint":${json(c.endpoint)},"event_id":${json(e.eventId)},"provider":${json(c.provider)},` +
-        `"event_type":${json(e.eventType)},"entity_type":${json(e.entityType)},"entity_id":${json(e.entityId)},` +
-        `"entity_version":${json(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${json(c.traceparent)},` +
-        `"body_digest":${c.bodyDigest ? json(c.bodyDigest.toString('hex')) : 'null'},` +
+      `{"payload":${c.body},"ord":${ord},"endpoint":${fixed.endpoint},"event_id":${json(e.eventId)},"provider":${fixed.provider},` +
+        `"event_type":${json(e.eventType)},"entity_type":${jsonOrNull(e.entityType)},"entity_id":${jsonOrNull(e.entityId)},` +
+        `"entity_version":${jsonOrNull(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${jsonOrNull(c.traceparent)},` +
+        `"body_digest":${c.bodyDigest ? `"${c.bodyDigest.toString('hex')}"` : 'null'},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
-        `"queue":${json(applyQueue(c.endpoint))},"job_id":${json(jobIdFor(c.endpoint, e.eventId))}}`,
+        `"queue":${fixed.queue},"job_id":"${jobIdFor(c.endpoint, e.eventId)}"}`,
     );
   }
   return `[${parts.join(',')}]`;
