@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../services/core/db/embedded.ts';
@@ -49,9 +49,10 @@ export async function startProcess(
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let onData: (chunk: Buffer) => void = () => {};
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
+    onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
       if (typeof ready !== 'string' && ready.test(output)) {
         clearTimeout(timer);
@@ -79,7 +80,21 @@ export async function startProcess(
       reject(new Error(`${args.join(' ')} exited with ${code}:\n${output}`));
     });
   });
-  // Keep draining output so the child never blocks on a full pipe.
+  // The start-up output is no longer needed (kept, it would grow for as long as the child runs).
+  child.stdout?.off('data', onData);
+  child.stderr?.off('data', onData);
+  // Keep draining output so the child never blocks on a full pipe; with BENCH_LOG_DIR set, into
+  // a file per process, to find out afterwards what a run's processes did.
+  const logDir = process.env.BENCH_LOG_DIR;
+  if (logDir) {
+    mkdirSync(logDir, { recursive: true });
+    const name = `${basename(args.find((arg) => arg.endsWith('.ts')) ?? 'node')}-${args.includes('--role') ? `${args[args.indexOf('--role') + 1]}-` : ''}${child.pid}.log`;
+    const file = createWriteStream(join(logDir, name));
+    file.write(output);
+    child.stdout?.pipe(file, { end: false });
+    child.stderr?.pipe(file, { end: false });
+    child.once('exit', () => file.end());
+  }
   child.stdout?.resume();
   child.stderr?.resume();
   return child;

@@ -103,17 +103,22 @@ export const MARK_SUBSCRIPTION_DELETED = `
 // into rounds holding at most one event per invoice (see billing.ts), so no statement touches
 // an invoice twice and each invoice sees its events' statements in the per-event order.
 
+/** Arbitrary fixed class id ('invc') of the per-invoice advisory locks of batches. */
+export const INVOICE_LOCK_CLASS = 0x696e7663;
+
 /**
- * Locks the batch's existing invoices in the batch's order before any write: the rounds write
- * them kind by kind, and without this two batches could lock the same invoices in different
- * orders. Created rows wait on each other through the primary key instead.
+ * Locks every invoice of a batch before its first write, those that do not exist yet included,
+ * in one order that every batch shares (the ids' hashes, sorted). The rounds write invoices kind
+ * by kind, so without it two batches sharing invoices could each hold one the other wants next
+ * (a row one inserted, a row one updated) and wait for PostgreSQL's deadlock check (1 s) to fail
+ * one of them. Row locks taken in the batch's own order could not cover an invoice that a
+ * batch is about to create. Per-event applies touch one invoice and take no such lock: they
+ * cannot hold anything a batch waits for while waiting for the batch.
  */
 export const LOCK_INVOICES = `
-  SELECT i.id
-    FROM unnest($1::text[]) WITH ORDINALITY AS k(id, ord)
-    JOIN billing.invoices i ON i.id = k.id
-   ORDER BY k.ord
-     FOR UPDATE OF i`;
+  SELECT pg_advisory_xact_lock($2::int, k.key)
+    FROM (SELECT DISTINCT hashtext(id) AS key FROM unnest($1::text[]) AS id) k
+   ORDER BY k.key`;
 
 /** INSERT_INVOICE_IF_ABSENT for a round. */
 export const INSERT_INVOICES_IF_ABSENT = `

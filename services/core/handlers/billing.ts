@@ -6,6 +6,7 @@ import {
   BOOK_PAYMENTS,
   INSERT_INVOICE_IF_ABSENT,
   INSERT_INVOICES_IF_ABSENT,
+  INVOICE_LOCK_CLASS,
   INVOICE_STATUS,
   LOCK_INVOICES,
   LOCK_SUBSCRIPTION,
@@ -329,7 +330,7 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
       }
     }
     if (ops.length === 0) return results;
-    await tx.query(LOCK_INVOICES, [[...new Set(ops.map((op) => op.invoice.id))]]);
+    await tx.query(LOCK_INVOICES, [[...new Set(ops.map((op) => op.invoice.id))], INVOICE_LOCK_CLASS]);
     for (const round of roundsByKey(ops, (op) => op.invoice.id)) {
       const created = round.filter((op) => op.kind === 'created');
       const paid = round.filter((op) => op.kind === 'paid');
