@@ -49,6 +49,22 @@ export const ENTITY_EXISTS = `
 // The batch forms: one round holds at most one event per entity (see applyBatch), so no
 // statement touches an entity twice. Each returns the entities it wrote, as `entity_type, entity_id`.
 
+/** Arbitrary fixed class id ('proj') of the per-entity advisory locks of batches. */
+export const ENTITY_LOCK_CLASS = 0x70726f6a;
+
+/**
+ * Locks every entity of a batch before its first write, in one order every batch shares (the
+ * keys' hashes, sorted), as billing's LOCK_INVOICES does: a batch writes its entities round by
+ * round, so two batches sharing entities in different orders could each hold one the other
+ * wants next, until PostgreSQL's deadlock check (1 s) failed one of them. Per-event applies
+ * write one entity and take no such lock.
+ */
+export const LOCK_ENTITIES = `
+  SELECT pg_advisory_xact_lock($2::int, k.key)
+    FROM (SELECT DISTINCT hashtext($1 || '/' || t || '/' || i) AS key
+            FROM unnest($3::text[], $4::text[]) AS e(t, i)) k
+   ORDER BY k.key`;
+
 /** UPSERT_ENTITY_STATE for a round. */
 export const UPSERT_ENTITY_STATES = `
   INSERT INTO hookgate.entity_state AS s (endpoint, entity_type, entity_id, version, state, event_id, updated_at)
@@ -166,6 +182,14 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
         }
       }
       const endpoint = events[0]?.endpoint ?? '';
+      if (items.length > 0) {
+        await tx.query(LOCK_ENTITIES, [
+          endpoint,
+          ENTITY_LOCK_CLASS,
+          items.map((k) => k.entityType),
+          items.map((k) => k.entityId),
+        ]);
+      }
       for (const round of roundsByKey(items, (k) => entityKey(k.entityType, k.entityId))) {
         const creating = createOn ? round.filter((k) => createOn.has(k.event.eventType)) : round;
         const updating = createOn ? round.filter((k) => !createOn.has(k.event.eventType)) : [];

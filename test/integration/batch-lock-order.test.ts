@@ -1,23 +1,28 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
+import { createProjectHandler } from '../../services/core/handlers/project.ts';
 import type { Handler, InboxEvent, OutboxMessage } from '../../services/core/handlers/types.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { silentLogger, stripeEvent } from '../support/fake-worker.ts';
 
-// Two workers applying batches that share invoices, in different orders, must not deadlock:
+// Two workers applying set-based batches that share keys (invoices, entities), in different
+// orders, must not deadlock:
 // PostgreSQL only detects a deadlock after deadlock_timeout (1 s by default), so each one
 // held both batches for a second and then failed one of them (measured: the ~1 s tail of the
 // end-to-end benchmark). Here each batch pauses after its first write until the other has made
-// its own (or 300 ms have passed): without a lock order covering invoices that do not exist yet,
-// batch A holds invoice X and wants Y while batch B holds Y and wants X.
+// its own (or 300 ms have passed): without a lock order covering keys that do not exist yet,
+// batch A holds key X and wants Y while batch B holds Y and wants X.
 
 let db: TestDatabase;
 let billing: Handler;
+let project: Handler;
 
 beforeAll(async () => {
   db = await createTestDatabase();
-  billing = createBillingHandler({}, { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() });
+  const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
+  billing = createBillingHandler({}, deps);
+  project = createProjectHandler({ createOn: ['customer.created'] }, deps);
 });
 
 afterAll(async () => {
@@ -51,7 +56,11 @@ function meeting(ms: number): () => Promise<void> {
 }
 
 /** Applies a batch in its own transaction; after its first write it waits at `meet`. */
-async function applyBatch(events: readonly InboxEvent[], meet: () => Promise<void>): Promise<unknown> {
+async function applyBatch(
+  handler: Handler,
+  events: readonly InboxEvent[],
+  meet: () => Promise<void>,
+): Promise<unknown> {
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   try {
@@ -65,13 +74,17 @@ async function applyBatch(events: readonly InboxEvent[], meet: () => Promise<voi
         return async (...args: unknown[]) => {
           const result = await query(...args);
           const text = typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string }).text ?? '');
-          if (/^\s*INSERT INTO billing\.invoices/.test(text) && ++writes === 1) await meet();
+          if (
+            /^\s*(INSERT INTO|UPDATE) (billing\.invoices|hookgate\.entity_state)/.test(text) &&
+            ++writes === 1
+          )
+            await meet();
           return result;
         };
       },
     });
     const messages: OutboxMessage[] = [];
-    const results = await billing.applyBatch!(
+    const results = await handler.applyBatch!(
       {
         tx,
         outbox: () => ({ enqueue: async (message) => void messages.push(message) }),
@@ -94,8 +107,8 @@ describe('billing batches sharing invoices', () => {
     const [x, y] = [`in_lock_x_${Date.now()}`, `in_lock_y_${Date.now()}`];
     const meet = meeting(300);
     const outcomes = await Promise.allSettled([
-      applyBatch([created(x), paid(y)], meet),
-      applyBatch([created(y), paid(x)], meet),
+      applyBatch(billing, [created(x), paid(y)], meet),
+      applyBatch(billing, [created(y), paid(x)], meet),
     ]);
     const failures = outcomes.flatMap((outcome) =>
       outcome.status === 'rejected' ? [String((outcome.reason as Error).message)] : [],
@@ -114,5 +127,39 @@ describe('billing batches sharing invoices', () => {
       [[x, y]],
     );
     expect(ledger.rows[0].n).toBe(2);
+  }, 20_000);
+});
+
+describe('projection batches sharing entities', () => {
+  it('apply concurrently in any order without a deadlock', async () => {
+    const [x, y] = [`cus_lock_x_${Date.now()}`, `cus_lock_y_${Date.now()}`];
+    const customer = (type: string, id: string, version: number): InboxEvent => ({
+      ...stripeEvent(type, { id, object: 'customer', name: `${id} v${version}` }),
+      entityVersion: String(version),
+    });
+    await applyBatch(
+      project,
+      [customer('customer.created', x, 1), customer('customer.created', y, 1)],
+      async () => {},
+    );
+    const meet = meeting(300);
+    // Each round writes creating events (an upsert) before updating ones (an update): one batch
+    // takes x then y, the other y then x.
+    const outcomes = await Promise.allSettled([
+      applyBatch(project, [customer('customer.created', x, 2), customer('customer.updated', y, 2)], meet),
+      applyBatch(project, [customer('customer.created', y, 3), customer('customer.updated', x, 3)], meet),
+    ]);
+    const failures = outcomes.flatMap((outcome) =>
+      outcome.status === 'rejected' ? [String((outcome.reason as Error).message)] : [],
+    );
+    expect(failures).toEqual([]);
+    const { rows } = await db.pool.query(
+      'SELECT entity_id, version::int FROM hookgate.entity_state WHERE entity_id = ANY($1) ORDER BY entity_id',
+      [[x, y]],
+    );
+    expect(rows).toEqual([
+      { entity_id: x, version: 3 },
+      { entity_id: y, version: 3 },
+    ]);
   }, 20_000);
 });
