@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,pgbench,bytes,prune,soak picks scenarios (default: all). Each writes
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,prune,soak picks scenarios (default: all). Each writes
 // bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { bytesScenario, renderBytes } from './bytes.ts';
+import { claimScenario, renderClaim } from './claim.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
@@ -20,7 +21,7 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,pgbench,bytes,prune,soak'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,prune,soak'),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -31,6 +32,14 @@ const settings = z
     BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(1_000),
     /** pgbench: seconds per run, client connections, claim batch sizes. */
     BENCH_PGBENCH_SECONDS: z.coerce.number().int().min(2).max(600).default(10),
+    /** claim: seconds per batch size, connections, batch sizes. */
+    BENCH_CLAIM_SECONDS: z.coerce.number().int().min(2).max(600).default(8),
+    BENCH_CLAIM_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
+    BENCH_CLAIM_BATCHES: z
+      .string()
+      .default('1,25,100')
+      .transform((text) => text.split(',').map(Number))
+      .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
     BENCH_PGBENCH_CLIENTS: z.coerce.number().int().min(1).max(256).default(4),
     BENCH_PGBENCH_BATCHES: z
       .string()
@@ -91,6 +100,17 @@ const scenarios: Scenario[] = [
         connections: settings.BENCH_CONNECTIONS,
       });
       return { lines: renderApply(report), report };
+    },
+  },
+  {
+    name: 'claim',
+    run: async (database) => {
+      const report = await claimScenario(database, {
+        seconds: settings.BENCH_CLAIM_SECONDS,
+        connections: settings.BENCH_CLAIM_CONNECTIONS,
+        batches: settings.BENCH_CLAIM_BATCHES,
+      });
+      return { lines: renderClaim(report), report };
     },
   },
   {
