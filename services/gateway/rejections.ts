@@ -10,6 +10,7 @@ export type GatewayErrorCode =
   | 'payload_unstorable'
   | 'database_unavailable'
   | 'apply_failed'
+  | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
   | 'shutting_down'
@@ -46,6 +47,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   payload_unstorable: 422,
   database_unavailable: 503,
   apply_failed: 503,
+  job_busy: 503,
   overloaded: 503,
   shutting_down: 503,
 };

@@ -155,6 +155,9 @@ describe('redelivery of an event whose job id is already taken', { timeout: 60_0
 
     const refused = await deliver('idle', 'running_1');
     expect(refused.status).toBe(503);
+    // Its own code (and metrics outcome): an earlier attempt still running is not a database
+    // outage, and must not page anyone as one.
+    expect(refused.json.error).toBe('job_busy');
     expect(await row('idle', 'running_1')).toBeUndefined();
 
     await boss.complete(applyQueue('idle'), id);
