@@ -92,6 +92,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
   };
 
+  // The per-event line carries identifiers and an outcome only, fields no redaction path can
+  // match: it skips pino's redaction, which otherwise walks every line (as the gateway's
+  // per-delivery line does). Lines with an error keep it.
+  const eventLog = logger.child({}, { redact: [] });
+
   /** Applies one group of fetched jobs in one transaction, and reports what happened. */
   const applyGroup = async (endpoint: string, handler: Handler, jobs: ApplyJob[]): Promise<void> => {
     const queue = applyQueue(endpoint);
@@ -116,7 +121,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         if (outcome === 'retried') logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
         else if (outcome === 'dead')
           logger.warn({ ...line, error: event.error }, 'apply failed for good; event is dead');
-        else logger.info(line, 'event applied');
+        else eventLog.info(line, 'event applied');
       }
     } catch (error) {
       // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
