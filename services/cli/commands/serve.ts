@@ -6,6 +6,7 @@ import { loadConfig } from '../../core/config/load.ts';
 import { type Config, listenAddress } from '../../core/config/schema.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
+import { untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
@@ -17,6 +18,7 @@ import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
+import { databaseHost } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
@@ -116,7 +118,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
     applicationName: `hookgate-${options.role}`,
     ...(runsGateway ? {} : workerSessionLimits),
   });
-  const pending = await pendingMigrations(pool).catch((error: Error) => {
+  const pending = await untilReachable(() => pendingMigrations(pool), {
+    timeoutMs: config.database.startupTimeout,
+    logger,
+    where: databaseHost(database.url),
+  }).catch(async (error: Error) => {
+    await pool.end().catch(() => {});
     throw new HookgateError('database_unreachable', `Cannot reach PostgreSQL: ${error.message}`, {
       cause: error,
     });

@@ -219,6 +219,11 @@ export const configSchema = z
         statementTimeout: durationMs.pipe(z.number().min(100).max(600_000)).default(5_000),
         /** Longest a request waits for a free pooled connection before answering 503. */
         connectTimeout: durationMs.pipe(z.number().min(100).max(60_000)).default(2_000),
+        /**
+         * How long `serve` waits at start for an unreachable database before giving up (exit 1).
+         * Kubernetes' startup probe allows the chart's pods a minute; 0 gives up at once.
+         */
+        startupTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(60_000),
       })
       .prefault({}),
     claim: z
