@@ -26,7 +26,7 @@ const settings = z
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
     BENCH_APPLY_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
-    BENCH_APPLY_BATCH: z.coerce.number().int().min(1).max(500).default(50),
+    BENCH_APPLY_BATCH: z.coerce.number().int().min(1).max(500).default(100),
     BENCH_APPLY_POLLING_MS: z.coerce.number().int().min(100).max(60_000).default(500),
     /** apply: arrival rate (deliveries/s) of the end-to-end phase, BENCH_SECONDS long; 0 skips it. */
     BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(1_000),

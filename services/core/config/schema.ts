@@ -247,7 +247,7 @@ export const configSchema = z
     worker: z
       .strictObject({
         /** Most jobs fetched and applied together in one transaction. */
-        batchSize: z.number().int().min(1).max(500).default(50),
+        batchSize: z.number().int().min(1).max(500).default(100),
         /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
         concurrency: z.number().int().min(1).max(16).default(2),
         /**
