@@ -140,6 +140,13 @@ export async function applyBatch(
     if (pending.length > 0) {
       const run = (isolated: boolean) =>
         applyPending(deps, client, endpoint, handler, pending, jobsByEvent, isolated);
+      // Outside the savepoint: the locks must outlive a rollback to it (see Handler.lockBatch).
+      if (handler.lockBatch) {
+        await handler.lockBatch(
+          client,
+          pending.map((row) => inboxEvent(endpoint, row, attemptsFor(row, jobsByEvent))),
+        );
+      }
       await client.query('SAVEPOINT apply_batch');
       const batchForm = handler.applyBatch?.bind(handler);
       pass = batchForm
@@ -318,6 +325,14 @@ function recordFailed(
 const isFailed = (result: BatchEventResult): result is { readonly error: unknown } =>
   typeof result === 'object' && result !== null;
 
+/** The attempt a pending row's apply is (its jobs' latest retry count, requeues included). */
+function attemptsFor(row: InboxRow, jobsByEvent: ReadonlyMap<string, ApplyJob[]>): number {
+  return attemptsOf(
+    row.requeued_attempts,
+    Math.max(...(jobsByEvent.get(row.event_id) ?? []).map((job) => job.retryCount)),
+  );
+}
+
 /**
  * The set-based pass: the handler's `applyBatch` over all pending rows, in the per-event order.
  * Throws if the handler throws (the caller rolls back and reruns event by event). Events it
@@ -333,12 +348,7 @@ async function applyPendingAsBatch(
   pending: readonly InboxRow[],
   jobsByEvent: ReadonlyMap<string, ApplyJob[]>,
 ): Promise<PassResult> {
-  const attempts = pending.map((row) =>
-    attemptsOf(
-      row.requeued_attempts,
-      Math.max(...(jobsByEvent.get(row.event_id) ?? []).map((job) => job.retryCount)),
-    ),
-  );
+  const attempts = pending.map((row) => attemptsFor(row, jobsByEvent));
   const events: InboxEvent[] = pending.map((row, n) => inboxEvent(endpoint, row, attempts[n]!));
   const spans = pending.map((row, n) =>
     startSpan(

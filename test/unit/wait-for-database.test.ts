@@ -8,6 +8,8 @@ describe('waiting for the database at start', () => {
   it('waits out a database that is down, starting or full, not one that refuses for good', () => {
     expect(isUnreachable(coded('ECONNREFUSED'))).toBe(true);
     expect(isUnreachable(coded('ENOTFOUND'))).toBe(true);
+    // A DNS server not answering yet (CoreDNS restarting) is as temporary as a refused connection.
+    expect(isUnreachable(coded('EAI_AGAIN'))).toBe(true);
     expect(isUnreachable(new AggregateError([coded('ECONNREFUSED')], 'connect failed'))).toBe(true);
     expect(isUnreachable(coded('57P03', 'the database system is starting up'))).toBe(true);
     expect(isUnreachable(coded('08006'))).toBe(true);

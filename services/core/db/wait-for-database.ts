@@ -3,6 +3,18 @@ import type { Logger } from '../logging.ts';
 /** SQLSTATEs that say "not now" rather than "never": the server is starting, stopping or full. */
 const TRANSIENT_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
 
+/** Network errors that say the server is not reachable yet (DNS included: CoreDNS may lag). */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
+
 /**
  * Whether an error from a first query means the database cannot be reached yet (down,
  * restarting, not resolvable yet, refusing connections while it starts), as opposed to a
@@ -13,7 +25,7 @@ export function isUnreachable(error: unknown): boolean {
   for (let depth = 0; depth < 5 && current; depth += 1) {
     const code = (current as { code?: unknown }).code;
     if (typeof code === 'string') {
-      if (/^E[A-Z]+$/.test(code)) return true;
+      if (NETWORK_CODES.has(code)) return true;
       if (code.startsWith('08') || TRANSIENT_STATES.has(code)) return true;
       return false;
     }

@@ -112,8 +112,10 @@ export const INVOICE_LOCK_CLASS = 0x696e7663;
  * by kind, so without it two batches sharing invoices could each hold one the other wants next
  * (a row one inserted, a row one updated) and wait for PostgreSQL's deadlock check (1 s) to fail
  * one of them. Row locks taken in the batch's own order could not cover an invoice that a
- * batch is about to create. Per-event applies touch one invoice and take no such lock: they
- * cannot hold anything a batch waits for while waiting for the batch.
+ * batch is about to create. A transaction applying one event touches one invoice and takes no
+ * such lock: it cannot hold anything a batch waits for while waiting for the batch. The worker's
+ * event-by-event rerun of a failed batch touches several, so it runs with the batch's locks
+ * still held (`lockBatch`, taken before the batch's savepoint).
  */
 export const LOCK_INVOICES = `
   SELECT pg_advisory_xact_lock($2::int, k.key)

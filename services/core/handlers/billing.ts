@@ -304,6 +304,11 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
    * whole batch event by event leaves. Subscription events keep their per-event path (a fetch
    * under a lock).
    */
+  /** LOCK_INVOICES: one advisory lock per invoice, in hash order (held ones are taken again at no cost). */
+  async function lockInvoices(tx: ApplyContext['tx'], ids: readonly string[]): Promise<void> {
+    if (ids.length > 0) await tx.query(LOCK_INVOICES, [[...new Set(ids)], INVOICE_LOCK_CLASS]);
+  }
+
   async function applyInvoiceBatch(
     context: BatchContext,
     events: readonly InboxEvent[],
@@ -330,7 +335,10 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
       }
     }
     if (ops.length === 0) return results;
-    await tx.query(LOCK_INVOICES, [[...new Set(ops.map((op) => op.invoice.id))], INVOICE_LOCK_CLASS]);
+    await lockInvoices(
+      tx,
+      ops.map((op) => op.invoice.id),
+    );
     for (const round of roundsByKey(ops, (op) => op.invoice.id)) {
       const created = round.filter((op) => op.kind === 'created');
       const paid = round.filter((op) => op.kind === 'paid');
@@ -395,6 +403,18 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
   return {
     name: 'billing',
     applyBatch: applyInvoiceBatch,
+    async lockBatch(tx, events) {
+      const ids: string[] = [];
+      for (const event of events) {
+        if (!INVOICE_KINDS.has(event.eventType)) continue;
+        try {
+          ids.push(objectOf(invoiceSchema, event).id);
+        } catch {
+          // An unusable payload writes nothing: nothing to lock for it.
+        }
+      }
+      await lockInvoices(tx, ids);
+    },
     async apply(context, event) {
       switch (event.eventType) {
         case 'invoice.created':

@@ -56,8 +56,9 @@ export const ENTITY_LOCK_CLASS = 0x70726f6a;
  * Locks every entity of a batch before its first write, in one order every batch shares (the
  * keys' hashes, sorted), as billing's LOCK_INVOICES does: a batch writes its entities round by
  * round, so two batches sharing entities in different orders could each hold one the other
- * wants next, until PostgreSQL's deadlock check (1 s) failed one of them. Per-event applies
- * write one entity and take no such lock.
+ * wants next, until PostgreSQL's deadlock check (1 s) failed one of them. A transaction applying
+ * one event writes one entity and takes no such lock; the worker's event-by-event rerun of a
+ * failed batch runs with the batch's locks still held (`lockBatch`).
  */
 export const LOCK_ENTITIES = `
   SELECT pg_advisory_xact_lock($2::int, k.key)
@@ -164,8 +165,34 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
     }
   }
 
+  /** LOCK_ENTITIES: one advisory lock per entity, in hash order (held ones are taken again at no cost). */
+  async function lockEntities(
+    tx: BatchContext['tx'],
+    endpoint: string,
+    items: readonly Keyed[],
+  ): Promise<void> {
+    if (items.length === 0) return;
+    await tx.query(LOCK_ENTITIES, [
+      endpoint,
+      ENTITY_LOCK_CLASS,
+      items.map((k) => k.entityType),
+      items.map((k) => k.entityId),
+    ]);
+  }
+
   return {
     name: 'project',
+    async lockBatch(tx, events) {
+      const items: Keyed[] = [];
+      for (const [index, event] of events.entries()) {
+        try {
+          items.push(keyed(event, index));
+        } catch {
+          // An unkeyed event writes nothing: nothing to lock for it.
+        }
+      }
+      await lockEntities(tx, events[0]?.endpoint ?? '', items);
+    },
     /**
      * Rounds: the n-th holds each entity's n-th event in the batch's order, so each entity sees
      * its events' statements in the per-event order and entities never affect each other.
@@ -182,14 +209,7 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
         }
       }
       const endpoint = events[0]?.endpoint ?? '';
-      if (items.length > 0) {
-        await tx.query(LOCK_ENTITIES, [
-          endpoint,
-          ENTITY_LOCK_CLASS,
-          items.map((k) => k.entityType),
-          items.map((k) => k.entityId),
-        ]);
-      }
+      await lockEntities(tx, endpoint, items);
       for (const round of roundsByKey(items, (k) => entityKey(k.entityType, k.entityId))) {
         const creating = createOn ? round.filter((k) => createOn.has(k.event.eventType)) : round;
         const updating = createOn ? round.filter((k) => !createOn.has(k.event.eventType)) : [];

@@ -71,6 +71,14 @@ export interface Handler {
    * worker falls back to `apply`, one event per savepoint.
    */
   applyBatch?(context: BatchContext, events: readonly InboxEvent[]): Promise<readonly BatchEventResult[]>;
+  /**
+   * Optional: takes the locks the batch's writes need, in an order every batch shares, before
+   * any of them. The worker calls it before the batch's savepoint, so the locks are still held
+   * when a failed set-based pass is rolled back to that savepoint and the batch is applied
+   * again event by event (a rollback to a savepoint releases the locks taken after it).
+   * `applyBatch` must not rely on it: tests and other callers run `applyBatch` alone.
+   */
+  lockBatch?(tx: pg.ClientBase, events: readonly InboxEvent[]): Promise<void>;
 }
 
 /** Splits a batch into rounds: the n-th round holds the n-th event of every key, in order. */

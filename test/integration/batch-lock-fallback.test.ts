@@ -1,0 +1,113 @@
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPool } from '../../services/core/db/pool.ts';
+import { createBillingHandler } from '../../services/core/handlers/billing.ts';
+import { INVOICE_LOCK_CLASS } from '../../services/core/handlers/billing-sql.ts';
+import type { Handler } from '../../services/core/handlers/types.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
+import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { silentLogger } from '../support/fake-worker.ts';
+import { Claimer, workerConfig } from '../support/worker-harness.ts';
+
+// A set-based batch that fails is rolled back to its savepoint and applied again event by
+// event, in the same transaction. A rollback to a savepoint releases the locks taken after it,
+// so the batch's invoice locks (which keep concurrent batches from deadlocking: see
+// batch-lock-order.test.ts) are taken before that savepoint, and must still be held while the
+// events are applied one by one.
+
+const config = workerConfig({ billing: { handler: 'billing' } });
+let db: TestDatabase;
+let claimer: Claimer;
+let pool: pg.Pool;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  claimer = await Claimer.start(db.url, config);
+  pool = createPool({
+    connectionString: db.url,
+    max: 2,
+    statementTimeoutMs: 30_000,
+    connectTimeoutMs: 10_000,
+    applicationName: 'test-lock-fallback',
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await pool?.end();
+  await claimer?.stop();
+  await db?.drop();
+});
+
+const invoiceEvent = (eventId: string, invoiceId: string) => ({
+  eventId,
+  eventType: 'invoice.created',
+  body: {
+    id: eventId,
+    object: 'event',
+    type: 'invoice.created',
+    created: 1_700_000_000,
+    data: {
+      object: {
+        id: invoiceId,
+        object: 'invoice',
+        customer: 'cus_1',
+        currency: 'eur',
+        amount_due: 100,
+        status: 'draft',
+      },
+    },
+  },
+});
+
+/** Advisory locks of the invoice class held by sessions other than `observer`'s. */
+async function invoiceLocksHeld(observer: pg.Pool): Promise<number> {
+  const { rows } = await observer.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND granted`,
+    [INVOICE_LOCK_CLASS],
+  );
+  return rows[0]!.n;
+}
+
+describe('the event-by-event fallback of a failed set-based batch', () => {
+  it('still holds the batch’s invoice locks', async () => {
+    await claimer.claim('billing', [
+      invoiceEvent('evt_fb_1', 'in_fb_1'),
+      invoiceEvent('evt_fb_2', 'in_fb_2'),
+    ]);
+    const billing = createBillingHandler({}, { endpoint: 'billing', logger: silentLogger, configDir: '.' });
+    const held: number[] = [];
+    // The set-based pass fails after its writes; each per-event apply records the locks held then.
+    const failing: Handler = {
+      name: 'billing',
+      lockBatch: billing.lockBatch!.bind(billing),
+      async applyBatch(context, events) {
+        await billing.applyBatch!(context, events);
+        throw new Error('the set-based pass fails');
+      },
+      async apply(context, event) {
+        held.push(await invoiceLocksHeld(db.pool));
+        return billing.apply(context, event);
+      },
+    };
+    const fetched = await claimer.boss.fetch<{ eventId: string }>(applyQueue('billing'), { batchSize: 10 });
+    const jobs: ApplyJob[] = fetched.map((job) => ({
+      id: job.id,
+      retryCount: job.retryCount,
+      eventId: job.data.eventId,
+    }));
+    expect(jobs).toHaveLength(2);
+    const result = await applyBatch(
+      { pool, boss: claimer.boss, logger: silentLogger },
+      'billing',
+      failing,
+      jobs,
+    );
+    expect(result.events.map((event) => event.outcome).sort()).toEqual(['processed', 'processed']);
+    expect(held).toEqual([2, 2]);
+    const { rows } = await db.pool.query(
+      `SELECT id FROM billing.invoices WHERE id LIKE 'in_fb_%' ORDER BY id`,
+    );
+    expect(rows).toEqual([{ id: 'in_fb_1' }, { id: 'in_fb_2' }]);
+  }, 30_000);
+});
