@@ -145,6 +145,28 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   };
 
   /**
+   * Lone applies (events whose previous attempt died with its worker) run one at a time in a
+   * process. The mark a lone apply leaves when the process dies blames that event; two lone
+   * applies running at once in two loops would both be blamed for one crasher, and an innocent
+   * event marked so is then ordered with the crasher (by fetch order, possibly after it) until
+   * both run out of attempts.
+   */
+  let loneTurn: Promise<void> = Promise.resolve();
+  const oneLoneApplyAtATime = async (apply: () => Promise<void>): Promise<void> => {
+    const previous = loneTurn;
+    let release: () => void = () => {};
+    loneTurn = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    await previous;
+    try {
+      await apply();
+    } finally {
+      release();
+    }
+  };
+
+  /**
    * One fetch-and-apply step; returns how many jobs it fetched. Jobs whose previous attempt was
    * lost with its worker (expired or heartbeat gone, never reported) may hold an event that
    * crashes the process: the others are applied first as one batch, then each of those alone,
@@ -182,19 +204,21 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
         ...lost.filter((job) => crashed.has(job.eventId)),
       ];
       for (const job of order) {
-        if (crashed.has(job.eventId))
-          logger.warn(
-            { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
-            'applying an event that a worker died applying before',
+        await oneLoneApplyAtATime(async () => {
+          if (crashed.has(job.eventId))
+            logger.warn(
+              { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
+              'applying an event that a worker died applying before',
+            );
+          const unmark = await markAlone(pool, endpoint, job.eventId).catch((error: unknown) => {
+            logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not mark a lone apply');
+            return async () => {};
+          });
+          await applyGroup(endpoint, handler, [job]);
+          await unmark().catch((error: unknown) =>
+            logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not clear a lone-apply mark'),
           );
-        const unmark = await markAlone(pool, endpoint, job.eventId).catch((error: unknown) => {
-          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not mark a lone apply');
-          return async () => {};
         });
-        await applyGroup(endpoint, handler, [job]);
-        await unmark().catch((error: unknown) =>
-          logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not clear a lone-apply mark'),
-        );
       }
     });
     return fetched.length;
