@@ -60,10 +60,13 @@ const invoiceEvent = (eventId: string, invoiceId: string) => ({
   },
 });
 
-/** Advisory locks of the invoice class held by sessions other than `observer`'s. */
+/** Advisory locks of the invoice class held in this database (by sessions other than `observer`'s). */
 async function invoiceLocksHeld(observer: pg.Pool): Promise<number> {
   const { rows } = await observer.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND classid = $1::int::oid AND granted`,
+    `SELECT count(*)::int AS n FROM pg_locks
+      WHERE locktype = 'advisory' AND classid = $1::int::oid AND granted
+        -- pg_locks spans the server: other tests' databases take the same lock class.
+        AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
     [INVOICE_LOCK_CLASS],
   );
   return rows[0]!.n;
