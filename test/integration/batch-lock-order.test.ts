@@ -84,6 +84,8 @@ async function applyBatch(
       },
     });
     const messages: OutboxMessage[] = [];
+    // As the worker does: the batch's locks first, then the set-based pass.
+    await handler.lockBatch?.(tx, events);
     const results = await handler.applyBatch!(
       {
         tx,

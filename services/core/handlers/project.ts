@@ -208,8 +208,8 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
           results[index] = { error };
         }
       }
+      // The batch's entities are locked already (lockBatch, called first by the worker).
       const endpoint = events[0]?.endpoint ?? '';
-      await lockEntities(tx, endpoint, items);
       for (const round of roundsByKey(items, (k) => entityKey(k.entityType, k.entityId))) {
         const creating = createOn ? round.filter((k) => createOn.has(k.event.eventType)) : round;
         const updating = createOn ? round.filter((k) => !createOn.has(k.event.eventType)) : [];

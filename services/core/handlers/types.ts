@@ -76,7 +76,8 @@ export interface Handler {
    * any of them. The worker calls it before the batch's savepoint, so the locks are still held
    * when a failed set-based pass is rolled back to that savepoint and the batch is applied
    * again event by event (a rollback to a savepoint releases the locks taken after it).
-   * `applyBatch` must not rely on it: tests and other callers run `applyBatch` alone.
+   * A handler that has it relies on it: `applyBatch` takes no locks of its own, so whoever
+   * calls `applyBatch` calls `lockBatch` first, in the same transaction, with the same events.
    */
   lockBatch?(tx: pg.ClientBase, events: readonly InboxEvent[]): Promise<void>;
 }
