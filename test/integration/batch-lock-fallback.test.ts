@@ -1,12 +1,11 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool } from '../../services/core/db/pool.ts';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import { INVOICE_LOCK_CLASS } from '../../services/core/handlers/billing-sql.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { silentLogger } from '../support/fake-worker.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
@@ -24,13 +23,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
   claimer = await Claimer.start(db.url, config);
-  pool = createPool({
-    connectionString: db.url,
-    max: 2,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-lock-fallback',
-  });
+  pool = createTestPool(db.url, 'test-lock-fallback');
 }, 60_000);
 
 afterAll(async () => {

@@ -3,6 +3,7 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, type ClaimResult, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // Two claim transactions racing for one key, driven directly so that the first one is
@@ -32,13 +33,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const claim = (eventId: string): Claim => ({
-  endpoint: 'race',
-  provider: 'standard-webhooks',
-  event: { eventId, eventType: 't', entityType: null, entityId: null, entityVersion: null, headers: {} },
-  body: '{"type":"t"}',
-  traceparent: null,
-});
+const claim = (eventId: string): Claim =>
+  plainClaim('race', eventId, { eventType: 't', body: '{"type":"t"}' });
 
 /** Starts a claim that stops just before COMMIT until `finish` is called (commit or fail). */
 function heldClaim(eventId: string) {

@@ -7,6 +7,7 @@ import { CLAIM_IN_ONE_STATEMENT, COUNT_DELIVERIES } from '../../services/core/in
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // The duplicate rate's source: the claim counts what it answered, per endpoint and minute, in
@@ -37,13 +38,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const claim = (endpoint: string, eventId: string): Claim => ({
-  endpoint,
-  provider: 'stripe',
-  event: { eventId, eventType: 't', entityType: null, entityId: null, entityVersion: null, headers: {} },
-  body: '{}',
-  traceparent: null,
-});
+const claim = (endpoint: string, eventId: string): Claim =>
+  plainClaim(endpoint, eventId, { provider: 'stripe', eventType: 't', body: '{}' });
 
 async function counts(endpoint: string) {
   const result = await db.pool.query(

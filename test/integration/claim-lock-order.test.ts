@@ -6,6 +6,7 @@ import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // The one-statement claim locks a batch's existing jobs first and inserts inbox rows second. A
@@ -41,13 +42,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const claim = (eventId: string): Claim => ({
-  endpoint: 'lo',
-  provider: 'stripe',
-  event: { eventId, eventType: 't', entityType: null, entityId: null, entityVersion: null, headers: {} },
-  body: '{}',
-  traceparent: null,
-});
+const claim = (eventId: string): Claim =>
+  plainClaim('lo', eventId, { provider: 'stripe', eventType: 't', body: '{}' });
 
 describe('claim lock order', () => {
   it('a transactional claim locks existing jobs before it inserts any inbox row', async () => {

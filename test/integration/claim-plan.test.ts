@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch, claimDocument } from '../../services/core/inbox/claim.ts';
 import { CLAIM_STATEMENT_NAME } from '../../services/core/inbox/claim-sql.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { plainClaim } from '../support/claims.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { startBoss } from '../support/fake-worker.ts';
 import { workerConfig } from '../support/worker-harness.ts';
 
@@ -29,13 +29,7 @@ beforeAll(async () => {
   boss = await startBoss(db.url);
   await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
   // One connection, so every claim below runs on the connection that prepared the statement.
-  pool = createPool({
-    connectionString: db.url,
-    max: 1,
-    statementTimeoutMs: 60_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-claim-plan',
-  });
+  pool = createTestPool(db.url, 'test-claim-plan', 1);
 }, 60_000);
 
 afterAll(async () => {
@@ -44,20 +38,8 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const claim = (eventId: string): Claim => ({
-  endpoint: ENDPOINT,
-  provider: 'standard-webhooks',
-  event: {
-    eventId,
-    eventType: 'thing.updated',
-    entityType: null,
-    entityId: null,
-    entityVersion: null,
-    headers: {},
-  },
-  body: JSON.stringify({ id: eventId, data: { amount: 100 } }),
-  traceparent: null,
-});
+const claim = (eventId: string): Claim =>
+  plainClaim(ENDPOINT, eventId, { body: JSON.stringify({ id: eventId, data: { amount: 100 } }) });
 
 let serial = 0;
 /** A batch of new deliveries and duplicates of earlier ones, as the gateway sends under load. */
@@ -121,6 +103,12 @@ describe('the claim statement planned on empty tables', () => {
     const small = await explainClaim('force_generic_plan');
 
     await grow();
+    // The premise: both tables are now far larger than when the plan was made.
+    const sizes = await db.pool.query<{ inbox: number; jobs: number }>(
+      `SELECT (SELECT count(*)::int FROM hookgate.inbox) AS inbox, (SELECT count(*)::int FROM pgboss.job) AS jobs`,
+    );
+    expect(sizes.rows[0]!.inbox).toBeGreaterThanOrEqual(GROWN_ROWS);
+    expect(sizes.rows[0]!.jobs).toBeGreaterThanOrEqual(GROWN_ROWS);
     for (const mode of ['auto', 'force_generic_plan'] as const) {
       const plan = await explainClaim(mode);
       expect(plan.text, plan.text).not.toMatch(/Seq Scan on (job|job_common|inbox)\b/);

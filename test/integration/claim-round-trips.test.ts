@@ -1,12 +1,12 @@
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { plainClaim } from '../support/claims.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { startBoss } from '../support/fake-worker.ts';
 import { waitFor, workerConfig } from '../support/worker-harness.ts';
 
@@ -28,13 +28,7 @@ beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
   await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
-  pool = createPool({
-    connectionString: db.url,
-    max: 2,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-round-trips',
-  });
+  pool = createTestPool(db.url, 'test-round-trips');
   // Counts what the claim sends through its pooled client (the connection is real).
   const counted = new WeakSet<pg.PoolClient>();
   pool.on('acquire', (client) => {
@@ -59,20 +53,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-const claim = (eventId: string): Claim => ({
-  endpoint: ENDPOINT,
-  provider: 'standard-webhooks',
-  event: {
-    eventId,
-    eventType: 'thing.updated',
-    entityType: null,
-    entityId: null,
-    entityVersion: null,
-    headers: {},
-  },
-  body: JSON.stringify({ id: eventId }),
-  traceparent: null,
-});
+const claim = (eventId: string): Claim => plainClaim(ENDPOINT, eventId);
 
 async function counting<T>(fn: () => Promise<T>): Promise<{ result: T; statements: number }> {
   const before = statements;

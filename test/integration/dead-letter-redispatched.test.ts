@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPool } from '../../services/core/db/pool.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { settleDeadLetters } from '../../services/worker/dead-letter.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
 // A dead letter belongs to one generation of an event's job. When the event has been dispatched
@@ -21,13 +20,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
   claimer = await Claimer.start(db.url, config);
-  pool = createPool({
-    connectionString: db.url,
-    max: 2,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-dead-letter',
-  });
+  pool = createTestPool(db.url, 'test-dead-letter');
 });
 
 afterAll(async () => {

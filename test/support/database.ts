@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { migrate } from '../../services/core/db/migrate.ts';
+import { createPool } from '../../services/core/db/pool.ts';
 
 export interface TestDatabase {
   readonly url: string;
@@ -46,4 +47,18 @@ export async function createTestDatabase(options: { migrated?: boolean } = {}): 
       await dropper.end();
     },
   };
+}
+
+/**
+ * A pool as hookgate's processes make one (its session settings included), with test-sized
+ * limits: for code under test that takes a pool, as the claim and the apply batch do.
+ */
+export function createTestPool(url: string, applicationName: string, max = 2): pg.Pool {
+  return createPool({
+    connectionString: url,
+    max,
+    statementTimeoutMs: 30_000,
+    connectTimeoutMs: 10_000,
+    applicationName,
+  });
 }
