@@ -107,6 +107,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     alone: isSync,
     onBatch: (size) => metrics.claimBatchSize.observe(size),
     maxQueued: config.claim.maxQueued,
+    // Bodies are what a waiting delivery holds in memory and what a claim statement carries.
+    size: (claim) => Buffer.byteLength(claim.body),
+    maxBatchSize: config.claim.maxBatchBytes,
+    maxQueuedSize: config.claim.maxQueuedBytes,
     // A delivery still waiting when its request would time out is refused, not committed late.
     maxQueueAgeMs: config.server.requestTimeout,
   });

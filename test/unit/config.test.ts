@@ -28,6 +28,8 @@ describe('configuration', () => {
       maxWait: 2,
       concurrency: 4,
       maxQueued: 5_000,
+      maxBatchBytes: 4 * 1024 * 1024,
+      maxQueuedBytes: 64 * 1024 * 1024,
       wakeupInterval: 20,
     });
     expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });

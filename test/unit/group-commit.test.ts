@@ -147,4 +147,107 @@ describe('group commit', () => {
     expect(batches).toEqual([[1, 2]]);
     expect(await Promise.all(pending)).toEqual(['done 1', 'done 2']);
   });
+
+  describe('bounded by size as well as by count (each item below weighs its own value)', () => {
+    /** Items are their own size; every commit is recorded. */
+    function sized(options: {
+      maxBatch: number;
+      maxBatchSize: number;
+      maxQueuedSize?: number;
+      maxWaitMs?: number;
+      alone?: (item: number) => boolean;
+    }) {
+      const batches: number[][] = [];
+      let release: () => void = () => {};
+      let held = Promise.resolve();
+      const committer = new GroupCommitter<number, string>({
+        maxBatch: options.maxBatch,
+        maxWaitMs: options.maxWaitMs ?? 50,
+        concurrency: 1,
+        size: (item) => Math.abs(item),
+        maxBatchSize: options.maxBatchSize,
+        ...(options.alone ? { alone: options.alone } : {}),
+        ...(options.maxQueuedSize === undefined ? {} : { maxQueuedSize: options.maxQueuedSize }),
+        commit: async (items) => {
+          batches.push([...items]);
+          await held;
+          return items.map((item) => `done ${item}`);
+        },
+      });
+      const hold = () => {
+        held = new Promise<void>((resolve) => {
+          release = resolve;
+        });
+      };
+      return { committer, batches, hold, release: () => release() };
+    }
+
+    it('closes a batch before its items would weigh more than maxBatchSize', async () => {
+      const { committer, batches } = sized({ maxBatch: 100, maxBatchSize: 10 });
+      await Promise.all([4, 4, 4, 1, 6, 3, 2].map((n) => committer.submit(n)));
+      expect(batches).toEqual([[4, 4], [4, 1], [6, 3], [2]]);
+    });
+
+    it('bounds the batch that goes around items committed alone the same way', async () => {
+      const { committer, batches, hold, release } = sized({
+        maxBatch: 100,
+        maxBatchSize: 10,
+        alone: (item) => item < 0,
+      });
+      hold();
+      const first = committer.submit(1);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      const rest = [4, -1, 4, 4].map((n) => committer.submit(n));
+      release();
+      await Promise.all([first, ...rest]);
+      // The head goes first with what fits beside it; the lone item then, and the rest after.
+      expect(batches).toEqual([[1], [4, 4], [-1], [4]]);
+    });
+
+    it('commits an item heavier than maxBatchSize by itself, never refusing it', async () => {
+      const { committer, batches } = sized({ maxBatch: 100, maxBatchSize: 10 });
+      const results = await Promise.all([3, 25, 2].map((n) => committer.submit(n)));
+      expect(results).toEqual(['done 3', 'done 25', 'done 2']);
+      expect(batches).toEqual([[3], [25], [2]]);
+    });
+
+    it('leaves at once once the waiting items reach maxBatchSize, without waiting maxWait', async () => {
+      const { committer, batches } = sized({ maxBatch: 100, maxBatchSize: 10, maxWaitMs: 10_000 });
+      const started = performance.now();
+      await Promise.all([6, 5].map((n) => committer.submit(n)).slice(0, 1));
+      expect(performance.now() - started).toBeLessThan(5_000);
+      expect(batches[0]).toEqual([6]);
+      await committer.drain();
+    });
+
+    it('refuses at once when the waiting items would weigh more than maxQueuedSize', async () => {
+      const { committer, batches, hold, release } = sized({
+        maxBatch: 100,
+        maxBatchSize: 10,
+        maxQueuedSize: 12,
+      });
+      hold();
+      const first = committer.submit(5);
+      // The first is committing (and holds the one slot); these wait, 11 of 12 allowed.
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      const waiting = [committer.submit(6), committer.submit(5)];
+      await expect(committer.submit(2)).rejects.toBeInstanceOf(GroupCommitOverloaded);
+      // Small enough to fit: still taken.
+      const fits = committer.submit(1);
+      release();
+      expect(await Promise.all([first, ...waiting, fits])).toEqual(['done 5', 'done 6', 'done 5', 'done 1']);
+      expect(batches.flat()).toEqual([5, 6, 5, 1]);
+    });
+
+    it('takes an item heavier than maxQueuedSize when nothing else waits', async () => {
+      const { committer, hold, release } = sized({ maxBatch: 100, maxBatchSize: 10, maxQueuedSize: 12 });
+      hold();
+      const first = committer.submit(1);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      const heavy = committer.submit(30);
+      await expect(committer.submit(1)).rejects.toBeInstanceOf(GroupCommitOverloaded);
+      release();
+      expect(await Promise.all([first, heavy])).toEqual(['done 1', 'done 30']);
+    });
+  });
 });

@@ -237,6 +237,34 @@ export const configSchema = z
         /** Deliveries that may wait for a claim transaction; beyond this they get 503 overloaded at once. */
         maxQueued: z.number().int().min(1).max(100_000).default(5_000),
         /**
+         * Most body bytes in one claim transaction: a batch closes before the next delivery would
+         * take it past this (a larger delivery goes alone). Bounds each claim statement's size and
+         * time, whatever server.bodyLimit allows.
+         */
+        maxBatchBytes: byteSize
+          .pipe(
+            z
+              .number()
+              .int()
+              .min(64 * 1024)
+              .max(256 * 1024 * 1024),
+          )
+          .default(4 * 1024 * 1024),
+        /**
+         * Most body bytes waiting for a claim transaction; a delivery that would take the queue
+         * past this gets 503 overloaded at once (one is always taken when none waits). With
+         * maxQueued it bounds the gateway's memory while PostgreSQL is slow.
+         */
+        maxQueuedBytes: byteSize
+          .pipe(
+            z
+              .number()
+              .int()
+              .min(1024 * 1024)
+              .max(4 * 1024 * 1024 * 1024),
+          )
+          .default(64 * 1024 * 1024),
+        /**
          * Least time between two wake-ups of an endpoint's workers sent by one gateway. Each
          * wake-up (NOTIFY) makes concurrent claims commit one after another; under load one per
          * interval is enough, and claims in between are announced by the next. 0: every claim.

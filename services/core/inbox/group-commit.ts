@@ -11,8 +11,23 @@ export interface GroupCommitOptions<In, Out> {
   readonly maxQueued?: number;
   /** An item that waited longer than this for a batch is refused instead of committed. */
   readonly maxQueueAgeMs?: number;
-  /** Told the size of every batch, for metrics. */
+  /** Told the number of items in every batch, for metrics. */
   readonly onBatch?: (size: number) => void;
+  /**
+   * What an item weighs (the gateway: its body's bytes), for the two bounds below; without it
+   * only counts bound batches and the queue.
+   */
+  readonly size?: (item: In) => number;
+  /**
+   * Most weight in one batch: a batch closes before the next item would take it past this, and
+   * leaves at once when the items waiting reach it. An item heavier than this goes by itself.
+   */
+  readonly maxBatchSize?: number;
+  /**
+   * Most weight waiting for a batch; an item that would take the queue past it is refused at
+   * once (load shedding), unless nothing else waits: then it is taken whatever it weighs.
+   */
+  readonly maxQueuedSize?: number;
   /**
    * Items that must be committed on their own (sync-mode claims, whose handler failure must
    * roll back only them). They wait in the same queue, under the same bounds and commit slots,
@@ -34,6 +49,7 @@ export class GroupCommitOverloaded extends Error {
 
 interface Waiting<In, Out> {
   readonly item: In;
+  readonly size: number;
   readonly since: number;
   readonly resolve: (out: Out) => void;
   readonly reject: (error: unknown) => void;
@@ -54,6 +70,8 @@ export class GroupCommitter<In, Out> {
   #idle: (() => void)[] = [];
   /** Items waiting that must be committed alone. */
   #aloneWaiting = 0;
+  /** What the waiting items weigh together (options.size). */
+  #queuedSize = 0;
 
   constructor(options: GroupCommitOptions<In, Out>) {
     this.#options = options;
@@ -66,14 +84,24 @@ export class GroupCommitter<In, Out> {
         new GroupCommitOverloaded(`${limit} deliveries are already waiting for a claim transaction.`),
       );
     }
+    const size = this.#options.size?.(item) ?? 0;
+    const sizeLimit = this.#options.maxQueuedSize;
+    if (sizeLimit !== undefined && this.#queue.length > 0 && this.#queuedSize + size > sizeLimit) {
+      return Promise.reject(
+        new GroupCommitOverloaded(
+          `Deliveries of ${this.#queuedSize} bytes are already waiting for a claim transaction (at most ${sizeLimit}).`,
+        ),
+      );
+    }
     return new Promise<Out>((resolve, reject) => {
-      this.#queue.push({ item, resolve, reject, since: performance.now() });
+      this.#queue.push({ item, size, resolve, reject, since: performance.now() });
+      this.#queuedSize += size;
       // A lone item gains nothing by waiting for company.
       if (this.#options.alone?.(item)) {
         this.#aloneWaiting += 1;
         this.#due = true;
       }
-      if (this.#queue.length >= this.#options.maxBatch) this.#due = true;
+      if (this.#full()) this.#due = true;
       else if (this.#queue.length === 1 && !this.#timer) this.#arm();
       this.#pump();
     });
@@ -99,7 +127,7 @@ export class GroupCommitter<In, Out> {
     while (this.#due && this.#queue.length > 0 && this.#inFlight < this.#options.concurrency) {
       const batch = this.#withoutStale(this.#take());
       if (batch.length === 0) continue;
-      this.#due = this.#queue.length >= this.#options.maxBatch || this.#aloneWaiting > 0;
+      this.#due = this.#full() || this.#aloneWaiting > 0;
       if (this.#queue.length === 0 && this.#timer) {
         clearTimeout(this.#timer);
         this.#timer = undefined;
@@ -112,21 +140,60 @@ export class GroupCommitter<In, Out> {
     }
   }
 
-  /** The next batch: a lone item by itself, else up to maxBatch others in arrival order. */
+  /** Whether the waiting items make a whole batch, by count or by weight. */
+  #full(): boolean {
+    const maxSize = this.#options.maxBatchSize;
+    return (
+      this.#queue.length >= this.#options.maxBatch || (maxSize !== undefined && this.#queuedSize >= maxSize)
+    );
+  }
+
+  /**
+   * The next batch: a lone item by itself, else others in arrival order, up to maxBatch items
+   * and maxBatchSize of weight (at least one item, whatever it weighs).
+   */
   #take(): Waiting<In, Out>[] {
     const alone = this.#options.alone;
-    if (!alone || this.#aloneWaiting === 0) return this.#queue.splice(0, this.#options.maxBatch);
-    if (alone(this.#queue[0]!.item)) {
+    if (alone && this.#aloneWaiting > 0 && alone(this.#queue[0]!.item)) {
       this.#aloneWaiting -= 1;
-      return this.#queue.splice(0, 1);
+      return this.#withdraw([this.#queue.shift()!]);
+    }
+    const maxSize = this.#options.maxBatchSize ?? Number.POSITIVE_INFINITY;
+    if (!alone || this.#aloneWaiting === 0) {
+      let count = 0;
+      let size = 0;
+      for (const waiting of this.#queue) {
+        if (count >= this.#options.maxBatch || (count > 0 && size + waiting.size > maxSize)) break;
+        count += 1;
+        size += waiting.size;
+      }
+      return this.#withdraw(this.#queue.splice(0, count));
     }
     const batch: Waiting<In, Out>[] = [];
     const rest: Waiting<In, Out>[] = [];
+    let size = 0;
+    let closed = false;
     for (const waiting of this.#queue) {
-      if (batch.length < this.#options.maxBatch && !alone(waiting.item)) batch.push(waiting);
-      else rest.push(waiting);
+      if (closed || alone(waiting.item)) {
+        rest.push(waiting);
+        continue;
+      }
+      if (batch.length > 0 && size + waiting.size > maxSize) {
+        // In arrival order: the batch ends here, lighter items behind it wait their turn.
+        closed = true;
+        rest.push(waiting);
+        continue;
+      }
+      batch.push(waiting);
+      size += waiting.size;
+      closed = batch.length >= this.#options.maxBatch;
     }
     this.#queue = rest;
+    return this.#withdraw(batch);
+  }
+
+  #withdraw(batch: Waiting<In, Out>[]): Waiting<In, Out>[] {
+    for (const waiting of batch) this.#queuedSize -= waiting.size;
     return batch;
   }
 

@@ -1,0 +1,152 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { post, type Reply, standardWebhook } from '../support/deliveries.ts';
+import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
+
+// Claims are bounded by bytes as well as by count: a claim statement carries at most
+// claim.maxBatchBytes of bodies, and at most claim.maxQueuedBytes of bodies wait in the
+// gateway's memory for one. Counts alone let 200 one-MiB bodies share one statement and
+// 5 000 of them wait in a pod with a 512 MiB limit.
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.drop();
+});
+
+/** A signed delivery whose body is about `bytes` long. */
+const sized = (bytes: number, eventId?: string) =>
+  standardWebhook(SW_SECRET, {
+    ...(eventId ? { eventId } : {}),
+    data: { id: 'thing_1', filler: 'x'.repeat(bytes) },
+  });
+
+async function stored(eventIds: readonly string[]): Promise<string[]> {
+  const { rows } = await db.pool.query<{ event_id: string }>(
+    'SELECT event_id FROM hookgate.inbox WHERE event_id = ANY($1) ORDER BY event_id',
+    [eventIds],
+  );
+  return rows.map((row) => row.event_id);
+}
+
+describe('claim.maxBatchBytes', { timeout: 30_000 }, () => {
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    // One claim at a time, each waiting long enough for a burst to gather behind it.
+    gateway = await startTestGateway(
+      db.url,
+      testConfig({ claim: { maxWait: '300ms', concurrency: 1, maxBatchBytes: '64kib' } }),
+    );
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  /** Claim transactions and deliveries claimed so far (the claim batch histogram). */
+  async function claimed(): Promise<{ batches: number; deliveries: number }> {
+    const text = await gateway.registry.getSingleMetricAsString('hookgate_claim_batch_size');
+    return {
+      batches: Number(/hookgate_claim_batch_size_count (\d+)/.exec(text)?.[1] ?? 0),
+      deliveries: Number(/hookgate_claim_batch_size_sum (\d+)/.exec(text)?.[1] ?? 0),
+    };
+  }
+
+  const burst = async (deliveries: ReturnType<typeof sized>[]) => {
+    const before = await claimed();
+    const replies = await Promise.all(deliveries.map((d) => post(`${gateway.url}/webhooks/beta`, d)));
+    expect(replies.map((r) => r.json.status)).toEqual(deliveries.map(() => 'accepted'));
+    expect(await stored(deliveries.map((d) => d.eventId))).toEqual(deliveries.map((d) => d.eventId).sort());
+    const after = await claimed();
+    return { batches: after.batches - before.batches, deliveries: after.deliveries - before.deliveries };
+  };
+
+  it('shares a claim among small deliveries that arrive together', async () => {
+    const { batches, deliveries } = await burst(Array.from({ length: 8 }, () => sized(1_000)));
+    expect(deliveries).toBe(8);
+    expect(batches).toBeLessThan(8);
+  });
+
+  it('never puts more than maxBatchBytes of bodies in one claim: larger ones are claimed one by one', async () => {
+    // Two of these weigh more than 64 KiB together.
+    const { batches, deliveries } = await burst(Array.from({ length: 6 }, () => sized(40_000)));
+    expect(deliveries).toBe(6);
+    expect(batches).toBe(6);
+  });
+
+  it('claims a body larger than maxBatchBytes by itself instead of refusing it', async () => {
+    const { batches, deliveries } = await burst([sized(100_000), sized(500)]);
+    expect([batches, deliveries]).toEqual([2, 2]);
+  });
+});
+
+describe('claim.maxQueuedBytes', { timeout: 30_000 }, () => {
+  let gateway: TestGateway;
+  let entered: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  /** Holds the one commit slot while the claim of event `hold` is open. */
+  const hooks: ClaimHooks = {
+    beforeCommit: async (_client, accepted) => {
+      if (!accepted.some((claim) => claim.event.eventId === 'hold')) return;
+      entered();
+      await released;
+    },
+  };
+
+  beforeAll(async () => {
+    gateway = await startTestGateway(
+      db.url,
+      testConfig({ claim: { maxWait: '2ms', concurrency: 1, maxQueuedBytes: '1mib' } }),
+      hooks,
+    );
+  });
+
+  afterAll(async () => {
+    release();
+    await gateway?.stop();
+  });
+
+  it('refuses at once with 503 overloaded what would take the waiting bodies past it, and commits the rest', async () => {
+    const first = post(`${gateway.url}/webhooks/beta`, sized(100, 'hold'));
+    await holding;
+
+    // 300 KB each: three fit in 1 MiB, the other two do not.
+    const heavy = Array.from({ length: 5 }, () => sized(300_000));
+    const answered: { eventId: string; reply: Reply }[] = [];
+    const replies = heavy.map((delivery) =>
+      post(`${gateway.url}/webhooks/beta`, delivery).then((reply) => {
+        answered.push({ eventId: delivery.eventId, reply });
+        return reply;
+      }),
+    );
+    // The refusals come while the slot is still held: nothing was waited for.
+    const deadline = Date.now() + 10_000;
+    while (answered.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(answered.map(({ reply }) => [reply.status, reply.json.error])).toEqual([
+      [503, 'overloaded'],
+      [503, 'overloaded'],
+    ]);
+    expect(answered[0]?.reply.headers['retry-after']).toBeDefined();
+
+    release();
+    expect((await first).status).toBe(200);
+    await Promise.all(replies);
+    const refused = answered.slice(0, 2).map((a) => a.eventId);
+    const accepted = heavy.map((d) => d.eventId).filter((id) => !refused.includes(id));
+    expect(accepted).toHaveLength(3);
+    // Acknowledged means committed; refused means nothing stored.
+    expect(await stored([...accepted, ...refused])).toEqual([...accepted].sort());
+  });
+});
