@@ -17,6 +17,7 @@ export interface GatewayMetrics {
   readonly deliveries: Counter<'endpoint' | 'provider' | 'outcome'>;
   readonly ackDuration: Histogram<'endpoint' | 'outcome'>;
   readonly claimBatchSize: Histogram;
+  readonly bufferedBytes: Gauge;
 }
 
 export function createGatewayMetrics(registry: Registry): GatewayMetrics {
@@ -38,6 +39,11 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
       name: 'hookgate_claim_batch_size',
       help: 'Deliveries committed together in one claim transaction.',
       buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024],
+      registers: [registry],
+    }),
+    bufferedBytes: new Gauge({
+      name: 'hookgate_gateway_body_bytes',
+      help: 'Request-body bytes the gateway holds now (being read, verified, waiting for or in a claim); server.maxBufferedBytes bounds it.',
       registers: [registry],
     }),
   };

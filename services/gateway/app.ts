@@ -6,6 +6,7 @@ import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import { activeTraceId } from '../core/tracing.ts';
+import type { BodyBudget } from './body-budget.ts';
 import type { Endpoint } from './endpoints.ts';
 import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
@@ -16,6 +17,8 @@ import { REPLAY_TOKEN_HEADER } from './replay-token.ts';
 export interface GatewayAppDeps extends ReceiveDeps {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
   readonly bodyLimit: number;
+  /** Bounds the body bytes held at once (server.maxBufferedBytes); absent, unbounded. */
+  readonly bodyBudget?: BodyBudget;
   readonly metrics: GatewayMetrics;
   readonly logger: Logger;
   /** Null when ready, else the reason. */
@@ -71,6 +74,13 @@ interface InFlight {
   readonly endpoint: Endpoint;
   readonly started: bigint;
 }
+
+/** Refused before its body is read: the gateway holds as many body bytes as it may. */
+const overloaded = (): Answer =>
+  refuse(
+    'overloaded',
+    'Too many deliveries are waiting to be stored; this one was not accepted. Retry later.',
+  );
 
 /** A delivery the client gave up on: nobody is left to answer, but it is counted. */
 const CLIENT_ABORTED = 'client_aborted';
@@ -170,6 +180,8 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
         refuse('encoding_unsupported', 'Compressed bodies are not accepted; send the body as signed.'),
         true,
       );
+    } else if (type === 'budget.exceeded') {
+      answer(res, endpoint, started, overloaded(), true);
     } else if (type === 'request.aborted') {
       // The client went away (or the request timed out and was answered 408 already).
       record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
@@ -210,14 +222,44 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
       return;
     }
+    // Held from before the body is read until the answer: a declared length is reserved up
+    // front (a body over bodyLimit is refused by readBody, unreserved), a chunked one as it comes.
+    const budget = deps.bodyBudget;
+    let held = 0;
+    let grow: ((bytes: number) => boolean) | undefined;
+    if (budget) {
+      const declared = Number(req.headers['content-length'] ?? Number.NaN);
+      if (Number.isFinite(declared) && declared >= 0) {
+        if (declared <= deps.bodyLimit) {
+          if (!budget.reserve(declared)) {
+            answer(res, endpoint, started, overloaded(), true);
+            return;
+          }
+          held = declared;
+          deps.metrics.bufferedBytes.set(budget.held);
+        }
+      } else {
+        grow = (bytes) => {
+          if (!budget.reserve(bytes)) return false;
+          held += bytes;
+          deps.metrics.bufferedBytes.set(budget.held);
+          return true;
+        };
+      }
+    }
     const socket = req.socket;
     inFlight.set(socket, { res, endpoint, started });
     res.once('close', () => {
       if (inFlight.get(socket)?.res === res) inFlight.delete(socket);
+      if (budget && held > 0) {
+        budget.release(held);
+        held = 0;
+        deps.metrics.bufferedBytes.set(budget.held);
+      }
     });
     let body: Buffer;
     try {
-      body = await readBody(req, deps.bodyLimit);
+      body = await readBody(req, deps.bodyLimit, grow);
     } catch (error) {
       if (res.headersSent) return;
       bodyFailure(error as { type?: string }, res, endpoint, started);

@@ -24,6 +24,7 @@ import {
   tracingEnabled,
 } from '../core/tracing.ts';
 import { createGatewayApp } from './app.ts';
+import { BodyBudget } from './body-budget.ts';
 import { buildEndpoints, type Endpoint } from './endpoints.ts';
 import { ReplayTokenLimiter } from './replay-limit.ts';
 
@@ -107,10 +108,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     alone: isSync,
     onBatch: (size) => metrics.claimBatchSize.observe(size),
     maxQueued: config.claim.maxQueued,
-    // Bodies are what a waiting delivery holds in memory and what a claim statement carries.
+    // A claim statement carries its deliveries' bodies (server.maxBufferedBytes bounds the
+    // bodies waiting: BodyBudget).
     size: (claim) => Buffer.byteLength(claim.body),
     maxBatchSize: config.claim.maxBatchBytes,
-    maxQueuedSize: config.claim.maxQueuedBytes,
     // A delivery still waiting when its request would time out is refused, not committed late.
     maxQueueAgeMs: config.server.requestTimeout,
   });
@@ -145,6 +146,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
     bodyLimit: config.server.bodyLimit,
+    bodyBudget: new BodyBudget(config.server.maxBufferedBytes),
     metrics,
     logger,
     claim,

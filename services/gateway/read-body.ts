@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 
 /** Why a body could not be read; `type` follows body-parser's names, which the error handler maps. */
 export class BodyReadError extends Error {
-  readonly type: 'entity.too.large' | 'encoding.unsupported' | 'request.aborted';
+  readonly type: 'entity.too.large' | 'encoding.unsupported' | 'request.aborted' | 'budget.exceeded';
 
   constructor(type: BodyReadError['type'], message: string) {
     super(message);
@@ -16,7 +16,12 @@ export class BodyReadError extends Error {
  * refused before a byte is read, and a chunked body as soon as it passes the limit (the caller
  * then answers and closes the connection).
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limit: number,
+  /** Asked for each chunk's bytes as they arrive; false stops reading (see BodyBudget). */
+  grow?: (bytes: number) => boolean,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const encoding = req.headers['content-encoding']?.trim().toLowerCase();
     if (encoding && encoding !== 'identity') {
@@ -43,6 +48,12 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
         cleanup();
         req.pause();
         reject(new BodyReadError('entity.too.large', 'body over the limit'));
+        return;
+      }
+      if (grow && !grow(chunk.length)) {
+        cleanup();
+        req.pause();
+        reject(new BodyReadError('budget.exceeded', 'the gateway holds as many body bytes as it may'));
         return;
       }
       chunks.push(chunk);

@@ -1,13 +1,15 @@
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, type Reply, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 
-// Claims are bounded by bytes as well as by count: a claim statement carries at most
-// claim.maxBatchBytes of bodies, and at most claim.maxQueuedBytes of bodies wait in the
-// gateway's memory for one. Counts alone let 200 one-MiB bodies share one statement and
-// 5 000 of them wait in a pod with a 512 MiB limit.
+// Bodies are bounded in bytes as well as in count: a claim statement carries at most
+// claim.maxBatchBytes of them, and the gateway holds at most server.maxBufferedBytes of them
+// at once (being read, waiting for a claim, in one). Counts alone let 200 one-MiB bodies share
+// one statement, 5 000 of them wait in a pod with a 512 MiB limit, and any number of slow
+// clients make the gateway hold a body each before a signature can be checked.
 
 let db: TestDatabase;
 
@@ -86,7 +88,7 @@ describe('claim.maxBatchBytes', { timeout: 30_000 }, () => {
   });
 });
 
-describe('claim.maxQueuedBytes', { timeout: 30_000 }, () => {
+describe('server.maxBufferedBytes', { timeout: 30_000 }, () => {
   let gateway: TestGateway;
   let entered: () => void = () => {};
   const holding = new Promise<void>((resolve) => {
@@ -108,7 +110,7 @@ describe('claim.maxQueuedBytes', { timeout: 30_000 }, () => {
   beforeAll(async () => {
     gateway = await startTestGateway(
       db.url,
-      testConfig({ claim: { maxWait: '2ms', concurrency: 1, maxQueuedBytes: '1mib' } }),
+      testConfig({ claim: { maxWait: '2ms', concurrency: 1 }, server: { maxBufferedBytes: '1mib' } }),
       hooks,
     );
   });
@@ -118,7 +120,7 @@ describe('claim.maxQueuedBytes', { timeout: 30_000 }, () => {
     await gateway?.stop();
   });
 
-  it('refuses at once with 503 overloaded what would take the waiting bodies past it, and commits the rest', async () => {
+  it('refuses at once with 503 overloaded what would take the bodies waiting for a claim past it, and commits the rest', async () => {
     const first = post(`${gateway.url}/webhooks/beta`, sized(100, 'hold'));
     await holding;
 
@@ -148,5 +150,71 @@ describe('claim.maxQueuedBytes', { timeout: 30_000 }, () => {
     expect(accepted).toHaveLength(3);
     // Acknowledged means committed; refused means nothing stored.
     expect(await stored([...accepted, ...refused])).toEqual([...accepted].sort());
+  });
+});
+
+describe('server.maxBufferedBytes against slow bodies', { timeout: 30_000 }, () => {
+  let gateway: TestGateway;
+
+  beforeAll(async () => {
+    gateway = await startTestGateway(
+      db.url,
+      testConfig({ server: { maxBufferedBytes: '1mib', requestTimeout: '2s' } }),
+    );
+  });
+
+  afterAll(async () => {
+    await gateway?.stop();
+  });
+
+  const bufferedBytes = async () =>
+    Number(
+      /hookgate_gateway_body_bytes (\d+)/.exec(
+        await gateway.registry.getSingleMetricAsString('hookgate_gateway_body_bytes'),
+      )?.[1],
+    );
+
+  /** A client that sends headers and the start of a body, then nothing: what it got back. */
+  function stall(headers: string, start: string): { socket: Socket; answer: Promise<string> } {
+    const { port } = new URL(gateway.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    let text = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => {
+      text += chunk;
+    });
+    socket.on('error', () => {});
+    socket.write(
+      `POST /webhooks/beta HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n${headers}\r\n${start}`,
+    );
+    return { socket, answer: new Promise((resolve) => socket.on('close', () => resolve(text))) };
+  }
+
+  it('holds no more than it for clients that never finish their bodies, refusing before reading', async () => {
+    // Two declared bodies of 300 KB and a chunked one that has sent 350 KB: 950 KB held.
+    const slow = [
+      stall('content-length: 300000\r\n', '{"a":"'),
+      stall('content-length: 300000\r\n', '{"a":"'),
+      stall('transfer-encoding: chunked\r\n', `55730\r\n{"a":"${'x'.repeat(350_000 - 6)}\r\n`),
+    ];
+    const deadline = Date.now() + 5_000;
+    while ((await bufferedBytes()) < 950_000 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await bufferedBytes()).toBe(950_000);
+
+    // Signed and valid, but 300 KB more does not fit: refused at once, nothing stored.
+    const large = sized(300_000);
+    const refused = await post(`${gateway.url}/webhooks/beta`, large);
+    expect([refused.status, refused.json.error]).toEqual([503, 'overloaded']);
+    // A small one still fits.
+    const small = sized(1_000);
+    expect((await post(`${gateway.url}/webhooks/beta`, small)).json.status).toBe('accepted');
+
+    // The stalled requests time out (408) and give their bytes back; the large one then fits.
+    for (const { answer } of slow) expect(await answer).toMatch(/^HTTP\/1\.1 408 /);
+    expect(await bufferedBytes()).toBe(0);
+    expect((await post(`${gateway.url}/webhooks/beta`, large)).json.status).toBe('accepted');
+    expect(await stored([large.eventId, small.eventId])).toEqual([large.eventId, small.eventId].sort());
+    expect(await bufferedBytes()).toBe(0);
   });
 });

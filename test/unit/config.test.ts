@@ -22,6 +22,7 @@ describe('configuration', () => {
   it('fills documented defaults', () => {
     const config = parseConfig({ endpoints: { pay: endpoint } }, {});
     expect(config.server.bodyLimit).toBe(1024 * 1024);
+    expect(config.server.maxBufferedBytes).toBe(64 * 1024 * 1024);
     expect(config.relay).toMatchObject({ retryLimit: 10, retryDelay: 5_000, expireIn: 300_000 });
     expect(config.claim).toEqual({
       maxBatch: 200,
@@ -29,7 +30,6 @@ describe('configuration', () => {
       concurrency: 4,
       maxQueued: 5_000,
       maxBatchBytes: 4 * 1024 * 1024,
-      maxQueuedBytes: 64 * 1024 * 1024,
       wakeupInterval: 20,
     });
     expect(config.endpoints.pay).toMatchObject({ tolerance: 300_000, mode: 'async', handler: 'record' });

@@ -153,7 +153,6 @@ describe('group commit', () => {
     function sized(options: {
       maxBatch: number;
       maxBatchSize: number;
-      maxQueuedSize?: number;
       maxWaitMs?: number;
       alone?: (item: number) => boolean;
     }) {
@@ -167,7 +166,6 @@ describe('group commit', () => {
         size: (item) => Math.abs(item),
         maxBatchSize: options.maxBatchSize,
         ...(options.alone ? { alone: options.alone } : {}),
-        ...(options.maxQueuedSize === undefined ? {} : { maxQueuedSize: options.maxQueuedSize }),
         commit: async (items) => {
           batches.push([...items]);
           await held;
@@ -218,36 +216,6 @@ describe('group commit', () => {
       expect(performance.now() - started).toBeLessThan(5_000);
       expect(batches[0]).toEqual([6]);
       await committer.drain();
-    });
-
-    it('refuses at once when the waiting items would weigh more than maxQueuedSize', async () => {
-      const { committer, batches, hold, release } = sized({
-        maxBatch: 100,
-        maxBatchSize: 10,
-        maxQueuedSize: 12,
-      });
-      hold();
-      const first = committer.submit(5);
-      // The first is committing (and holds the one slot); these wait, 11 of 12 allowed.
-      await new Promise((resolve) => setTimeout(resolve, 80));
-      const waiting = [committer.submit(6), committer.submit(5)];
-      await expect(committer.submit(2)).rejects.toBeInstanceOf(GroupCommitOverloaded);
-      // Small enough to fit: still taken.
-      const fits = committer.submit(1);
-      release();
-      expect(await Promise.all([first, ...waiting, fits])).toEqual(['done 5', 'done 6', 'done 5', 'done 1']);
-      expect(batches.flat()).toEqual([5, 6, 5, 1]);
-    });
-
-    it('takes an item heavier than maxQueuedSize when nothing else waits', async () => {
-      const { committer, hold, release } = sized({ maxBatch: 100, maxBatchSize: 10, maxQueuedSize: 12 });
-      hold();
-      const first = committer.submit(1);
-      await new Promise((resolve) => setTimeout(resolve, 80));
-      const heavy = committer.submit(30);
-      await expect(committer.submit(1)).rejects.toBeInstanceOf(GroupCommitOverloaded);
-      release();
-      expect(await Promise.all([first, heavy])).toEqual(['done 1', 'done 30']);
     });
   });
 });

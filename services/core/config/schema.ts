@@ -189,6 +189,21 @@ export const configSchema = z
         listenAddress: listenAddress.optional(),
         /** Largest accepted body; larger deliveries get 413 without being read further. */
         bodyLimit: byteSize.default(1024 * 1024),
+        /**
+         * Most request-body bytes the gateway holds at once, from the first byte read to the
+         * answer (reading, verifying, waiting for and in a claim). A delivery that would take it
+         * past this gets 503 overloaded before its body is read; one is always let in when none
+         * is held. Bounds memory against many large or slow bodies, and while PostgreSQL is slow.
+         */
+        maxBufferedBytes: byteSize
+          .pipe(
+            z
+              .number()
+              .int()
+              .min(1024 * 1024)
+              .max(16 * 1024 * 1024 * 1024),
+          )
+          .default(64 * 1024 * 1024),
         /** Largest accepted header block (Node's --max-http-header-size). */
         headerLimit: byteSize.default(16 * 1024),
         /** A request that has not been answered after this long is cut off. */
@@ -209,6 +224,17 @@ export const configSchema = z
             maxSources: z.number().int().min(100).max(1_000_000).default(10_000),
           })
           .prefault({}),
+      })
+      .superRefine((server, ctx) => {
+        // A body as large as bodyLimit must fit, or such deliveries would only get in when the
+        // gateway holds nothing else, and under steady traffic never.
+        if (server.maxBufferedBytes < server.bodyLimit) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['maxBufferedBytes'],
+            message: `must be at least server.bodyLimit (${server.bodyLimit} bytes); keep it many times larger`,
+          });
+        }
       })
       .prefault({}),
     database: z
@@ -250,20 +276,6 @@ export const configSchema = z
               .max(256 * 1024 * 1024),
           )
           .default(4 * 1024 * 1024),
-        /**
-         * Most body bytes waiting for a claim transaction; a delivery that would take the queue
-         * past this gets 503 overloaded at once (one is always taken when none waits). With
-         * maxQueued it bounds the gateway's memory while PostgreSQL is slow.
-         */
-        maxQueuedBytes: byteSize
-          .pipe(
-            z
-              .number()
-              .int()
-              .min(1024 * 1024)
-              .max(4 * 1024 * 1024 * 1024),
-          )
-          .default(64 * 1024 * 1024),
         /**
          * Least time between two wake-ups of an endpoint's workers sent by one gateway. Each
          * wake-up (NOTIFY) makes concurrent claims commit one after another; under load one per

@@ -13,21 +13,13 @@ export interface GroupCommitOptions<In, Out> {
   readonly maxQueueAgeMs?: number;
   /** Told the number of items in every batch, for metrics. */
   readonly onBatch?: (size: number) => void;
-  /**
-   * What an item weighs (the gateway: its body's bytes), for the two bounds below; without it
-   * only counts bound batches and the queue.
-   */
+  /** What an item weighs (the gateway: its body's bytes), for maxBatchSize. */
   readonly size?: (item: In) => number;
   /**
    * Most weight in one batch: a batch closes before the next item would take it past this, and
    * leaves at once when the items waiting reach it. An item heavier than this goes by itself.
    */
   readonly maxBatchSize?: number;
-  /**
-   * Most weight waiting for a batch; an item that would take the queue past it is refused at
-   * once (load shedding), unless nothing else waits: then it is taken whatever it weighs.
-   */
-  readonly maxQueuedSize?: number;
   /**
    * Items that must be committed on their own (sync-mode claims, whose handler failure must
    * roll back only them). They wait in the same queue, under the same bounds and commit slots,
@@ -85,14 +77,6 @@ export class GroupCommitter<In, Out> {
       );
     }
     const size = this.#options.size?.(item) ?? 0;
-    const sizeLimit = this.#options.maxQueuedSize;
-    if (sizeLimit !== undefined && this.#queue.length > 0 && this.#queuedSize + size > sizeLimit) {
-      return Promise.reject(
-        new GroupCommitOverloaded(
-          `Deliveries of ${this.#queuedSize} bytes are already waiting for a claim transaction (at most ${sizeLimit}).`,
-        ),
-      );
-    }
     return new Promise<Out>((resolve, reject) => {
       this.#queue.push({ item, size, resolve, reject, since: performance.now() });
       this.#queuedSize += size;
