@@ -119,21 +119,27 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
       entityId: `e_${i}`,
       version: 1,
     }));
-    // One event of the batch stalls inside its business write, so the whole batch is in flight.
-    await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', ['inflight_7']);
+    // Every event stalls inside its business write, so nothing of the claim can commit before the
+    // kill: the worker's two loops may split the 20 jobs between two batches (both fetch at once
+    // when woken), and a batch without a stalling event would commit on its own.
+    await db.pool.query('INSERT INTO public.stall_control SELECT unnest($1::text[])', [
+      events.map((event) => event.eventId),
+    ]);
     await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
     await claimer.claim('crash', events);
     const victim = spawnWorker();
-    await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length === 1);
+    await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length >= 1);
     const active = await db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'active' AND retry_count = 0`,
       [applyQueue('crash')],
     );
-    // The premise: all 20 events are held by the victim's one batch.
+    // The premise: all 20 events are held by the victim (in one batch or two, each stalled).
     expect(active.rows[0]!.n).toBe(20);
 
     const rescuer = spawnWorker();
     await workersListening(2);
+    // Still the premise at the kill: nothing applied yet.
+    expect((await statusCounts(db.pool, 'crash')).processed ?? 0).toBe(0);
     const killedAt = Date.now();
     victim.child.kill('SIGKILL');
     await victim.exited;
