@@ -77,6 +77,19 @@ describe('serve with the database down at start', () => {
     }
   }, 60_000);
 
+  it('stops at once on SIGTERM while it waits, with its log lines written and a non-zero exit', async () => {
+    const dbPort = await freePort();
+    const gateway = startHookgate(['serve', '--role', 'gateway', '--config', config('60s')], {
+      env: { DATABASE_URL: urlOn(dbPort), PORT: '0', METRICS_PORT: '0' },
+    });
+    await gateway.waitFor(/is not reachable yet; waiting for it/, 20_000);
+    const signalled = Date.now();
+    gateway.child.kill('SIGTERM');
+    expect(await gateway.exited()).toBe(143);
+    expect(Date.now() - signalled).toBeLessThan(5_000);
+    expect(gateway.output()).toMatch(/"signal":"SIGTERM".*"msg":"stopped before serving"/);
+  }, 60_000);
+
   it('gives up after database.startupTimeout with one coded line, naming the host, not the password', async () => {
     const dbPort = await freePort();
     const url = new URL(urlOn(dbPort));

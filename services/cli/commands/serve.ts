@@ -97,6 +97,16 @@ export async function serveCommand(raw: unknown): Promise<void> {
   refuseDemoSecrets(demoPaths, embedded);
   const host = resolveListenAddress(config, embedded);
 
+  // Until the shutdown below is in place (starting may wait up to database.startupTimeout for
+  // PostgreSQL), a signal would end the process without its buffered log lines, the very lines
+  // that say why it never became ready. Exiting through process.exit writes them.
+  const stopBeforeServing = (signal: NodeJS.Signals): void => {
+    logger.warn({ signal }, 'stopped before serving');
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGTERM', stopBeforeServing);
+  process.once('SIGINT', stopBeforeServing);
+
   const database = await openDatabase(logger);
   if (demoPaths.length > 0) {
     logger.warn(
@@ -257,6 +267,8 @@ export async function serveCommand(raw: unknown): Promise<void> {
       process.exit(1);
     }
   };
+  process.off('SIGTERM', stopBeforeServing);
+  process.off('SIGINT', stopBeforeServing);
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 }
