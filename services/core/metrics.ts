@@ -43,7 +43,7 @@ export function createGatewayMetrics(registry: Registry): GatewayMetrics {
     }),
     bufferedBytes: new Gauge({
       name: 'hookgate_gateway_body_bytes',
-      help: 'Request-body bytes the gateway holds now (being read, verified, waiting for or in a claim); server.maxBufferedBytes bounds it.',
+      help: 'Request-body bytes the gateway has reserved now (declared lengths, chunked bytes read; until answered and claimed); server.maxBufferedBytes bounds it.',
       registers: [registry],
     }),
   };

@@ -222,8 +222,10 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
       return;
     }
-    // Held from before the body is read until the answer: a declared length is reserved up
-    // front (a body over bodyLimit is refused by readBody, unreserved), a chunked one as it comes.
+    // Reserved before the body is read (a declared length up front; a body over bodyLimit is
+    // refused by readBody, unreserved; a chunked one as it comes) and given back once both the
+    // answer is out (or the client gone) and this delivery's work is done: a client that leaves
+    // while its claim waits does not take its body out of the claim queue.
     const budget = deps.bodyBudget;
     let held = 0;
     let grow: ((bytes: number) => boolean) | undefined;
@@ -247,36 +249,48 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
         };
       }
     }
+    /** Two holders, the response and this function; the last to let go gives the bytes back. */
+    let holders = 2;
+    const letGo = (): void => {
+      holders -= 1;
+      if (holders > 0 || !budget || held === 0) return;
+      budget.release(held);
+      held = 0;
+      deps.metrics.bufferedBytes.set(budget.held);
+    };
     const socket = req.socket;
     inFlight.set(socket, { res, endpoint, started });
     res.once('close', () => {
       if (inFlight.get(socket)?.res === res) inFlight.delete(socket);
-      if (budget && held > 0) {
-        budget.release(held);
-        held = 0;
-        deps.metrics.bufferedBytes.set(budget.held);
-      }
+      // Answered (408) or gone before its body was complete: stop reading it. A request the
+      // server timed out gets no 'close' of its own, and readBody would wait for ever.
+      if (!req.complete) req.destroy();
+      letGo();
     });
-    let body: Buffer;
     try {
-      body = await readBody(req, deps.bodyLimit, grow);
-    } catch (error) {
-      if (res.headersSent) return;
-      bodyFailure(error as { type?: string }, res, endpoint, started);
-      return;
+      let body: Buffer;
+      try {
+        body = await readBody(req, deps.bodyLimit, grow);
+      } catch (error) {
+        if (res.headersSent) return;
+        bodyFailure(error as { type?: string }, res, endpoint, started);
+        return;
+      }
+      const headers = headerBag(req.headers);
+      // Only a replay-token attempt needs its source; signed deliveries skip the work.
+      const source =
+        headers[REPLAY_TOKEN_HEADER] === undefined
+          ? ''
+          : sourceOf(req.socket.remoteAddress, headers['x-forwarded-for'], deps.trustedProxyHops ?? 0);
+      const result = await receive(deps, endpoint, body, headers, source);
+      if (res.headersSent || res.destroyed) {
+        // The request timed out (answered 408) or the client left while the claim ran.
+        return;
+      }
+      answer(res, endpoint, started, result);
+    } finally {
+      letGo();
     }
-    const headers = headerBag(req.headers);
-    // Only a replay-token attempt needs its source; signed deliveries skip the work.
-    const source =
-      headers[REPLAY_TOKEN_HEADER] === undefined
-        ? ''
-        : sourceOf(req.socket.remoteAddress, headers['x-forwarded-for'], deps.trustedProxyHops ?? 0);
-    const result = await receive(deps, endpoint, body, headers, source);
-    if (res.headersSent || res.destroyed) {
-      // The request timed out (answered 408) or the client left while the claim ran.
-      return;
-    }
-    answer(res, endpoint, started, result);
   };
 
   app.post('/webhooks/:endpoint', (req, res, next) => {

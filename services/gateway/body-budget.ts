@@ -1,6 +1,7 @@
 /**
- * The request-body bytes a gateway holds at once: from the first byte read until the delivery
- * is answered (read, verified, waiting for a claim, being claimed). Bodies are read before any
+ * The request-body bytes a gateway holds at once: reserved from the declared length (or as a
+ * chunked body arrives) until the delivery is answered and its claim is done with the body
+ * (read, verified, waiting for a claim, being claimed). Bodies are read before any
  * signature can be checked, so without a bound any client could make the gateway hold
  * connections × server.bodyLimit bytes; and while PostgreSQL is slow, verified bodies pile up
  * in the claim queue. A delivery that does not fit is refused before its body is read.

@@ -129,12 +129,15 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     await claimer.claim('crash', events);
     const victim = spawnWorker();
     await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length >= 1);
-    const active = await db.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'active' AND retry_count = 0`,
-      [applyQueue('crash')],
-    );
-    // The premise: all 20 events are held by the victim (in one batch or two, each stalled).
-    expect(active.rows[0]!.n).toBe(20);
+    // The premise: all 20 events are held by the victim (in one batch or two, each stalled; the
+    // second loop's fetch may still be under way when the first batch stalls).
+    await waitFor('all 20 jobs held by the victim', async () => {
+      const active = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'active' AND retry_count = 0`,
+        [applyQueue('crash')],
+      );
+      return active.rows[0]!.n === 20;
+    });
 
     const rescuer = spawnWorker();
     await workersListening(2);

@@ -120,7 +120,7 @@ describe('server.maxBufferedBytes', { timeout: 30_000 }, () => {
     await gateway?.stop();
   });
 
-  it('refuses at once with 503 overloaded what would take the bodies waiting for a claim past it, and commits the rest', async () => {
+  it('refuses at once with 503 overloaded what would take the bodies held past it while claims wait, and commits the rest', async () => {
     const first = post(`${gateway.url}/webhooks/beta`, sized(100, 'hold'));
     await holding;
 
@@ -212,9 +212,85 @@ describe('server.maxBufferedBytes against slow bodies', { timeout: 30_000 }, () 
 
     // The stalled requests time out (408) and give their bytes back; the large one then fits.
     for (const { answer } of slow) expect(await answer).toMatch(/^HTTP\/1\.1 408 /);
+    // Given back once the gateway has seen each connection end (a moment after the client does).
+    const end = Date.now() + 5_000;
+    while ((await bufferedBytes()) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     expect(await bufferedBytes()).toBe(0);
     expect((await post(`${gateway.url}/webhooks/beta`, large)).json.status).toBe('accepted');
     expect(await stored([large.eventId, small.eventId])).toEqual([large.eventId, small.eventId].sort());
+    expect(await bufferedBytes()).toBe(0);
+  });
+});
+
+describe('server.maxBufferedBytes when the client leaves while its claim waits', { timeout: 30_000 }, () => {
+  let gateway: TestGateway;
+  let entered: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  const hooks: ClaimHooks = {
+    beforeCommit: async (_client, accepted) => {
+      if (!accepted.some((claim) => claim.event.eventId === 'hold-2')) return;
+      entered();
+      await released;
+    },
+  };
+
+  beforeAll(async () => {
+    gateway = await startTestGateway(
+      db.url,
+      testConfig({ claim: { maxWait: '2ms', concurrency: 1 }, server: { maxBufferedBytes: '1mib' } }),
+      hooks,
+    );
+  });
+
+  afterAll(async () => {
+    release();
+    await gateway?.stop();
+  });
+
+  const bufferedBytes = async () =>
+    Number(
+      /hookgate_gateway_body_bytes (\d+)/.exec(
+        await gateway.registry.getSingleMetricAsString('hookgate_gateway_body_bytes'),
+      )?.[1],
+    );
+
+  it('keeps counting a body whose client left until its claim is done with it', async () => {
+    const first = post(`${gateway.url}/webhooks/beta`, sized(100, 'hold-2'));
+    await holding;
+    const before = await bufferedBytes();
+
+    // A whole signed delivery, then the client hangs up while its claim waits for the slot.
+    const delivery = sized(300_000);
+    const { port } = new URL(gateway.url);
+    const socket = connect(Number(port), '127.0.0.1');
+    socket.on('error', () => {});
+    const head = Object.entries(delivery.headers)
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    socket.write(
+      `POST /webhooks/beta HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}content-length: ${Buffer.byteLength(delivery.body)}\r\n\r\n${delivery.body}`,
+    );
+    const size = Buffer.byteLength(delivery.body);
+    const deadline = Date.now() + 5_000;
+    while ((await bufferedBytes()) < before + size && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    // Read, verified and queued behind the held claim: now the client leaves.
+    await new Promise((r) => setTimeout(r, 200));
+    socket.destroy();
+    await new Promise((r) => setTimeout(r, 300));
+    // Its body still waits in the claim queue, so it still counts.
+    expect(await bufferedBytes()).toBe(before + size);
+
+    release();
+    expect((await first).status).toBe(200);
+    const end = Date.now() + 5_000;
+    while ((await bufferedBytes()) > 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
     expect(await bufferedBytes()).toBe(0);
   });
 });

@@ -190,8 +190,8 @@ export const configSchema = z
         /** Largest accepted body; larger deliveries get 413 without being read further. */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
-         * Most request-body bytes the gateway holds at once, from the first byte read to the
-         * answer (reading, verifying, waiting for and in a claim). A delivery that would take it
+         * Most request-body bytes the gateway holds at once, reserved from the declared length
+         * until answered and claimed (reading, verifying, waiting for and in a claim). A delivery that would take it
          * past this gets 503 overloaded before its body is read; one is always let in when none
          * is held. Bounds memory against many large or slow bodies, and while PostgreSQL is slow.
          */
