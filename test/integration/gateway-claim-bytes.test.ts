@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
+import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, type Reply, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
@@ -27,6 +27,12 @@ const sized = (bytes: number, eventId?: string) =>
     ...(eventId ? { eventId } : {}),
     data: { id: 'thing_1', filler: 'x'.repeat(bytes) },
   });
+
+/** What the gateway's hookgate_gateway_body_bytes gauge says now. */
+async function heldBodyBytes(gateway: TestGateway): Promise<number> {
+  const text = await gateway.registry.getSingleMetricAsString('hookgate_gateway_body_bytes');
+  return Number(/hookgate_gateway_body_bytes (\d+)/.exec(text)?.[1]);
+}
 
 async function stored(eventIds: readonly string[]): Promise<string[]> {
   const { rows } = await db.pool.query<{ event_id: string }>(
@@ -90,22 +96,8 @@ describe('claim.maxBatchBytes', { timeout: 30_000 }, () => {
 
 describe('server.maxBufferedBytes', { timeout: 30_000 }, () => {
   let gateway: TestGateway;
-  let entered: () => void = () => {};
-  const holding = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
   /** Holds the one commit slot while the claim of event `hold` is open. */
-  const hooks: ClaimHooks = {
-    beforeCommit: async (_client, accepted) => {
-      if (!accepted.some((claim) => claim.event.eventId === 'hold')) return;
-      entered();
-      await released;
-    },
-  };
+  const { hooks, holding, release } = claimGate('hold');
 
   beforeAll(async () => {
     gateway = await startTestGateway(
@@ -167,12 +159,7 @@ describe('server.maxBufferedBytes against slow bodies', { timeout: 30_000 }, () 
     await gateway?.stop();
   });
 
-  const bufferedBytes = async () =>
-    Number(
-      /hookgate_gateway_body_bytes (\d+)/.exec(
-        await gateway.registry.getSingleMetricAsString('hookgate_gateway_body_bytes'),
-      )?.[1],
-    );
+  const bufferedBytes = () => heldBodyBytes(gateway);
 
   /** A client that sends headers and the start of a body, then nothing: what it got back. */
   function stall(headers: string, start: string): { socket: Socket; answer: Promise<string> } {
@@ -224,21 +211,7 @@ describe('server.maxBufferedBytes against slow bodies', { timeout: 30_000 }, () 
 
 describe('server.maxBufferedBytes when the client leaves while its claim waits', { timeout: 30_000 }, () => {
   let gateway: TestGateway;
-  let entered: () => void = () => {};
-  const holding = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  const hooks: ClaimHooks = {
-    beforeCommit: async (_client, accepted) => {
-      if (!accepted.some((claim) => claim.event.eventId === 'hold-2')) return;
-      entered();
-      await released;
-    },
-  };
+  const { hooks, holding, release } = claimGate('hold-2');
 
   beforeAll(async () => {
     gateway = await startTestGateway(
@@ -253,12 +226,7 @@ describe('server.maxBufferedBytes when the client leaves while its claim waits',
     await gateway?.stop();
   });
 
-  const bufferedBytes = async () =>
-    Number(
-      /hookgate_gateway_body_bytes (\d+)/.exec(
-        await gateway.registry.getSingleMetricAsString('hookgate_gateway_body_bytes'),
-      )?.[1],
-    );
+  const bufferedBytes = () => heldBodyBytes(gateway);
 
   it('keeps counting a body whose client left until its claim is done with it', async () => {
     const first = post(`${gateway.url}/webhooks/beta`, sized(100, 'hold-2'));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type Delivery, post, type Reply, standardWebhook } from '../support/deliveries.ts';
 import { startBoss } from '../support/fake-worker.ts';
@@ -62,22 +63,13 @@ async function clearFault(): Promise<void> {
  * go; the batch-size histogram must show exactly one batch of all of them.
  */
 async function inOneBatch(deliveries: readonly Delivery[]): Promise<Reply[]> {
-  let entered: () => void = () => {};
-  const holding = new Promise<void>((resolve) => {
-    entered = resolve;
-  });
-  let release: () => void = () => {};
-  const released = new Promise<void>((resolve) => {
-    release = resolve;
-  });
   const gate = standardWebhook(SW_SECRET);
-  const held = await startTestGateway(db.url, testConfig({ claim: { maxWait: '2ms', concurrency: 1 } }), {
-    beforeCommit: async (_client, accepted) => {
-      if (!accepted.some((claim) => claim.event.eventId === gate.eventId)) return;
-      entered();
-      await released;
-    },
-  });
+  const { hooks, holding, release } = claimGate(gate.eventId);
+  const held = await startTestGateway(
+    db.url,
+    testConfig({ claim: { maxWait: '2ms', concurrency: 1 } }),
+    hooks,
+  );
   try {
     const first = post(`${held.url}/webhooks/alpha`, gate);
     await holding;

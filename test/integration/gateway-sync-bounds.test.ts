@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
+import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, type Reply, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
@@ -10,23 +10,8 @@ import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../su
 
 let db: TestDatabase;
 let gateway: TestGateway;
-let entered: () => void = () => {};
-const holding = new Promise<void>((resolve) => {
-  entered = resolve;
-});
-let release: () => void = () => {};
-const released = new Promise<void>((resolve) => {
-  release = resolve;
-});
-
 /** Holds the one commit slot while the claim of event `hold` is open. */
-const hooks: ClaimHooks = {
-  beforeCommit: async (_client, accepted) => {
-    if (!accepted.some((claim) => claim.event.eventId === 'hold')) return;
-    entered();
-    await released;
-  },
-};
+const { hooks, holding, release } = claimGate('hold');
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -1,4 +1,4 @@
-import type { Claim } from '../../services/core/inbox/claim.ts';
+import type { Claim, ClaimHooks } from '../../services/core/inbox/claim.ts';
 
 /**
  * A verified delivery as the claim takes it, with no entity, version or kept headers: what most
@@ -22,5 +22,40 @@ export function plainClaim(
     },
     body: options.body ?? JSON.stringify({ id: eventId }),
     traceparent: null,
+  };
+}
+
+/** Holds a gateway's claim transaction open (see claimGate). */
+export interface ClaimGate {
+  /** For startTestGateway: the claim carrying `eventId` waits before its COMMIT until release(). */
+  readonly hooks: ClaimHooks;
+  /** Resolves once that claim is open and waiting. */
+  readonly holding: Promise<void>;
+  readonly release: () => void;
+}
+
+/**
+ * Keeps the claim of event `eventId` open (before its COMMIT) until `release()`: with
+ * `claim.concurrency: 1` it holds the gateway's one commit slot, so later deliveries queue.
+ */
+export function claimGate(eventId: string): ClaimGate {
+  let entered: () => void = () => {};
+  const holding = new Promise<void>((resolve) => {
+    entered = resolve;
+  });
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  return {
+    hooks: {
+      beforeCommit: async (_client, accepted) => {
+        if (!accepted.some((claim) => claim.event.eventId === eventId)) return;
+        entered();
+        await released;
+      },
+    },
+    holding,
+    release: () => release(),
   };
 }
