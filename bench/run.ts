@@ -16,6 +16,14 @@ import { pruneScenario, renderPrune } from './prune.ts';
 import { renderSoak, soakScenario } from './soak.ts';
 import { renderSummary } from './summary.ts';
 
+/** A comma-separated list of whole numbers, each within [min, max]. */
+const numberList = (fallback: string, min: number, max: number) =>
+  z
+    .string()
+    .default(fallback)
+    .transform((text) => text.split(',').map(Number))
+    .pipe(z.array(z.number().int().min(min).max(max)).min(1));
+
 const settings = z
   .object({
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
@@ -35,26 +43,14 @@ const settings = z
     /** claim: seconds per batch size, connections, batch sizes. */
     BENCH_CLAIM_SECONDS: z.coerce.number().int().min(2).max(600).default(8),
     BENCH_CLAIM_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
-    BENCH_CLAIM_BATCHES: z
-      .string()
-      .default('1,25,100')
-      .transform((text) => text.split(',').map(Number))
-      .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
+    BENCH_CLAIM_BATCHES: numberList('1,25,100', 1, 1_000),
     BENCH_PGBENCH_CLIENTS: z.coerce.number().int().min(1).max(256).default(4),
-    BENCH_PGBENCH_BATCHES: z
-      .string()
-      .default('1,20,100')
-      .transform((text) => text.split(',').map(Number))
-      .pipe(z.array(z.number().int().min(1).max(1_000)).min(1)),
+    BENCH_PGBENCH_BATCHES: numberList('1,20,100', 1, 1_000),
     /** bytes: arrivals sent (duplicates included) and their rate. */
     BENCH_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(6_000),
     BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
     /** prune: inbox sizes to fill (comma-separated), rows per batch, ingest rate alongside (0 skips). */
-    BENCH_PRUNE_ROWS: z
-      .string()
-      .default('1000000,10000000')
-      .transform((text) => text.split(',').map(Number))
-      .pipe(z.array(z.number().int().min(1_000).max(100_000_000)).min(1)),
+    BENCH_PRUNE_ROWS: numberList('1000000,10000000', 1_000, 100_000_000),
     BENCH_PRUNE_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
     BENCH_PRUNE_RATE: z.coerce.number().int().min(0).max(10_000).default(300),
     BENCH_PRUNE_PAUSE_MS: z.coerce.number().int().min(0).max(10_000).default(100),
