@@ -12,7 +12,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // The duplicate rate's source: the claim counts what it answered, per endpoint and minute, in
 // the same statement or transaction, exactly (concurrent batches included), whichever way the
-// claim goes (one statement, or the transactional claim for what it defers).
+// claim goes (one statement, or the transactional claim when the one statement cannot decide).
 let db: TestDatabase;
 let pool: pg.Pool;
 let boss: PgBoss;
@@ -80,10 +80,10 @@ describe('delivery counts', () => {
     });
   });
 
-  it('a delivery the one-statement claim defers is counted once, by the transactional claim', async () => {
-    // A redelivery after prune whose earlier job is retained, finished: the one statement leaves
-    // it to the transactional claim (which replaces the job), and its neighbour, a duplicate,
-    // is counted by the one statement. Neither may be counted twice or lost.
+  it('a batch the one statement cannot claim (an earlier job holds an id) is counted once, by the transactional claim', async () => {
+    // A redelivery after prune whose earlier job is retained, finished: the one statement's guard
+    // leaves the batch to the transactional claim (which replaces the job), neighbour included, a
+    // duplicate. Neither may be counted twice or lost (the aborted statement counted nothing).
     expect((await claimBatch(pool, boss, [claim('a', 'r1')]))[0]).toEqual({ ok: true, outcome: 'accepted' });
     await db.pool.query(`UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE id = $1`, [
       jobIdFor('a', 'r1'),
@@ -99,10 +99,10 @@ describe('delivery counts', () => {
     expect(await counts('a')).toEqual({ accepted: before.accepted + 1, duplicate: before.duplicate + 1 });
   });
 
-  it('when the deferred part fails, what the one statement committed keeps its answer and count', async () => {
-    // r2 is deferred to the transactional claim (its finished job is retained), which fails on a
-    // trigger; n2 was committed by the one statement with its job and count: it must be answered
-    // accepted, not refused (a refused delivery that is in fact stored would be re-sent and
+  it('when one delivery of a batch fails in the transactional claim, its neighbour keeps its answer and count', async () => {
+    // r2 sends the batch to the transactional claim (its finished job is retained), where r2 fails
+    // on a trigger; n2 is stored behind its own savepoint with its job and count: it must be
+    // answered accepted, not refused (a refused delivery that is in fact stored would be re-sent and
     // counted again as a duplicate; a 4xx would tell the sender to give up on a stored event).
     expect((await claimBatch(pool, boss, [claim('a', 'r2')]))[0]).toEqual({ ok: true, outcome: 'accepted' });
     await db.pool.query(`UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE id = $1`, [
@@ -171,7 +171,7 @@ describe('delivery counts', () => {
         claims.length,
         true,
       ]);
-      expect(result.rows.map((row) => row.outcome)).toEqual(['accepted']);
+      expect(result.rows.map((row) => row.event_id)).toEqual(['shard-1']);
       await holder.query('COMMIT');
     } finally {
       await Promise.all(opened.map((client) => client.end()));

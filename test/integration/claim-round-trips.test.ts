@@ -104,13 +104,15 @@ describe('the claim', () => {
     expect(await jobs(['done', 'fresh'])).toEqual(expect.arrayContaining(['completed', 'created']));
   });
 
-  it('keeps a job still waiting under the same id (no row yet): one round trip, one job', async () => {
+  it('keeps a job still waiting under the same id (no row yet): the transactional claim, one job', async () => {
     await boss.insert(applyQueue(ENDPOINT), [
       { id: jobIdFor(ENDPOINT, 'waiting'), data: { endpoint: ENDPOINT, eventId: 'waiting' } },
     ]);
+    // The one statement reads no job table (its plan must not depend on the table's size): its
+    // guard sends this rare case to the transactional claim, which finds the waiting job and keeps it.
     const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('waiting')]));
     expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
-    expect(sent).toBe(1);
+    expect(sent).toBeGreaterThan(1);
     expect(await jobs(['waiting'])).toEqual(['created']);
   });
 

@@ -1,7 +1,5 @@
-import { INSERT_JOB_ROWS, WAITING_STATES } from '../queue/job-rows.ts';
+import { INSERT_JOB_ROWS } from '../queue/job-rows.ts';
 import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
-
-const WAITING_SQL = WAITING_STATES.map((state) => `'${state}'`).join(', ');
 
 /**
  * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
@@ -72,24 +70,23 @@ export const REDISPATCH_SETTLED_ROWS = `
  * array literals per delivery cost the gateway more CPU than the rest of the claim. Per row
  * (`queue`, deterministic `job_id`):
  *
- * - `prior`: for a delivery with no inbox row yet, a job already holding the id is locked (a
- *   worker's fetch skips it until we commit).
- *   Still waiting to run: kept, it will find the new row. Finished or running: the row is not
- *   inserted here; unless an inbox row already exists (a duplicate) it is returned `deferred`,
- *   for the transactional claim that decides (delete and insert again, or refuse as busy).
  * - `rows`: ON CONFLICT DO NOTHING, as CLAIM_INBOX_ROWS; returned `accepted`.
- * - `jobs`: one job for each accepted row that had none.
+ * - `jobs`: one job for each accepted row.
  * - `counted`: the batch's answers added to the per-minute delivery counts, as COUNT_DELIVERIES
- *   does in the transactional claim; deferred deliveries are counted there, not here.
- * - The guard: an accepted row without a live job (fewer jobs created than accepted rows without
- *   one, when a concurrent insert or a queue policy skipped an insert), or an input that is not exactly the $2 claims given (a body that was
- *   not one JSON value could otherwise add rows of its own), divides by zero, which aborts the
- *   statement: nothing is committed, and the caller falls back to the transactional claim.
+ *   does in the transactional claim.
+ * - The guard: an accepted row whose job was not created (its deterministic id is still held by
+ *   an earlier job: a redelivery after prune, a requeue, a concurrent insert, a queue policy),
+ *   or an input that is not exactly the $2 claims given (a body that was not one JSON value
+ *   could otherwise add rows of its own), divides by zero, which aborts the statement: nothing
+ *   is committed, and the caller falls back to the transactional claim, which locks the earlier
+ *   jobs and decides (sendApplyJobs).
  *
- * Sent as a named prepared statement (CLAIM_STATEMENT_NAME): planning this statement cost
- * PostgreSQL more CPU than running it (about 3 ms against 2 ms for a batch of 23). Each of its
- * reads is shaped so that the plan stays an index lookup whatever the tables' sizes when the
- * plan was made (test/integration/claim-plan.test.ts).
+ * The statement reads no table: conflicts are found through the unique indexes by the INSERTs
+ * themselves. It is sent as a named prepared statement (CLAIM_STATEMENT_NAME), whose plan is made
+ * once per connection, usually while the tables are small, and kept; a read of the inbox or the
+ * job table in it would be planned as a sequential scan on empty tables by PostgreSQL 15 (and kept
+ * while the tables grew: every claim then read the whole inbox). With no reads, no table size
+ * can change its cost (test/integration/plan-audit.test.ts, on every supported major).
  */
 export const CLAIM_STATEMENT_NAME = 'hookgate_claim';
 
@@ -102,31 +99,6 @@ export const CLAIM_IN_ONE_STATEMENT = `
              endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
              entity_version bigint, payload jsonb, headers jsonb, traceparent text, body_digest text,
              received_via text, queue text, job_id uuid, ord int)
-  ), existing AS (
-    -- The batch's keys that already have an inbox row (as of the statement's start). Looked up
-    -- through arrays on the primary key, never joined to \`input\`: joined, the planner could
-    -- read the whole inbox into a hash table for every claim, and a prepared statement planned
-    -- while the inbox was small keeps doing so as it grows. The arrays may pair an endpoint
-    -- with another endpoint's event id; the exact pairs are matched in memory below.
-    SELECT x.endpoint, x.event_id
-      FROM hookgate.inbox x
-     WHERE x.endpoint = ANY (ARRAY(SELECT DISTINCT i.endpoint FROM input i))
-       AND x.event_id = ANY (ARRAY(SELECT i.event_id FROM input i))
-  ), prior AS (
-    -- Not for deliveries whose row exists (duplicates, a fifth of the traffic): locking their
-    -- jobs would dirty a page of pgboss.job per duplicate for nothing. Looked up by primary key
-    -- through arrays, as \`existing\`. An id names one event of one endpoint, and each endpoint
-    -- has its own apply queue, so the two arrays cannot pair a queue with another endpoint's id.
-    SELECT j.id, j.state::text IN (${WAITING_SQL}) AS waiting
-      FROM pgboss.job j
-     WHERE j.name = ANY (ARRAY(SELECT DISTINCT i.queue FROM input i))
-       AND j.id = ANY (ARRAY(
-             SELECT i.job_id
-               FROM input i
-              WHERE NOT EXISTS (SELECT 1 FROM existing e WHERE e.endpoint = i.endpoint AND e.event_id = i.event_id)))
-     -- Jobs before inbox rows, in id order, as the transactional claim locks them: no deadlock.
-     ORDER BY j.id
-       FOR UPDATE OF j
   ), rows AS (
     INSERT INTO hookgate.inbox
       (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
@@ -134,7 +106,6 @@ export const CLAIM_IN_ONE_STATEMENT = `
     SELECT i.endpoint, i.event_id, i.provider, i.event_type, i.entity_type, i.entity_id, i.entity_version,
            i.payload, i.headers, i.traceparent, i.body_digest, i.received_via
       FROM input i
-     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
      ORDER BY i.ord
     ON CONFLICT DO NOTHING
     RETURNING endpoint, event_id
@@ -144,41 +115,29 @@ export const CLAIM_IN_ONE_STATEMENT = `
            min(i.ord) AS ord
       FROM rows r
       JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
-     WHERE NOT EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id)
      GROUP BY i.queue, i.job_id, i.endpoint, i.event_id
   ), jobs AS (${INSERT_JOB_ROWS}
   ), woken AS (
     -- $3: false when the gateway has sent a wake-up for these endpoints moments ago and sends the
     -- next after this commit (queue/wakeup-throttle.ts).
     SELECT pg_notify('${WAKEUP_CHANNEL}', e.endpoint) FROM (SELECT DISTINCT endpoint FROM rows) e WHERE $3::boolean
-  ), deferred AS (
-    SELECT i.endpoint, i.event_id
-      FROM input i
-     WHERE EXISTS (SELECT 1 FROM prior p WHERE p.id = i.job_id AND NOT p.waiting)
-       AND NOT EXISTS (SELECT 1 FROM existing e WHERE e.endpoint = i.endpoint AND e.event_id = i.event_id)
   ), counted AS (
-    -- Per endpoint: rows created are accepted; the rest, but for the deferred, were duplicates.
+    -- Per endpoint: rows created are accepted; the rest were duplicates.
     -- Sorted by endpoint, as COUNT_DELIVERIES, so batches sharing a row cannot deadlock.
     INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
-    SELECT n.endpoint, date_trunc('minute', now()), ${COUNTS_SHARD}, n.accepted,
-           n.given - n.accepted - n.deferred
+    SELECT n.endpoint, date_trunc('minute', now()), ${COUNTS_SHARD}, n.accepted, n.given - n.accepted
       FROM (SELECT i.endpoint, count(*) AS given,
-                   (SELECT count(*) FROM rows r WHERE r.endpoint = i.endpoint) AS accepted,
-                   (SELECT count(*) FROM deferred d WHERE d.endpoint = i.endpoint) AS deferred
+                   (SELECT count(*) FROM rows r WHERE r.endpoint = i.endpoint) AS accepted
               FROM input i
              GROUP BY i.endpoint) n
-     WHERE n.given > n.deferred
-       -- The input guard again (see the final SELECT), for a batch in which nothing was inserted.
-       AND 1 / (CASE WHEN (SELECT count(*) FROM input) = $2 THEN 1 ELSE 0 END) = 1
+     -- The input guard again (see the final SELECT), for a batch in which nothing was inserted.
+     WHERE 1 / (CASE WHEN (SELECT count(*) FROM input) = $2 THEN 1 ELSE 0 END) = 1
      ORDER BY n.endpoint
     ON CONFLICT (endpoint, minute, shard) DO UPDATE
        SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate
   )
-  SELECT r.endpoint, r.event_id, 'accepted' AS outcome,
+  SELECT r.endpoint, r.event_id,
          1 / (CASE WHEN (SELECT count(*) FROM jobs) = (SELECT count(*) FROM new_jobs)
                         AND (SELECT count(*) FROM input) = $2 THEN 1 ELSE 0 END)
            + 0 * (SELECT count(*) FROM woken) AS guard
-    FROM rows r
-  UNION ALL
-  SELECT d.endpoint, d.event_id, 'deferred', 1
-    FROM deferred d`;
+    FROM rows r`;

@@ -197,28 +197,20 @@ interface Claimed {
 
 /**
  * The claim in one round trip (CLAIM_IN_ONE_STATEMENT, its own commit). Returns the keys it
- * accepted and the claims it left for the transactional path (an earlier job under the same id
- * that is finished or running). Throws what the statement threw: nothing was committed then.
+ * accepted. Throws what the statement threw (its guard included: a job id still held by an
+ * earlier job): nothing was committed then.
  */
 async function claimInOneStatement(
   client: pg.PoolClient,
   sorted: readonly Claim[],
   wakeup: boolean,
-): Promise<{ inserted: Set<string>; deferred: Claim[] }> {
-  const result = await client.query<{ endpoint: string; event_id: string; outcome: 'accepted' | 'deferred' }>(
-    {
-      name: CLAIM_STATEMENT_NAME,
-      text: CLAIM_IN_ONE_STATEMENT,
-      values: [claimDocument(sorted), sorted.length, wakeup],
-    },
-  );
-  const inserted = new Set<string>();
-  const deferredKeys = new Set<string>();
-  for (const row of result.rows) {
-    (row.outcome === 'accepted' ? inserted : deferredKeys).add(keyOf(row.endpoint, row.event_id));
-  }
-  const deferred = sorted.filter((c) => deferredKeys.has(keyOf(c.endpoint, c.event.eventId)));
-  return { inserted, deferred };
+): Promise<Set<string>> {
+  const result = await client.query<{ endpoint: string; event_id: string }>({
+    name: CLAIM_STATEMENT_NAME,
+    text: CLAIM_IN_ONE_STATEMENT,
+    values: [claimDocument(sorted), sorted.length, wakeup],
+  });
+  return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
 
 /**
@@ -330,37 +322,17 @@ export async function claimBatch(
   }
   let broken = false;
   try {
-    let inserted = new Set<string>();
-    let failed = new Map<string, HookgateError>();
-    let rest: readonly Claim[] = sorted;
     if (!hooks.beforeCommit && sorted.every(fitsOneStatement)) {
-      const fast = await claimInOneStatement(client, sorted, options.wakeup ?? true).catch(
+      const inserted = await claimInOneStatement(client, sorted, options.wakeup ?? true).catch(
         (error: unknown) => {
+          // A row's data, or the guard (a job id still held): the transactional claim decides.
           if (isRowError(error)) return null;
           throw error;
         },
       );
-      if (fast) {
-        inserted = fast.inserted;
-        rest = fast.deferred;
-      }
+      if (inserted) return resultsFor(claims, inserted, new Map());
     }
-    if (rest.length > 0) {
-      try {
-        const slow = await claimInTransaction(client, boss, rest, hooks);
-        for (const key of slow.inserted) inserted.add(key);
-        failed = slow.failed;
-      } catch (error) {
-        // Nothing committed yet: the whole batch fails, below.
-        if (rest === sorted) throw error;
-        // The one statement has committed the rest of the batch (rows, jobs, counts): those
-        // answers stand; only the deferred deliveries are refused, to be sent again.
-        broken = true;
-        await client.query('ROLLBACK').catch(() => {});
-        const failure = failureFor(error);
-        for (const claim of rest) failed.set(keyOf(claim.endpoint, claim.event.eventId), failure);
-      }
-    }
+    const { inserted, failed } = await claimInTransaction(client, boss, sorted, hooks);
     return resultsFor(claims, inserted, failed);
   } catch (error) {
     broken = true;

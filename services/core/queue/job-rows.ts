@@ -49,6 +49,3 @@ export const INSERT_JOB_ROWS = `
    ORDER BY n.ord
   ON CONFLICT DO NOTHING
   RETURNING id`;
-
-/** Job states in which a job will still run (and so apply whatever inbox row it finds then). */
-export const WAITING_STATES = ['created', 'retry'] as const;
