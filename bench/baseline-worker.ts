@@ -105,7 +105,13 @@ async function loop(): Promise<void> {
         return;
       }
       try {
-        await handler.apply({ tx: client, outbox: outboxFor(client, row), logger }, eventOf(row));
+        // The handler's own form, on one event: a batch of one (its `apply` where it has one).
+        const event = eventOf(row);
+        const outbox = outboxFor(client, row);
+        const [result] = handler.applyBatch
+          ? await handler.applyBatch({ tx: client, outbox: () => outbox, logger }, [event])
+          : [await handler.apply!({ tx: client, outbox, logger }, event)];
+        if (typeof result === 'object' && result !== null) throw result.error;
         await client.query(MARK_DONE, [row.id]);
         await client.query('COMMIT');
         counts.applied += 1;

@@ -141,6 +141,11 @@ export function startSpan(name: string, attributes: Attributes, parent: Context)
   return tracer().startSpan(name, { attributes }, parent);
 }
 
+/** Runs `fn` with `span` (started by startSpan) as the active span, so work inside it nests under it. */
+export function withSpan<T>(span: Span, fn: () => Promise<T>): Promise<T> {
+  return context.with(trace.setSpan(context.active(), span), fn);
+}
+
 /** The synchronous form of `inSpan`. */
 export function inSpanSync<T>(
   name: string,

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { applyInClaim } from '../core/apply/apply-in-claim.ts';
+import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { pendingMigrations } from '../core/db/migrate.ts';
 import { HookgateError } from '../core/errors.ts';
@@ -40,6 +41,8 @@ export interface GatewayOptions {
   readonly port: number;
   readonly host?: string;
   readonly hooks?: ClaimHooks;
+  /** Where sync-mode applies are counted (the worker's metrics, in the same registry). */
+  readonly applyMetrics?: ApplyMetrics | null;
   readonly now?: () => number;
   /** Directory of the config file, for sync-mode `module:` handlers (default: cwd). */
   readonly configDir?: string;
@@ -71,11 +74,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       }),
     );
   }
+  const engine = { boss, logger, metrics: options.applyMetrics ?? null };
   const syncHooks: ClaimHooks = {
     beforeCommit: async (client, accepted) => {
       await options.hooks?.beforeCommit?.(client, accepted);
-      await applyInClaim(client, boss, syncHandlers, logger, accepted);
+      await applyInClaim(client, engine, syncHandlers, accepted);
     },
+    appliesInClaim: (endpoint) => syncHandlers.has(endpoint),
   };
   const isSync = (claim: Claim): boolean => syncHandlers.has(claim.endpoint);
 

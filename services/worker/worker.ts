@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import type { Registry } from 'prom-client';
+import type { EventResult } from '../core/apply/engine.ts';
 import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
+import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -9,12 +10,10 @@ import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
-import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
+import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
-import { traceIdOf } from '../core/tracing.ts';
-import { type ApplyJob, applyBatch } from './apply.ts';
-import { type DeadLetterJob, settleDeadLetters } from './dead-letter.ts';
-import { appliedOutcome, createWorkerMetrics, type WorkerMetrics } from './metrics.ts';
+import { applyJobs, type FetchedJob, type JobPolicy } from './apply.ts';
+import { startSweeper } from './sweeper.ts';
 import { Waker } from './waker.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
 
@@ -22,12 +21,12 @@ export interface WorkerOptions {
   readonly config: Config;
   /** Apply transactions run on this pool (one connection per in-flight batch). */
   readonly pool: pg.Pool;
-  /** A started pg-boss; a worker's instance should supervise (expiry, dead-lettering). */
+  /** A started pg-boss; a worker's instance should supervise (expiry, lost heartbeats). */
   readonly boss: PgBoss;
   readonly logger: Logger;
   /** Directory of the config file, for `module:` handlers. */
   readonly configDir: string;
-  readonly registry?: Registry;
+  readonly metrics?: ApplyMetrics | null;
   /** Only these endpoints (default: all configured). */
   readonly endpoints?: readonly string[];
 }
@@ -42,9 +41,55 @@ export interface RunningWorker {
 
 const ERROR_BACKOFF_MS = 1_000;
 
+/** A fetched job, and whether its previous try was lost with its worker (never reported). */
+interface Fetched extends FetchedJob {
+  readonly lost: boolean;
+}
+
+/**
+ * How many jobs to fetch for about `batchSize` events: a job carries one claim batch of an
+ * endpoint (one event when traffic is light, dozens under load), so the count follows a running
+ * mean of events per job.
+ */
+class JobsPerFetch {
+  #mean = 1;
+  readonly #batchSize: number;
+
+  constructor(batchSize: number) {
+    this.#batchSize = batchSize;
+  }
+
+  get count(): number {
+    return Math.max(1, Math.min(this.#batchSize, Math.round(this.#batchSize / this.#mean)));
+  }
+
+  observe(jobs: readonly FetchedJob[]): void {
+    const events = jobs.reduce((sum, job) => sum + job.eventIds.length, 0);
+    this.#mean = 0.8 * this.#mean + 0.2 * Math.max(1, events / jobs.length);
+  }
+}
+
+/** Whole jobs in groups of at most `batchSize` events (a larger job is a group of its own). */
+function groups(jobs: readonly Fetched[], batchSize: number): Fetched[][] {
+  const out: Fetched[][] = [];
+  let current: Fetched[] = [];
+  let events = 0;
+  for (const job of jobs) {
+    if (current.length > 0 && events + job.eventIds.length > batchSize) {
+      out.push(current);
+      current = [];
+      events = 0;
+    }
+    current.push(job);
+    events += job.eventIds.length;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
   const { config, pool, boss, logger } = options;
-  const metrics: WorkerMetrics | null = options.registry ? createWorkerMetrics(options.registry) : null;
+  const metrics = options.metrics ?? null;
   const names = options.endpoints ?? Object.keys(config.endpoints);
   const handlers = new Map<string, Handler>();
   for (const name of names) {
@@ -61,9 +106,18 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   }
 
   const { batchSize, concurrency, pollingInterval } = config.worker;
+  const policy: JobPolicy = {
+    maxAttempts: config.worker.retryLimit + 1,
+    retryDelaySeconds: config.worker.retryDelay / 1000,
+    retryDelayMaxSeconds: config.worker.retryDelayMax / 1000,
+  };
   let stopping = false;
   const waker = new Waker();
   const heartbeatSeconds = heartbeatSecondsFrom(config.worker);
+  // The per-event line carries identifiers and an outcome only, fields no redaction path can
+  // match: it skips pino's redaction, which otherwise walks every line (as the gateway's
+  // per-delivery line does). Lines with an error keep it.
+  const deps = { pool, boss, logger: logger.child({}, { redact: [] }), metrics };
 
   /**
    * Runs `work` while keeping the fetched jobs' heartbeat fresh, so the supervisor takes them back
@@ -92,55 +146,38 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }
   };
 
-  // The per-event line carries identifiers and an outcome only, fields no redaction path can
-  // match: it skips pino's redaction, which otherwise walks every line (as the gateway's
-  // per-delivery line does). Lines with an error keep it.
-  const eventLog = logger.child({}, { redact: [] });
-
-  /** Applies one group of fetched jobs in one transaction, and reports what happened. */
-  const applyGroup = async (endpoint: string, handler: Handler, jobs: ApplyJob[]): Promise<void> => {
-    const queue = applyQueue(endpoint);
+  /**
+   * Applies a group of fetched jobs in one transaction. If the transaction itself fails (nothing
+   * committed), the jobs are failed now (fenced) rather than left to expire: pg-boss tries them
+   * again with the queue's backoff.
+   */
+  const applyGroup = async (
+    endpoint: string,
+    handler: Handler,
+    jobs: readonly FetchedJob[],
+    complete = true,
+  ): Promise<EventResult[] | null> => {
     try {
-      const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
-      const now = Date.now();
-      metrics?.applyDuration.observe({ endpoint }, result.durationSeconds);
-      for (const event of result.events) {
-        const outcome = appliedOutcome(event.outcome);
-        metrics?.eventsApplied.inc({ endpoint, event_type: event.eventType, outcome });
-        if (event.receivedAt && (outcome === 'applied' || outcome === 'stale' || outcome === 'ignored')) {
-          metrics?.endToEnd.observe({ endpoint }, (now - event.receivedAt.getTime()) / 1000);
-        }
-        // One line per apply outcome: identifiers and the outcome, never the payload.
-        const line = {
-          endpoint,
-          event_id: event.eventId,
-          event_type: event.eventType,
-          outcome,
-          trace_id: traceIdOf(event.traceparent),
-        };
-        if (outcome === 'retried') logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
-        else if (outcome === 'dead')
-          logger.warn({ ...line, error: event.error }, 'apply failed for good; event is dead');
-        else eventLog.info(line, 'event applied');
-      }
+      return await applyJobs(deps, endpoint, handler, jobs, policy, complete);
     } catch (error) {
-      // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
-      logger.error({ err: error, endpoint, jobs: jobs.length }, 'apply batch failed; retrying its jobs');
-      // The job's output carries the code the dead-letter step decides from; the row's
-      // last_error (a separate statement that may fail too) is for people only.
+      const events = jobs.flatMap((job) =>
+        job.eventIds.map((eventId) => ({ eventId, retryCount: job.retryCount })),
+      );
+      logger.error({ err: error, endpoint, events: events.length }, 'apply batch failed; retrying its jobs');
       const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
-      await recordBatchFailure(pool, endpoint, jobs, lastErrorOf(failure)).catch((recordError: unknown) =>
+      await recordBatchFailure(pool, endpoint, events, lastErrorOf(failure)).catch((recordError: unknown) =>
         logger.error({ err: recordError }, 'could not record the batch failure'),
       );
       await boss
         .fail(
-          queue,
+          applyQueue(endpoint),
           jobs.map(({ id, retryCount }) => ({ id, retryCount })),
           jobOutputOf(failure),
         )
         .catch((failError: unknown) =>
           logger.error({ err: failError }, 'could not fail jobs; they will expire'),
         );
+      return null;
     }
   };
 
@@ -152,7 +189,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
    * both run out of attempts.
    */
   let loneTurn: Promise<void> = Promise.resolve();
-  const oneLoneApplyAtATime = async (apply: () => Promise<void>): Promise<void> => {
+  const oneLoneApplyAtATime = async <T>(apply: () => Promise<T>): Promise<T> => {
     const previous = loneTurn;
     let release: () => void = () => {};
     loneTurn = new Promise<void>((resolve) => {
@@ -160,123 +197,121 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     });
     await previous;
     try {
-      await apply();
+      return await apply();
     } finally {
       release();
     }
   };
 
   /**
-   * One fetch-and-apply step; returns how many jobs it fetched. Jobs whose previous attempt was
-   * lost with its worker (expired or heartbeat gone, never reported) may hold an event that
-   * crashes the process: the others are applied first as one batch, then each of those alone,
-   * the ones a worker already died applying alone last (services/core/inbox/lost-attempts.ts).
+   * A job whose previous try was lost with its worker may carry an event that crashes the
+   * process: its events are applied one per transaction, the ones a worker already died applying
+   * alone last (services/core/inbox/lost-attempts.ts), and the job is completed after the last.
    * A crashing event then costs its neighbours at most the attempts it shared with them before.
    */
-  const applyStep = async (endpoint: string, handler: Handler): Promise<number> => {
+  const applyAlone = async (endpoint: string, handler: Handler, job: Fetched): Promise<void> => {
+    // The marks only order the lone applies; if they cannot be read or written (e.g. a row
+    // still locked by a stalled attempt past the statement timeout), apply without them.
+    const crashed = await lostAlone(pool, endpoint, job.eventIds).catch((error: unknown) => {
+      logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
+      return new Set<string>();
+    });
+    const order = [
+      ...job.eventIds.filter((eventId) => !crashed.has(eventId)),
+      ...job.eventIds.filter((eventId) => crashed.has(eventId)),
+    ];
+    for (const eventId of order) {
+      const applied = await oneLoneApplyAtATime(async () => {
+        if (crashed.has(eventId))
+          logger.warn(
+            { endpoint, event_id: eventId, attempt: job.retryCount + 1 },
+            'applying an event that a worker died applying before',
+          );
+        const unmark = await markAlone(pool, endpoint, eventId).catch((error: unknown) => {
+          logger.warn({ err: error, endpoint, event_id: eventId }, 'could not mark a lone apply');
+          return async () => {};
+        });
+        const result = await applyGroup(endpoint, handler, [{ ...job, eventIds: [eventId] }], false);
+        await unmark().catch((error: unknown) =>
+          logger.warn({ err: error, endpoint, event_id: eventId }, 'could not clear a lone-apply mark'),
+        );
+        return result;
+      });
+      // The job was failed for a retry (its transaction failed): the rest waits for that retry.
+      if (applied === null) return;
+    }
+    await boss.complete(applyQueue(endpoint), [{ id: job.id, retryCount: job.retryCount }]);
+  };
+
+  const perFetch = new Map<string, JobsPerFetch>();
+
+  /** One fetch-and-apply step; returns whether it fetched a full load (more is waiting). */
+  const applyStep = async (endpoint: string, handler: Handler): Promise<boolean> => {
     const queue = applyQueue(endpoint);
+    const sizing = perFetch.get(endpoint) ?? new JobsPerFetch(batchSize);
+    perFetch.set(endpoint, sizing);
+    const wanted = sizing.count;
     // fetch commits on its own: the attempt is counted before any work, so an event that kills
     // the process every time still runs out of attempts.
-    const fetched = await boss.fetch<ApplyJobData>(queue, { batchSize, includeMetadata: true });
-    if (fetched.length === 0) return 0;
-    const jobs: ApplyJob[] = [];
-    const lost: ApplyJob[] = [];
-    for (const job of fetched) {
-      const applyJob = { id: job.id, retryCount: job.retryCount, eventId: job.data.eventId };
-      if (job.retryCount > 0 && failureFromOutput(job.output) === null) lost.push(applyJob);
-      else jobs.push(applyJob);
-    }
-    await holding(queue, [...jobs, ...lost], async () => {
-      if (jobs.length > 0) await applyGroup(endpoint, handler, jobs);
-      if (lost.length === 0) return;
-      // The marks only order the lone applies; if they cannot be read or written (e.g. a row
-      // still locked by a stalled attempt past the statement timeout), apply without them.
-      const crashed = await lostAlone(
-        pool,
-        endpoint,
-        lost.map((job) => job.eventId),
-      ).catch((error: unknown) => {
-        logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
-        return new Set<string>();
-      });
-      const order = [
-        ...lost.filter((job) => !crashed.has(job.eventId)),
-        ...lost.filter((job) => crashed.has(job.eventId)),
-      ];
-      for (const job of order) {
-        await oneLoneApplyAtATime(async () => {
-          if (crashed.has(job.eventId))
-            logger.warn(
-              { endpoint, event_id: job.eventId, attempt: job.retryCount + 1 },
-              'applying an event that a worker died applying before',
-            );
-          const unmark = await markAlone(pool, endpoint, job.eventId).catch((error: unknown) => {
-            logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not mark a lone apply');
-            return async () => {};
-          });
-          await applyGroup(endpoint, handler, [job]);
-          await unmark().catch((error: unknown) =>
-            logger.warn({ err: error, endpoint, event_id: job.eventId }, 'could not clear a lone-apply mark'),
-          );
-        });
-      }
-    });
-    return fetched.length;
-  };
-
-  const deadLetterStep = async (endpoint: string): Promise<number> => {
-    const queue = deadLetterQueue(endpoint);
-    const fetched = await boss.fetch<ApplyJobData>(queue, {
-      batchSize,
-      includeMetadata: true,
-    });
-    if (fetched.length === 0) return 0;
-    const jobs: DeadLetterJob[] = fetched.map((job) => ({
+    const fetched = await boss.fetch(queue, { batchSize: wanted, includeMetadata: true });
+    if (fetched.length === 0) return false;
+    const jobs: Fetched[] = fetched.map((job) => ({
       id: job.id,
       retryCount: job.retryCount,
-      eventId: job.data.eventId,
-      sourceRetryCount: job.sourceRetryCount ?? 0,
-      sourceOutput: job.sourceOutput,
+      eventIds: eventIdsOf(job.data),
+      lost: job.retryCount > 0 && failureFromOutput(job.output) === null,
     }));
-    const exhausted = await holding(queue, jobs, () =>
-      settleDeadLetters({ pool, boss, logger }, endpoint, jobs),
-    );
-    for (const e of exhausted) {
-      metrics?.eventsApplied.inc({ endpoint, event_type: e.eventType ?? '', outcome: e.status });
-    }
-    return fetched.length;
+    sizing.observe(jobs);
+    await holding(queue, jobs, async () => {
+      for (const group of groups(
+        jobs.filter((job) => !job.lost),
+        batchSize,
+      )) {
+        await applyGroup(endpoint, handler, group);
+      }
+      for (const job of jobs.filter((candidate) => candidate.lost)) await applyAlone(endpoint, handler, job);
+    });
+    return fetched.length >= wanted;
   };
 
-  const loop = async (what: string, endpoint: string, step: () => Promise<number>): Promise<void> => {
+  const loop = async (endpoint: string, step: () => Promise<boolean>): Promise<void> => {
     while (!stopping) {
-      let fetched = 0;
+      let full = false;
       try {
-        fetched = await step();
+        full = await step();
       } catch (error) {
         if (stopping) break;
-        logger.error({ err: error, endpoint, loop: what }, 'worker step failed');
+        logger.error({ err: error, endpoint }, 'worker step failed');
         await waker.sleep(ERROR_BACKOFF_MS);
         continue;
       }
-      // A full batch means more is waiting: fetch again at once.
-      if (fetched < batchSize && !stopping)
-        await waker.sleep(pollingInterval, what === 'apply' ? endpoint : '');
+      // A full fetch means more is waiting: fetch again at once.
+      if (!full && !stopping) await waker.sleep(pollingInterval, endpoint);
     }
   };
 
   const loops: Promise<void>[] = [];
   for (const [endpoint, handler] of handlers) {
-    for (let i = 0; i < concurrency; i += 1) {
-      loops.push(loop('apply', endpoint, () => applyStep(endpoint, handler)));
-    }
-    loops.push(loop('dead-letter', endpoint, () => deadLetterStep(endpoint)));
+    for (let i = 0; i < concurrency; i += 1) loops.push(loop(endpoint, () => applyStep(endpoint, handler)));
   }
+  const sweeper = startSweeper({
+    pool,
+    boss,
+    logger,
+    endpoints: [...handlers.keys()],
+    intervalMs: config.worker.sweepInterval,
+    maxAttempts: policy.maxAttempts,
+    onEnded: (endpoint, ended) => {
+      for (const row of ended) metrics?.eventsApplied.inc({ endpoint, event_type: '', outcome: row.status });
+    },
+  });
   const listener = listenForWakeups(pool.options, (endpoint) => waker.wake(endpoint), logger);
   logger.info({ endpoints: names, batchSize, concurrency }, 'worker started');
 
   return {
     async stop() {
       stopping = true;
+      await sweeper.stop();
       await listener.stop();
       waker.wakeAll();
       let timer: NodeJS.Timeout | undefined;

@@ -6,7 +6,7 @@ import type { Handler } from '../../services/core/handlers/types.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
-import { silentLogger } from '../support/fake-worker.ts';
+import { silentLogger } from '../support/apply.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
 // A set-based batch that fails is rolled back to its savepoint and applied again event by

@@ -7,7 +7,7 @@ import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
-import { startBoss } from '../support/fake-worker.ts';
+import { startBoss } from '../support/apply.ts';
 import { workerConfig } from '../support/worker-harness.ts';
 
 // The claim is a named prepared statement: each gateway connection plans it once, usually while

@@ -4,7 +4,7 @@ import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { startBoss } from '../support/fake-worker.ts';
+import { startBoss } from '../support/apply.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';
 import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
 

@@ -7,7 +7,7 @@ import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
-import { startBoss } from '../support/fake-worker.ts';
+import { startBoss } from '../support/apply.ts';
 import { waitFor, workerConfig } from '../support/worker-harness.ts';
 
 // On this class of machine a round trip to PostgreSQL costs more than the SQL it carries, so the

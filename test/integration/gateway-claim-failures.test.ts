@@ -6,7 +6,7 @@ import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type Delivery, post, type Reply, standardWebhook } from '../support/deliveries.ts';
-import { startBoss } from '../support/fake-worker.ts';
+import { startBoss } from '../support/apply.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 
 let db: TestDatabase;

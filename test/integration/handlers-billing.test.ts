@@ -7,7 +7,7 @@ import type { Handler } from '../../services/core/handlers/types.ts';
 import { outboxQueue } from '../../services/core/queue/names.ts';
 import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 
 const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
 
@@ -57,7 +57,7 @@ async function notifications(id: string): Promise<number> {
 }
 
 const apply = (event: ReturnType<typeof stripeEvent>, handler: Handler = billing, pool: pg.Pool = db.pool) =>
-  applyInTransaction(pool, boss, handler, event);
+  applyEvent(pool, boss, handler, event);
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -120,7 +120,7 @@ describe('billing: invoices', () => {
     });
     const outcomes = await Promise.all(
       Array.from({ length: 8 }, () =>
-        applyInTransaction(wide, boss, billing, event, {
+        applyEvent(wide, boss, billing, event, {
           afterBegin: async (client) => {
             await client.query('SELECT 1');
             arrived += 1;

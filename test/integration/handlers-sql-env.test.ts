@@ -5,7 +5,7 @@ import { HookgateError } from '../../services/core/errors.ts';
 import { createSqlHandler } from '../../services/core/handlers/sql.ts';
 import type { InboxEvent } from '../../services/core/handlers/types.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { applyInTransaction, silentLogger, startBoss } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 
 // `${ENV}` in a sql: statement is bound as a parameter, never pasted into the SQL text.
 let db: TestDatabase;
@@ -61,7 +61,7 @@ describe('sql: handler and ${ENV}', () => {
   it('binds each variable as a text parameter: a hostile value is stored as data, not run', async () => {
     const handler = createSqlHandler(STATEMENT.slice('sql:'.length), {}, deps, { TENANT: HOSTILE });
     const event = appEvent();
-    expect(await applyInTransaction(db.pool, boss, handler, event)).toBe('processed');
+    expect(await applyEvent(db.pool, boss, handler, event)).toBe('processed');
     const { rows } = await db.pool.query('SELECT event_id, tenant, region FROM app.tenants');
     expect(rows).toEqual([{ event_id: event.eventId, tenant: HOSTILE, region: 'eu' }]);
   });

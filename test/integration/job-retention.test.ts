@@ -12,7 +12,7 @@ import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { silentLogger } from '../support/fake-worker.ts';
+import { silentLogger } from '../support/apply.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';
 import {
   Claimer,

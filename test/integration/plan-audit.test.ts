@@ -13,7 +13,7 @@ import { startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { silentLogger } from '../support/fake-worker.ts';
+import { silentLogger } from '../support/apply.ts';
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
 import { type AuditTarget, auditTargets, PreparedTarget } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';

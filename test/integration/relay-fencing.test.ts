@@ -8,7 +8,7 @@ import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyInTransaction, silentLogger, startBoss } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 import { waitFor } from '../support/worker-harness.ts';
 
 // Two attempts of one downstream delivery overlap for real: attempt A's relay is starved of
@@ -79,7 +79,7 @@ async function forward(eventId: string, path: string): Promise<void> {
     { url: `${downstream.url}${path}`, timeout: '1s' },
     { endpoint: ENDPOINT, logger: silentLogger, configDir: process.cwd() },
   );
-  await applyInTransaction(db.pool, senderBoss, handler, {
+  await applyEvent(db.pool, senderBoss, handler, {
     endpoint: ENDPOINT,
     eventId,
     provider: 'github',

@@ -7,7 +7,7 @@ import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyInTransaction, silentLogger, startBoss } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 
 const ENDPOINT = 'orders';
 const deps = { endpoint: ENDPOINT, logger: silentLogger, configDir: process.cwd() };
@@ -46,7 +46,7 @@ function orderEvent(eventId = `evt_${Date.now().toString(36)}_${++counter}`): In
 /** Applies the forward handler for `event` in a real transaction; its outbox job commits with it. */
 async function forward(event: InboxEvent, path: string, options: Record<string, unknown> = {}) {
   const handler = createForwardHandler({ url: `${downstream.url}${path}`, timeout: '2s', ...options }, deps);
-  return applyInTransaction(db.pool, boss, handler, event);
+  return applyEvent(db.pool, boss, handler, event);
 }
 
 async function delivery(key: string) {
@@ -253,7 +253,7 @@ describe('relay: forward', () => {
     const url = gone.url;
     await gone.close();
     const handler = createForwardHandler({ url: `${url}/x` }, deps);
-    await applyInTransaction(db.pool, boss, handler, event);
+    await applyEvent(db.pool, boss, handler, event);
     const row = await settledDelivery(key);
     expect(row.status).toBe('dead');
     expect(row.last_error).toMatch(/request failed: ECONNREFUSED/);

@@ -8,7 +8,7 @@ import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { createRelayMetrics, type RelayMetrics, startRelays } from '../../services/worker/relay.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyInTransaction, silentLogger, startBoss, stripeEvent } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 
 const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
 const QUEUES: OutboxQueueSettings = {
@@ -104,9 +104,9 @@ describe('relay: notify (billing)', () => {
     const id = newInvoice();
     downstream.script('/billing', [502, 200]);
     const first = paid(id);
-    await applyInTransaction(db.pool, boss, billing, first);
+    await applyEvent(db.pool, boss, billing, first);
     // The same payment again under another event id: absorbed, nothing more to notify.
-    await applyInTransaction(db.pool, boss, billing, paid(id));
+    await applyEvent(db.pool, boss, billing, paid(id));
     expect(await settled(`${id}:paid`)).toMatchObject({
       status: 'delivered',
       attempts: 2,
@@ -137,7 +137,7 @@ describe('relay: notify (billing)', () => {
   it('without notifyUrl the notification is settled as delivered nowhere', async () => {
     const billing = createBillingHandler({}, deps);
     const id = newInvoice();
-    await applyInTransaction(db.pool, boss, billing, paid(id));
+    await applyEvent(db.pool, boss, billing, paid(id));
     expect(await settled(`${id}:paid`)).toMatchObject({ status: 'nowhere', attempts: 0, url: null });
     const done = await waitUntil(async () => {
       const { rows } = await db.pool.query(

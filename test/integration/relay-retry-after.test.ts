@@ -8,7 +8,7 @@ import { startRelays } from '../../services/worker/relay.ts';
 import { retryAfterSeconds } from '../../services/worker/relay-http.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyInTransaction, silentLogger, startBoss } from '../support/fake-worker.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 
 // A downstream that answers 429 (or 503) with Retry-After gets its next try no sooner than it
 // asked, whatever the queue's backoff says (here 1 s), capped at the queue's longest backoff.
@@ -50,7 +50,7 @@ function orderEvent(): InboxEvent {
 async function forwardTo(path: string): Promise<string> {
   const event = orderEvent();
   const handler = createForwardHandler({ url: `${downstream.url}${path}`, timeout: '2s' }, deps);
-  await applyInTransaction(db.pool, boss, handler, event);
+  await applyEvent(db.pool, boss, handler, event);
   return `${ENDPOINT}:${event.eventId}`;
 }
 

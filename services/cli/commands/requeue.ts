@@ -92,7 +92,19 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     );
     let ids: string[];
     if (options.orphans) {
-      ids = await requeueOrphans(pool, boss, options.endpoint, options.limit);
+      const orphans = await requeueOrphans(
+        pool,
+        boss,
+        options.endpoint,
+        { maxAttempts: config.worker.retryLimit + 1 },
+        options.limit,
+      );
+      ids = orphans.redispatched;
+      if (orphans.ended.length > 0) {
+        process.stderr.write(
+          `hookgate: ${orphans.ended.length} orphaned event(s) had no attempt left and are now parked or dead: ${orphans.ended.join(', ')}\n`,
+        );
+      }
     } else {
       const progress = progressBar('requeue');
       if (process.stderr.isTTY) progress.total(await countRequeue(pool, request));

@@ -1,5 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { createApplyMetrics } from '../../core/apply/metrics.ts';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
@@ -175,6 +176,8 @@ export async function serveCommand(raw: unknown): Promise<void> {
   );
 
   const registry = createRegistry();
+  // One set for the process: the worker and sync-mode endpoints of the gateway both apply events.
+  const applyMetrics = createApplyMetrics(registry);
   // The worker gets its own pool in `all` so apply batches never starve the ack path.
   const workerPool =
     runsWorker && runsGateway
@@ -215,7 +218,14 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   if (runsWorker) {
-    worker = await startWorker({ config, pool: workerPool, boss, logger: loopLogger, configDir, registry });
+    worker = await startWorker({
+      config,
+      pool: workerPool,
+      boss,
+      logger: loopLogger,
+      configDir,
+      metrics: applyMetrics,
+    });
     relays = await startRelays({
       boss,
       pool: workerPool,
@@ -229,7 +239,17 @@ export async function serveCommand(raw: unknown): Promise<void> {
   }
   if (runsGateway) {
     const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
+    gateway = await startGateway({
+      config,
+      pool,
+      boss,
+      logger,
+      metrics,
+      applyMetrics,
+      port,
+      host,
+      configDir,
+    });
   }
   logger.info(
     { role: options.role, host, port: gateway?.port ?? null, metricsPort: metricsServer.port },

@@ -286,7 +286,7 @@ export const configSchema = z
       .prefault({}),
     worker: z
       .strictObject({
-        /** Most jobs fetched and applied together in one transaction. */
+        /** Most events applied together in one transaction (jobs, each a claim batch, are fetched to fill it). */
         batchSize: z.number().int().min(1).max(500).default(100),
         /** Fetch-and-apply loops per endpoint per process (each holds one connection while applying). */
         concurrency: z.number().int().min(1).max(16).default(2),
@@ -299,7 +299,7 @@ export const configSchema = z
         pollingInterval: durationMs.pipe(z.number().min(100).max(60_000)).default(500),
         /** Attempts per event are retryLimit + 1; past that the event is `parked` or `dead`. */
         retryLimit: z.number().int().min(0).max(50).default(7),
-        /** First retry delay; doubles per attempt with jitter (pg-boss retryBackoff), capped below. */
+        /** First retry delay; doubles per attempt, the second half of each wait random, capped below. */
         retryDelay: durationMs.pipe(z.number().min(0).max(3_600_000)).default(2_000),
         retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(600_000),
         /** An attempt still running after this long counts as lost and is retried. Whole seconds. */
@@ -310,17 +310,26 @@ export const configSchema = z
          * least 10 (pg-boss). Used only when below expireIn, which bounds an attempt anyway.
          */
         heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
-        /** How often a worker runs pg-boss supervision (expiry, lost heartbeats, dead-lettering). */
+        /** How often a worker runs pg-boss supervision (expiry, lost heartbeats). */
         superviseInterval: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
         /** How long SIGTERM waits for in-flight batches before leaving them to expire and retry. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
         /**
-         * Finished apply jobs (completed, or failed and copied to the dead-letter queue) are deleted
-         * this long after they finished: the inbox row is the durable record. Whole seconds.
+         * Finished apply jobs are deleted this long after they finished: the inbox row is the
+         * durable record. Whole seconds.
          */
         completedJobRetention: completedJobRetention(),
-        /** Dead-letter jobs (events that ran out of attempts) are deleted this long after they finished. */
+        /**
+         * Unused since apply jobs carry batches (there is no apply dead-letter queue any more);
+         * accepted so that configurations written for earlier versions still load.
+         */
         deadJobRetention: deadJobRetention(14),
+        /**
+         * How often one worker looks for pending events whose job is finished or gone, and sends
+         * them again (or ends those with no attempt left). Also how long a dispatch must be old
+         * before it is looked at.
+         */
+        sweepInterval: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(60_000),
         /**
          * How often a worker runs pg-boss retention (one worker per pass). A finished job is gone
          * between its retention and its retention plus this interval after it finished.

@@ -5,8 +5,8 @@
  */
 
 /**
- * The one rule of `invoice.paid` and `invoice.voided`, shared by the per-event and the set-based
- * statements: an existing invoice moves to paid or void only from a non-terminal status.
+ * The one rule of `invoice.paid` and `invoice.voided`: an existing invoice moves to paid or void
+ * only from a non-terminal status.
  */
 const PAID_UNLESS_TERMINAL = `ON CONFLICT (id) DO UPDATE
     SET status = 'paid',
@@ -25,49 +25,6 @@ const VOID_UNLESS_TERMINAL = `ON CONFLICT (id) DO UPDATE
         updated_by = EXCLUDED.updated_by,
         updated_at = now()
     WHERE i.status NOT IN ('paid', 'void')`;
-
-/** invoice.created: insert only if absent; an invoice already known (from any event) wins. */
-export const INSERT_INVOICE_IF_ABSENT = `
-  INSERT INTO billing.invoices
-    (id, customer_id, status, currency, amount_due, amount_paid, paid_at, voided_at, created_by, updated_by)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
-  ON CONFLICT (id) DO NOTHING
-  RETURNING id`;
-
-/**
- * invoice.paid: create as paid (paid before created) or advance to paid unless already paid
- * or void. ON CONFLICT DO UPDATE locks the row and re-checks the WHERE against the latest
- * committed version, so concurrent payers and voiders serialise here.
- */
-export const MARK_INVOICE_PAID = `
-  INSERT INTO billing.invoices AS i
-    (id, customer_id, status, currency, amount_due, amount_paid, paid_at, created_by, updated_by)
-  VALUES ($1, $2, 'paid', $3, $4, $5, coalesce($6, now()), $7, $7)
-  ${PAID_UNLESS_TERMINAL}
-  RETURNING i.status`;
-
-/** invoice.voided: create as void or void it, unless it is paid (or already void). */
-export const MARK_INVOICE_VOID = `
-  INSERT INTO billing.invoices AS i
-    (id, customer_id, status, currency, amount_due, amount_paid, voided_at, created_by, updated_by)
-  VALUES ($1, $2, 'void', $3, $4, $5, coalesce($6, now()), $7, $7)
-  ${VOID_UNLESS_TERMINAL}
-  RETURNING i.status`;
-
-/** `paid` and `void` never change, so reading them without a lock is stable. */
-export const INVOICE_STATUS = 'SELECT status FROM billing.invoices WHERE id = $1';
-
-/**
- * Books the payment of a paid invoice, once. Returns the row only when this call inserted it:
- * that is the signal to queue the notification in the same transaction.
- */
-export const BOOK_PAYMENT = `
-  INSERT INTO billing.ledger_entries (invoice_id, kind, amount, currency, endpoint, event_id)
-  SELECT i.id, 'payment', coalesce($2, i.amount_paid, i.amount_due, 0), coalesce($3, i.currency), $4, $5
-    FROM billing.invoices i
-   WHERE i.id = $1 AND i.status = 'paid'
-  ON CONFLICT (invoice_id, kind) DO NOTHING
-  RETURNING id, amount, currency, booked_at`;
 
 /** Arbitrary fixed class id ('bill') of the per-subscription advisory locks. */
 export const SUBSCRIPTION_LOCK_CLASS = 0x62696c6c;
@@ -99,9 +56,10 @@ export const MARK_SUBSCRIPTION_DELETED = `
         updated_by = EXCLUDED.updated_by,
         updated_at = now()`;
 
-// The batch forms (`applyBatch`): the same statements over `unnest` arrays. A batch is split
-// into rounds holding at most one event per invoice (see billing.ts), so no statement touches
-// an invoice twice and each invoice sees its events' statements in the per-event order.
+// The invoice statements take a round of events (`unnest` arrays). A batch is split into rounds
+// holding at most one event per invoice (see billing.ts), so no statement touches an invoice
+// twice and each invoice sees its events' statements in the events' order. One event alone is a
+// round of one.
 
 /** Arbitrary fixed class id ('invc') of the per-invoice advisory locks of batches. */
 export const INVOICE_LOCK_CLASS = 0x696e7663;
@@ -112,17 +70,15 @@ export const INVOICE_LOCK_CLASS = 0x696e7663;
  * by kind, so without it two batches sharing invoices could each hold one the other wants next
  * (a row one inserted, a row one updated) and wait for PostgreSQL's deadlock check (1 s) to fail
  * one of them. Row locks taken in the batch's own order could not cover an invoice that a
- * batch is about to create. A transaction applying one event touches one invoice and takes no
- * such lock: it cannot hold anything a batch waits for while waiting for the batch. The worker's
- * event-by-event rerun of a failed batch touches several, so it runs with the batch's locks
- * still held (`lockBatch`, taken before the batch's savepoint).
+ * batch is about to create. The engine's event-by-event rerun of a failed batch touches several,
+ * so it runs with the batch's locks still held (`lockBatch`, taken before the batch's savepoint).
  */
 export const LOCK_INVOICES = `
   SELECT pg_advisory_xact_lock($2::int, k.key)
     FROM (SELECT DISTINCT hashtext(id) AS key FROM unnest($1::text[]) AS id) k
    ORDER BY k.key`;
 
-/** INSERT_INVOICE_IF_ABSENT for a round. */
+/** invoice.created: insert only if absent; an invoice already known (from any event) wins. */
 export const INSERT_INVOICES_IF_ABSENT = `
   INSERT INTO billing.invoices
     (id, customer_id, status, currency, amount_due, amount_paid, paid_at, voided_at, created_by, updated_by)
@@ -136,7 +92,11 @@ export const INSERT_INVOICES_IF_ABSENT = `
   ON CONFLICT (id) DO NOTHING
   RETURNING id`;
 
-/** MARK_INVOICE_PAID for a round; returns the ids it inserted or changed. */
+/**
+ * invoice.paid: create as paid (paid before created) or advance to paid unless already paid or
+ * void. ON CONFLICT DO UPDATE locks the row and re-checks the WHERE against the latest committed
+ * version, so concurrent payers and voiders serialise here. Returns the ids it inserted or changed.
+ */
 export const MARK_INVOICES_PAID = `
   INSERT INTO billing.invoices AS i
     (id, customer_id, status, currency, amount_due, amount_paid, paid_at, created_by, updated_by)
@@ -148,7 +108,7 @@ export const MARK_INVOICES_PAID = `
   ${PAID_UNLESS_TERMINAL}
   RETURNING i.id`;
 
-/** MARK_INVOICE_VOID for a round; returns the ids it inserted or changed. */
+/** invoice.voided: create as void or void it, unless it is paid (or already void). Returns the ids it inserted or changed. */
 export const MARK_INVOICES_VOID = `
   INSERT INTO billing.invoices AS i
     (id, customer_id, status, currency, amount_due, amount_paid, voided_at, created_by, updated_by)
@@ -161,8 +121,10 @@ export const MARK_INVOICES_VOID = `
   RETURNING i.id`;
 
 /**
- * BOOK_PAYMENT for a round's `invoice.paid` events, with each invoice's status after the round
- * (`void` is worth a log line). One row per event, in order; `id` is null where nothing was booked.
+ * Books the payment of each paid invoice of a round's `invoice.paid` events, once (the ledger's
+ * UNIQUE (invoice_id, kind)), with each invoice's status after the round (`void` is worth a log
+ * line). One row per event, in order; `id` is null where nothing was booked, else the booking is
+ * the signal to queue the notification in the same transaction.
  */
 export const BOOK_PAYMENTS = `
   WITH e AS (

@@ -2,16 +2,11 @@ import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
 import { HookgateError } from '../errors.ts';
 import {
-  BOOK_PAYMENT,
   BOOK_PAYMENTS,
-  INSERT_INVOICE_IF_ABSENT,
   INSERT_INVOICES_IF_ABSENT,
   INVOICE_LOCK_CLASS,
-  INVOICE_STATUS,
   LOCK_INVOICES,
   LOCK_SUBSCRIPTION,
-  MARK_INVOICE_PAID,
-  MARK_INVOICE_VOID,
   MARK_INVOICES_PAID,
   MARK_INVOICES_VOID,
   MARK_SUBSCRIPTION_DELETED,
@@ -225,51 +220,6 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
     };
   }
 
-  async function invoiceCreated({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
-    const invoice = objectOf(invoiceSchema, event);
-    const inserted = await tx.query(INSERT_INVOICE_IF_ABSENT, [...createdValues(invoice, event)]);
-    return inserted.rowCount === 1 ? 'processed' : 'ignored';
-  }
-
-  async function invoicePaid(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
-    const { tx, outbox, logger } = context;
-    const invoice: Invoice = objectOf(invoiceSchema, event);
-    const changed = await tx.query(MARK_INVOICE_PAID, [
-      ...markValues(invoice, event, invoice.status_transitions?.paid_at),
-    ]);
-    if (changed.rowCount === 0) {
-      const current = await tx.query<{ status: string }>(INVOICE_STATUS, [invoice.id]);
-      if (current.rows[0]?.status === 'void') {
-        logger.info(
-          { invoice: invoice.id, eventId: event.eventId },
-          'invoice.paid on a void invoice: ignored',
-        );
-        return 'ignored';
-      }
-      // Already paid: book the payment if nothing has yet (self-healing), else it is a repeat.
-    }
-    const booked = await tx.query<BookedEntry>(BOOK_PAYMENT, [
-      invoice.id,
-      invoice.amount_paid ?? null,
-      invoice.currency ?? null,
-      event.endpoint,
-      event.eventId,
-    ]);
-    const entry = booked.rows[0];
-    if (!entry) return changed.rowCount === 0 ? 'ignored' : 'processed';
-    await outbox.enqueue(notification(event, invoice, entry));
-    return 'processed';
-  }
-
-  async function invoiceVoided({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
-    const invoice = objectOf(invoiceSchema, event);
-    const changed = await tx.query(MARK_INVOICE_VOID, [
-      ...markValues(invoice, event, invoice.status_transitions?.voided_at),
-    ]);
-    // No change: already void, or paid (a paid invoice is never voided).
-    return changed.rowCount === 1 ? 'processed' : 'ignored';
-  }
-
   async function subscriptionChanged({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
     const ref = objectOf(subscriptionRefSchema, event);
     if (!subscriptions) {
@@ -417,20 +367,6 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
         if (id !== null) ids.push(id);
       }
       await lockInvoices(tx, ids);
-    },
-    async apply(context, event) {
-      switch (event.eventType) {
-        case 'invoice.created':
-          return invoiceCreated(context, event);
-        case 'invoice.paid':
-          return invoicePaid(context, event);
-        case 'invoice.voided':
-          return invoiceVoided(context, event);
-        default:
-          if (event.eventType.startsWith('customer.subscription.'))
-            return subscriptionChanged(context, event);
-          return 'ignored';
-      }
     },
   };
 }

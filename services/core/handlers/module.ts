@@ -17,7 +17,7 @@ function invalid(deps: HandlerDeps, spec: string, problem: string, cause?: unkno
   );
 }
 
-const isHandlerShape = (value: unknown): value is { apply: Handler['apply']; name?: unknown } =>
+const isHandlerShape = (value: unknown): value is { apply: NonNullable<Handler['apply']>; name?: unknown } =>
   typeof value === 'object' && value !== null && typeof (value as { apply?: unknown }).apply === 'function';
 
 /**

@@ -26,28 +26,10 @@ export const projectOptionsSchema = z.strictObject({
   createOn: z.array(z.string().min(1)).min(1).optional(),
 });
 
-/**
- * Latest state wins, by version, whatever the arrival order. The WHERE on the conflict branch
- * is the guard: an older or equal version changes nothing and the event settles as `stale`.
- */
-export const UPSERT_ENTITY_STATE = `
-  INSERT INTO hookgate.entity_state AS s (endpoint, entity_type, entity_id, version, state, event_id, updated_at)
-  VALUES ($1, $2, $3, $4::bigint, $5::jsonb, $6, now())
-  ON CONFLICT (endpoint, entity_type, entity_id) DO UPDATE
-    SET version = EXCLUDED.version, state = EXCLUDED.state, event_id = EXCLUDED.event_id, updated_at = now()
-    WHERE s.version < EXCLUDED.version`;
-
-/** For events that may not create: only an existing, older entity moves forward. */
-export const UPDATE_ENTITY_STATE = `
-  UPDATE hookgate.entity_state AS s
-     SET version = $4::bigint, state = $5::jsonb, event_id = $6, updated_at = now()
-   WHERE s.endpoint = $1 AND s.entity_type = $2 AND s.entity_id = $3 AND s.version < $4::bigint`;
-
-export const ENTITY_EXISTS = `
-  SELECT 1 FROM hookgate.entity_state WHERE endpoint = $1 AND entity_type = $2 AND entity_id = $3`;
-
-// The batch forms: one round holds at most one event per entity (see applyBatch), so no
-// statement touches an entity twice. Each returns the entities it wrote, as `entity_type, entity_id`.
+// Latest state wins, by version, whatever the arrival order: each write's WHERE is the guard (an
+// older or equal version changes nothing and the event settles as `stale`). A batch is split into
+// rounds holding at most one event per entity (see applyBatch), so no statement touches an
+// entity twice. Each returns the entities it wrote, as `entity_type, entity_id`.
 
 /** Arbitrary fixed class id ('proj') of the per-entity advisory locks of batches. */
 export const ENTITY_LOCK_CLASS = 0x70726f6a;
@@ -56,9 +38,8 @@ export const ENTITY_LOCK_CLASS = 0x70726f6a;
  * Locks every entity of a batch before its first write, in one order every batch shares (the
  * keys' hashes, sorted), as billing's LOCK_INVOICES does: a batch writes its entities round by
  * round, so two batches sharing entities in different orders could each hold one the other
- * wants next, until PostgreSQL's deadlock check (1 s) failed one of them. A transaction applying
- * one event writes one entity and takes no such lock; the worker's event-by-event rerun of a
- * failed batch runs with the batch's locks still held (`lockBatch`).
+ * wants next, until PostgreSQL's deadlock check (1 s) failed one of them. The engine's
+ * event-by-event rerun of a failed batch runs with the batch's locks still held (`lockBatch`).
  */
 export const LOCK_ENTITIES = `
   SELECT pg_advisory_xact_lock($2::int, k.key)
@@ -66,7 +47,7 @@ export const LOCK_ENTITIES = `
             FROM unnest($3::text[], $4::text[]) AS e(t, i)) k
    ORDER BY k.key`;
 
-/** UPSERT_ENTITY_STATE for a round. */
+/** Creates or moves forward each entity of a round. */
 export const UPSERT_ENTITY_STATES = `
   INSERT INTO hookgate.entity_state AS s (endpoint, entity_type, entity_id, version, state, event_id, updated_at)
   SELECT $1, e.entity_type, e.entity_id, e.version, e.state::jsonb, e.event_id, now()
@@ -78,7 +59,7 @@ export const UPSERT_ENTITY_STATES = `
     WHERE s.version < EXCLUDED.version
   RETURNING s.entity_type, s.entity_id`;
 
-/** UPDATE_ENTITY_STATE for a round. */
+/** For events that may not create: only an existing, older entity moves forward. */
 export const UPDATE_ENTITY_STATES = `
   UPDATE hookgate.entity_state AS s
      SET version = e.version, state = e.state::jsonb, event_id = e.event_id, updated_at = now()
@@ -88,7 +69,7 @@ export const UPDATE_ENTITY_STATES = `
      AND s.version < e.version
   RETURNING s.entity_type, s.entity_id`;
 
-/** ENTITY_EXISTS for a round: the entities among the given that have a state. */
+/** The entities of a round that have a state. */
 export const ENTITIES_EXISTING = `
   SELECT s.entity_type, s.entity_id
     FROM unnest($2::text[], $3::text[]) AS e(entity_type, entity_id)
@@ -242,34 +223,6 @@ export function createProjectHandler(options: unknown, deps: HandlerDeps): Handl
         }
       }
       return results;
-    },
-    async apply({ tx }, event: InboxEvent): Promise<ApplyOutcome> {
-      if (event.entityId === null) {
-        throw new ProjectionUnkeyed(
-          `event ${event.eventId} carries no entity id; configure extract.entityId for endpoint ${event.endpoint}`,
-        );
-      }
-      if (event.entityVersion === null) {
-        throw new ProjectionUnkeyed(
-          `event ${event.eventId} carries no version; configure extract.version for endpoint ${event.endpoint}`,
-        );
-      }
-      const state = evaluatePointer(event.payload, settings.state);
-      const key = [event.endpoint, event.entityType ?? settings.entityType, event.entityId] as const;
-      const values = [...key, event.entityVersion, JSON.stringify(state ?? null), event.eventId];
-      if (createOn && !createOn.has(event.eventType)) {
-        const updated = await tx.query(UPDATE_ENTITY_STATE, values);
-        if (updated.rowCount) return 'processed';
-        const exists = await tx.query(ENTITY_EXISTS, [...key]);
-        if (!exists.rowCount) {
-          throw new EntityNotYetKnown(
-            `${key[1]} ${key[2]} has no state yet and ${event.eventType} may not create it`,
-          );
-        }
-        return 'stale';
-      }
-      const result = await tx.query(UPSERT_ENTITY_STATE, values);
-      return result.rowCount ? 'processed' : 'stale';
     },
   };
 }

@@ -10,9 +10,6 @@ export function createRecordHandler(options: unknown, deps: HandlerDeps): Handle
   parseHandlerOptions(recordOptionsSchema, options, deps.endpoint);
   return {
     name: 'record',
-    async apply() {
-      return 'processed';
-    },
     async applyBatch(_context, events) {
       return events.map(() => 'processed' as const);
     },

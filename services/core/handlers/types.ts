@@ -59,21 +59,29 @@ export interface BatchContext {
  */
 export type BatchEventResult = ApplyOutcome | undefined | { readonly error: unknown };
 
+/**
+ * A handler has one of two forms, and the apply engine (apply/engine.ts) runs either: the built-in
+ * handlers are set-based (`applyBatch`; one event alone is a batch of one), while `module:`,
+ * `sql:` and `forward` handlers apply one event at a time (`apply`).
+ */
 export interface Handler {
   readonly name: string;
-  /** Returns how the event settles; returning nothing means `processed`. Throwing retries. */
-  apply(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome | undefined>;
   /**
-   * Optional set-based form: applies a whole batch with a few statements and returns one result
-   * per event, in the order given. It must leave exactly what `apply` called on each event in
-   * that order would leave (same rows, same outcomes, same outbox effects); the worker's
+   * The per-event form: returns how the event settles (nothing means `processed`). Throwing
+   * fails the attempt; the engine rolls back that event's writes and retries it later.
+   */
+  apply?(context: ApplyContext, event: InboxEvent): Promise<ApplyOutcome | undefined>;
+  /**
+   * The set-based form: applies a whole batch with a few statements and returns one result per
+   * event, in the order given. It must leave exactly what applying the events one at a time in
+   * that order would leave (same rows, same outcomes, same outbox effects); the engine's
    * differential test holds the built-in handlers to it. Throwing rolls the batch back and the
-   * worker falls back to `apply`, one event per savepoint.
+   * engine applies the events again one at a time, each a batch of one in its own savepoint.
    */
   applyBatch?(context: BatchContext, events: readonly InboxEvent[]): Promise<readonly BatchEventResult[]>;
   /**
    * Optional: takes the locks the batch's writes need, in an order every batch shares, before
-   * any of them. The worker calls it before the batch's savepoint, so the locks are still held
+   * any of them. The engine calls it before the batch's savepoint, so the locks are still held
    * when a failed set-based pass is rolled back to that savepoint and the batch is applied
    * again event by event (a rollback to a savepoint releases the locks taken after it).
    * A handler that has it relies on it: `applyBatch` takes no locks of its own, so whoever

@@ -1,5 +1,6 @@
 import { INSERT_JOB_ROWS } from '../queue/job-rows.ts';
 import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
+import { SETTLED_SQL } from './status.ts';
 
 /**
  * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
@@ -12,22 +13,14 @@ import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
 export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
     (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent,
-     body_digest, received_via)
+     body_digest, received_via, dispatch_job)
   SELECT *
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[], $12::text[]
+    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[], $12::text[], $13::uuid[]
   )
   ON CONFLICT DO NOTHING
   RETURNING endpoint, event_id`;
-
-/**
- * Takes back rows this same transaction has just claimed, when no job could be promised for
- * them (see sendApplyJobs' `busy`): the delivery is refused instead and sent again later.
- */
-export const UNCLAIM_INBOX_ROWS = `
-  DELETE FROM hookgate.inbox
-   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'`;
 
 /**
  * The counts row a claim adds to: its connection's own. A claim holds the row's lock until its
@@ -53,33 +46,32 @@ export const COUNT_DELIVERIES = `
 
 /**
  * `dedupe: observe`: a duplicate of a settled event is dispatched again, as requeue does (row
- * back to pending, attempts carried over, then a fresh job). A duplicate of an event still
- * pending is already on its way: nothing to do.
+ * back to pending, then a fresh job counting on from its attempts). A duplicate of an event
+ * still pending is already on its way: nothing to do.
  */
-export const REDISPATCH_SETTLED_ROWS = `
+export const REOPEN_SETTLED_ROWS = `
   UPDATE hookgate.inbox
-     SET status = 'pending', requeued_attempts = attempts, processed_at = NULL
-   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status IN ('processed', 'ignored', 'stale')
-  RETURNING event_id`;
+     SET status = 'pending', processed_at = NULL
+   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status IN (${SETTLED_SQL})
+  RETURNING event_id, attempts`;
 
 /**
  * The whole claim in one statement, run outside an explicit transaction (its own commit, so one
- * round trip): inbox rows, their apply jobs (pg-boss rows written by queue/job-rows.ts) and the
- * workers' wake-up (`pg_notify`, delivered only by that commit; left out when $3 is false). The batch comes as one JSON
- * array ($1, built by claim.ts with each verified body embedded as it is): escaping a dozen
- * array literals per delivery cost the gateway more CPU than the rest of the claim. Per row
- * (`queue`, deterministic `job_id`):
+ * round trip): inbox rows, one apply job per endpoint of the batch naming the rows it carries
+ * (pg-boss rows written by queue/job-rows.ts) and the workers' wake-up (`pg_notify`, delivered
+ * only by that commit; left out when $3 is false). The batch comes as one JSON array ($1, built
+ * by claim.ts with each verified body embedded as it is): escaping a dozen array literals per
+ * delivery cost the gateway more CPU than the rest of the claim. Each row carries its
+ * endpoint's job id (`dispatch_job`, random, one per endpoint per batch):
  *
  * - `rows`: ON CONFLICT DO NOTHING, as CLAIM_INBOX_ROWS; returned `accepted`.
- * - `jobs`: one job for each accepted row.
+ * - `jobs`: one job per endpoint with accepted rows: `{ endpoint, eventIds }` in the claim's order.
  * - `counted`: the batch's answers added to the per-minute delivery counts, as COUNT_DELIVERIES
  *   does in the transactional claim.
- * - The guard: an accepted row whose job was not created (its deterministic id is still held by
- *   an earlier job: a redelivery after prune, a requeue, a concurrent insert, a queue policy),
- *   or an input that is not exactly the $2 claims given (a body that was not one JSON value
- *   could otherwise add rows of its own), divides by zero, which aborts the statement: nothing
- *   is committed, and the caller falls back to the transactional claim, which locks the earlier
- *   jobs and decides (sendApplyJobs).
+ * - The guard: a job that was not created (a queue policy refused it), or an input that is not
+ *   exactly the $2 claims given (a body that was not one JSON value could otherwise add rows of
+ *   its own), divides by zero, which aborts the statement: nothing is committed, and the caller
+ *   falls back to the transactional claim.
  *
  * The statement reads no table: conflicts are found through the unique indexes by the INSERTs
  * themselves. It is sent as a named prepared statement (CLAIM_STATEMENT_NAME), whose plan is made
@@ -94,28 +86,33 @@ export const CLAIM_IN_ONE_STATEMENT = `
   WITH input AS (
     SELECT x.endpoint, x.event_id, x.provider, x.event_type, x.entity_type, x.entity_id, x.entity_version,
            x.payload, x.headers, x.traceparent, decode(x.body_digest, 'hex') AS body_digest, x.received_via,
-           x.queue, x.job_id, x.ord
+           x.queue, x.dispatch_job, x.ord
       FROM json_to_recordset($1::json) AS x(
              endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
              entity_version bigint, payload jsonb, headers jsonb, traceparent text, body_digest text,
-             received_via text, queue text, job_id uuid, ord int)
+             received_via text, queue text, dispatch_job uuid, ord int)
   ), rows AS (
     INSERT INTO hookgate.inbox
       (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
-       traceparent, body_digest, received_via)
+       traceparent, body_digest, received_via, dispatch_job)
     SELECT i.endpoint, i.event_id, i.provider, i.event_type, i.entity_type, i.entity_id, i.entity_version,
-           i.payload, i.headers, i.traceparent, i.body_digest, i.received_via
+           i.payload, i.headers, i.traceparent, i.body_digest, i.received_via, i.dispatch_job
       FROM input i
      ORDER BY i.ord
     ON CONFLICT DO NOTHING
     RETURNING endpoint, event_id
-  ), new_jobs AS (
-    -- In the claim's order; an event given twice in the batch is one job.
-    SELECT i.queue, i.job_id, jsonb_build_object('endpoint', i.endpoint, 'eventId', i.event_id) AS data,
-           min(i.ord) AS ord
+  ), carried AS (
+    -- Each accepted row once (a key given twice in the batch is one row), with its first place.
+    SELECT DISTINCT ON (r.endpoint, r.event_id) r.endpoint, r.event_id, i.queue, i.dispatch_job, i.ord
       FROM rows r
       JOIN input i ON i.endpoint = r.endpoint AND i.event_id = r.event_id
-     GROUP BY i.queue, i.job_id, i.endpoint, i.event_id
+     ORDER BY r.endpoint, r.event_id, i.ord
+  ), new_jobs AS (
+    SELECT c.queue, c.dispatch_job AS job_id,
+           jsonb_build_object('endpoint', c.endpoint, 'eventIds', jsonb_agg(c.event_id ORDER BY c.ord)) AS data,
+           min(c.ord) AS ord
+      FROM carried c
+     GROUP BY c.queue, c.dispatch_job, c.endpoint
   ), jobs AS (${INSERT_JOB_ROWS}
   ), woken AS (
     -- $3: false when the gateway has sent a wake-up for these endpoints moments ago and sends the

@@ -1,17 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
-import { lockApplyJobsFirst, sendApplyJobs } from '../queue/apply-jobs.ts';
-import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { dispatchEvents } from '../queue/dispatch.ts';
+import { type ApplyJobData, applyQueue } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
   CLAIM_IN_ONE_STATEMENT,
   CLAIM_INBOX_ROWS,
   CLAIM_STATEMENT_NAME,
   COUNT_DELIVERIES,
-  REDISPATCH_SETTLED_ROWS,
-  UNCLAIM_INBOX_ROWS,
+  REOPEN_SETTLED_ROWS,
 } from './claim-sql.ts';
 
 /** A verified delivery ready to be stored. */
@@ -43,6 +44,11 @@ export type ClaimResult =
 export interface ClaimHooks {
   /** Runs inside the claim transaction after the inbox rows and jobs are written. */
   readonly beforeCommit?: (client: pg.PoolClient, accepted: readonly Claim[]) => Promise<void>;
+  /**
+   * Endpoints whose rows `beforeCommit` applies in the claim itself (sync mode): they get no
+   * apply job. Every other accepted row is dispatched with the claim.
+   */
+  readonly appliesInClaim?: (endpoint: string) => boolean;
 }
 
 export interface ClaimOptions {
@@ -54,12 +60,6 @@ export interface ClaimOptions {
   readonly wakeup?: boolean;
 }
 
-/** Refused because an earlier job for the same event is running right now (see enqueueJobs). */
-const JOB_BUSY = new HookgateError(
-  'job_busy',
-  'An earlier attempt for this event is still running; it was not accepted. Retry later.',
-);
-
 const keyOf = (endpoint: string, eventId: string): string => `${endpoint}\u0000${eventId}`;
 
 function byKey(a: Claim, b: Claim): number {
@@ -68,7 +68,20 @@ function byKey(a: Claim, b: Claim): number {
   return a.event.eventId < b.event.eventId ? -1 : 1;
 }
 
-function columns(claims: readonly Claim[]): unknown[] {
+/** One apply job per endpoint of a batch: the id its rows carry (null: applied in the claim). */
+type DispatchJobs = ReadonlyMap<string, string | null>;
+
+function dispatchJobsFor(claims: readonly Claim[], hooks: ClaimHooks): DispatchJobs {
+  const jobs = new Map<string, string | null>();
+  for (const claim of claims) {
+    if (!jobs.has(claim.endpoint)) {
+      jobs.set(claim.endpoint, hooks.appliesInClaim?.(claim.endpoint) ? null : randomUUID());
+    }
+  }
+  return jobs;
+}
+
+function columns(claims: readonly Claim[], jobs: DispatchJobs): unknown[] {
   return [
     claims.map((c) => c.endpoint),
     claims.map((c) => c.event.eventId),
@@ -82,6 +95,7 @@ function columns(claims: readonly Claim[]): unknown[] {
     claims.map((c) => c.traceparent),
     claims.map((c) => c.bodyDigest ?? null),
     claims.map((c) => c.receivedVia ?? null),
+    claims.map((c) => jobs.get(c.endpoint) ?? null),
   ];
 }
 
@@ -102,7 +116,10 @@ const endpointFields = new Map<string, { endpoint: string; provider: string; que
  * object: json_to_recordset keeps a key's last value, so the keys written after it win over any
  * a malformed body could inject.
  */
-export function claimDocument(claims: readonly Claim[]): string {
+export function claimDocument(
+  claims: readonly Claim[],
+  jobs: DispatchJobs = dispatchJobsFor(claims, {}),
+): string {
   const parts: string[] = [];
   for (const [ord, c] of claims.entries()) {
     const e = c.event;
@@ -114,14 +131,15 @@ export function claimDocument(claims: readonly Claim[]): string {
       if (endpointFields.size >= 1024) endpointFields.clear();
       endpointFields.set(key, fixed);
     }
-    // The job id is hex digits and dashes (jobIdFor), the digest hex: nothing to escape in either.
+    // The job id is hex digits and dashes (a UUID), the digest hex: nothing to escape in either.
+    const job = jobs.get(c.endpoint) ?? null;
     parts.push(
       `{"payload":${c.body},"ord":${ord},"endpoint":${fixed.endpoint},"event_id":${json(e.eventId)},"provider":${fixed.provider},` +
         `"event_type":${json(e.eventType)},"entity_type":${jsonOrNull(e.entityType)},"entity_id":${jsonOrNull(e.entityId)},` +
         `"entity_version":${jsonOrNull(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${jsonOrNull(c.traceparent)},` +
         `"body_digest":${c.bodyDigest ? `"${c.bodyDigest.toString('hex')}"` : 'null'},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
-        `"queue":${fixed.queue},"job_id":"${jobIdFor(c.endpoint, e.eventId)}"}`,
+        `"queue":${fixed.queue},"dispatch_job":${job === null ? 'null' : `"${job}"`}}`,
     );
   }
   return `[${parts.join(',')}]`;
@@ -164,29 +182,36 @@ function failureFor(error: unknown): HookgateError {
 }
 
 /**
- * A live job for every accepted claim. Claims whose previous job (same deterministic id) is
- * running right now cannot be promised one: their rows are taken back and they are returned, to
- * be refused with a 503 and redelivered once that attempt has finished.
+ * The apply jobs of a transactional claim: one per endpoint with accepted rows, under the id those
+ * rows carry (their `dispatch_job`), naming them in the claim's order.
  */
-async function enqueueJobs(
+async function insertApplyJobs(
   boss: PgBoss,
   client: pg.PoolClient,
   accepted: readonly Claim[],
-): Promise<Set<string>> {
+  jobs: DispatchJobs,
+): Promise<void> {
   const byEndpoint = new Map<string, string[]>();
   for (const claim of accepted) {
+    if (!jobs.get(claim.endpoint)) continue;
     const list = byEndpoint.get(claim.endpoint) ?? [];
     list.push(claim.event.eventId);
     byEndpoint.set(claim.endpoint, list);
   }
-  const refused = new Set<string>();
+  const db = executorFor(client);
   for (const [endpoint, eventIds] of byEndpoint) {
-    const { busy } = await sendApplyJobs(boss, client, endpoint, eventIds);
-    if (busy.length === 0) continue;
-    await client.query(UNCLAIM_INBOX_ROWS, [endpoint, busy]);
-    for (const eventId of busy) refused.add(keyOf(endpoint, eventId));
+    const data: ApplyJobData = { endpoint, eventIds };
+    const created = await boss.insert(applyQueue(endpoint), [{ id: jobs.get(endpoint)!, data }], {
+      db,
+      returnId: true,
+    });
+    if ((created ?? []).length !== 1) {
+      throw new HookgateError(
+        'job_insert_skipped',
+        `pg-boss created no apply job for ${eventIds.length} event(s) of ${endpoint}; nothing was accepted.`,
+      );
+    }
   }
-  return refused;
 }
 
 /** What a claim attempt settled: rows it created, and deliveries it refused. */
@@ -197,8 +222,7 @@ interface Claimed {
 
 /**
  * The claim in one round trip (CLAIM_IN_ONE_STATEMENT, its own commit). Returns the keys it
- * accepted. Throws what the statement threw (its guard included: a job id still held by an
- * earlier job): nothing was committed then.
+ * accepted. Throws what the statement threw (its guard included): nothing was committed then.
  */
 async function claimInOneStatement(
   client: pg.PoolClient,
@@ -208,16 +232,16 @@ async function claimInOneStatement(
   const result = await client.query<{ endpoint: string; event_id: string }>({
     name: CLAIM_STATEMENT_NAME,
     text: CLAIM_IN_ONE_STATEMENT,
-    values: [claimDocument(sorted), sorted.length, wakeup],
+    values: [claimDocument(sorted, dispatchJobsFor(sorted, {})), sorted.length, wakeup],
   });
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
 
 /**
- * The transactional claim: inbox rows, then a live job for each (sendApplyJobs decides about
- * earlier jobs under the same ids), then the hooks, then COMMIT with the wake-up. If the batch
- * statement fails on a row's data, each claim is retried behind its own savepoint so that one
- * unstorable delivery does not fail its neighbours. Throws on errors that are not a row's.
+ * The transactional claim: inbox rows, then one apply job per endpoint naming its accepted rows,
+ * then the hooks, then COMMIT with the wake-up. If the batch statement fails on a row's data,
+ * each claim is retried behind its own savepoint so that one unstorable delivery does not fail
+ * its neighbours. Throws on errors that are not a row's.
  */
 async function claimInTransaction(
   client: pg.PoolClient,
@@ -227,22 +251,20 @@ async function claimInTransaction(
 ): Promise<Claimed> {
   const failed = new Map<string, HookgateError>();
   let inserted: Set<string>;
-  const events = sorted.map((claim) => ({ endpoint: claim.endpoint, eventId: claim.event.eventId }));
+  const jobs = dispatchJobsFor(sorted, hooks);
   try {
     await client.query('BEGIN');
-    await lockApplyJobsFirst(client, events);
-    inserted = await insertRows(client, sorted);
+    inserted = await insertRows(client, sorted, jobs);
   } catch (error) {
     await client.query('ROLLBACK');
     if (sorted.length === 1 || !isRowError(error)) throw error;
     await client.query('BEGIN');
-    await lockApplyJobsFirst(client, events);
     inserted = new Set();
     for (const claim of sorted) {
       const key = keyOf(claim.endpoint, claim.event.eventId);
       await client.query('SAVEPOINT claim');
       try {
-        for (const row of await insertRows(client, [claim])) inserted.add(row);
+        for (const row of await insertRows(client, [claim], jobs)) inserted.add(row);
         await client.query('RELEASE SAVEPOINT claim');
       } catch (rowError) {
         await client.query('ROLLBACK TO SAVEPOINT claim');
@@ -259,14 +281,13 @@ async function claimInTransaction(
     acceptedOnce.add(key);
     return true;
   });
-  const busy = await enqueueJobs(boss, client, firsts);
-  for (const key of busy) failed.set(key, JOB_BUSY);
-  const kept = busy.size === 0 ? firsts : firsts.filter((c) => !busy.has(keyOf(c.endpoint, c.event.eventId)));
-  if (hooks.beforeCommit) await hooks.beforeCommit(client, kept);
+  await insertApplyJobs(boss, client, firsts, jobs);
+  if (hooks.beforeCommit) await hooks.beforeCommit(client, firsts);
   const results = resultsFor(sorted, inserted, failed);
   const redispatched = await redispatchObserved(boss, client, sorted, results);
   await countDeliveries(client, sorted, results);
-  await client.query(commitWithWakeup([...kept.map((claim) => claim.endpoint), ...redispatched]));
+  const dispatched = firsts.filter((claim) => jobs.get(claim.endpoint)).map((claim) => claim.endpoint);
+  await client.query(commitWithWakeup([...dispatched, ...redispatched]));
   return { inserted, failed };
 }
 
@@ -300,9 +321,9 @@ function fitsOneStatement(claim: Claim): boolean {
 /**
  * Claims a batch: inbox rows and their jobs commit together or not at all, before any answer.
  * Without hooks the whole claim is one statement (one round trip, see CLAIM_IN_ONE_STATEMENT);
- * what it cannot decide alone (an earlier job under the same id that is finished or running),
- * and any batch whose statement failed on a row, goes through the transactional claim. Hooks
- * (sync-mode apply) always take the transactional claim. Results are in the order of `claims`.
+ * a batch whose statement failed on a row (or on its guard) goes through the transactional
+ * claim. Hooks (sync-mode apply) always take the transactional claim. Results are in the order
+ * of `claims`.
  */
 export async function claimBatch(
   pool: pg.Pool,
@@ -325,7 +346,7 @@ export async function claimBatch(
     if (!hooks.beforeCommit && sorted.every(fitsOneStatement)) {
       const inserted = await claimInOneStatement(client, sorted, options.wakeup ?? true).catch(
         (error: unknown) => {
-          // A row's data, or the guard (a job id still held): the transactional claim decides.
+          // A row's data, or the guard: the transactional claim decides, row by row if need be.
           if (isRowError(error)) return null;
           throw error;
         },
@@ -345,10 +366,14 @@ export async function claimBatch(
   }
 }
 
-async function insertRows(client: pg.PoolClient, claims: readonly Claim[]): Promise<Set<string>> {
+async function insertRows(
+  client: pg.PoolClient,
+  claims: readonly Claim[],
+  jobs: DispatchJobs,
+): Promise<Set<string>> {
   const result = await client.query<{ endpoint: string; event_id: string }>(
     CLAIM_INBOX_ROWS,
-    columns(claims),
+    columns(claims, jobs),
   );
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
@@ -378,10 +403,10 @@ async function countDeliveries(
 }
 
 /**
- * `dedupe: observe`: duplicates of settled events get a fresh apply job in the claim's
- * transaction. The row lock is taken before the job is sent, so a job that is still running
- * has either committed (its job is finished and replaced) or will find the row pending and
- * apply it: either way the duplicate is dispatched once more.
+ * `dedupe: observe`: duplicates of settled events are dispatched again in the claim's
+ * transaction (row back to pending, a new job counting on from its attempts). The UPDATE waits
+ * for an apply still holding the row, so the duplicate is dispatched once more whatever that
+ * apply did.
  */
 async function redispatchObserved(
   boss: PgBoss,
@@ -400,15 +425,19 @@ async function redispatchObserved(
   const redispatched: string[] = [];
   for (const endpoint of [...byEndpoint.keys()].sort()) {
     const ids = [...byEndpoint.get(endpoint)!].sort();
-    const reset = await client.query<{ event_id: string }>(REDISPATCH_SETTLED_ROWS, [endpoint, ids]);
-    if (reset.rows.length > 0) redispatched.push(endpoint);
-    if (reset.rows.length > 0)
-      await sendApplyJobs(
-        boss,
-        client,
-        endpoint,
-        reset.rows.map((row) => row.event_id),
-      );
+    const reopened = await client.query<{ event_id: string; attempts: number }>(REOPEN_SETTLED_ROWS, [
+      endpoint,
+      ids,
+    ]);
+    if (reopened.rows.length === 0) continue;
+    redispatched.push(endpoint);
+    await dispatchEvents(
+      boss,
+      client,
+      endpoint,
+      reopened.rows.map((row) => ({ eventId: row.event_id, attempts: row.attempts })),
+      { restart: true },
+    );
   }
   return redispatched;
 }

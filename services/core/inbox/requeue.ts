@@ -2,9 +2,8 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { withTransaction } from '../db/transaction.ts';
-import { HookgateError } from '../errors.ts';
-import { sendApplyJobs } from '../queue/apply-jobs.ts';
-import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { dispatchEvents } from '../queue/dispatch.ts';
+import { type SweepPolicy, sweepOrphans } from './orphans.ts';
 
 /** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */
 const REQUEUE_FILTER = `($3::text[] IS NULL OR event_id = ANY($3::text[]))
@@ -29,8 +28,9 @@ const COUNT_REQUEUE = `
   ) matching`;
 
 /**
- * Moves parked/dead rows back to pending, remembering the attempts made so far (the next apply
- * counts on from them). Rows are locked, so a requeue cannot race a dead-letter settle.
+ * Moves parked/dead rows back to pending; the dispatch that follows in the same transaction gives
+ * them a job that counts on from their attempts. Rows are locked, so two requeues cannot both
+ * move one event.
  */
 const REQUEUE_ROWS = `
   WITH picked AS (
@@ -42,10 +42,10 @@ const REQUEUE_ROWS = `
      FOR UPDATE
   )
   UPDATE hookgate.inbox i
-     SET status = 'pending', requeued_attempts = i.attempts, processed_at = NULL
+     SET status = 'pending', processed_at = NULL
     FROM picked
    WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
-  RETURNING i.event_id`;
+  RETURNING i.event_id, i.attempts`;
 
 export interface RequeueRequest {
   readonly endpoint: string;
@@ -97,8 +97,7 @@ export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Pr
 }
 
 /**
- * Requeues in chunks, each one transaction: rows back to pending, and a fresh job per event
- * under its deterministic id (resendJobs).
+ * Requeues in chunks, each one transaction: rows back to pending, and their jobs (dispatchEvents).
  */
 export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
   const chunk = request.chunk ?? 500;
@@ -107,13 +106,18 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
     const remaining = request.limit === undefined ? chunk : Math.min(chunk, request.limit - all.length);
     if (remaining <= 0) return all;
     const ids = await withTransaction(pool, async (client) => {
-      const result = await client.query<{ event_id: string }>(
+      const result = await client.query<{ event_id: string; attempts: number }>(
         REQUEUE_ROWS,
         requeueParams(request, remaining),
       );
-      const picked = result.rows.map((row) => row.event_id);
-      await resendJobs(boss, client, request.endpoint, picked);
-      return picked;
+      await dispatchEvents(
+        boss,
+        client,
+        request.endpoint,
+        result.rows.map((row) => ({ eventId: row.event_id, attempts: row.attempts })),
+        { restart: true },
+      );
+      return result.rows.map((row) => row.event_id);
     });
     all.push(...ids);
     request.onChunk?.(ids.length);
@@ -122,69 +126,24 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
 }
 
 /**
- * A job per event in the caller's transaction (see sendApplyJobs: a finished job under the same
- * id is replaced, so the new one starts with a full retry budget). An event whose previous job is
- * running right now is left to that attempt's outcome: the whole chunk rolls back and the
- * operator is asked to try again shortly.
- */
-async function resendJobs(
-  boss: PgBoss,
-  client: pg.PoolClient,
-  endpoint: string,
-  eventIds: readonly string[],
-) {
-  const { busy } = await sendApplyJobs(boss, client, endpoint, eventIds);
-  if (busy.length > 0) {
-    throw new HookgateError(
-      'job_busy',
-      `An attempt for ${busy[0]} (and ${busy.length - 1} other event(s)) of ${endpoint} is running right now; nothing was requeued. Try again in a minute.`,
-    );
-  }
-}
-
-/** Pending rows, oldest first, to check for a missing job (bounded per call). */
-const PENDING_EVENT_IDS = `
-  SELECT event_id FROM hookgate.inbox
-   WHERE endpoint = $1 AND status = 'pending'
-   ORDER BY received_at, event_id
-   LIMIT $2`;
-
-/**
- * Carries the attempts of the orphans that are still pending over (as `requeue` does), so the
- * fresh job counts on from them; the UPDATE also locks them for the rest of the transaction.
- */
-const CARRY_OVER_PENDING_ATTEMPTS = `
-  UPDATE hookgate.inbox
-     SET requeued_attempts = attempts
-   WHERE endpoint = $1 AND event_id = ANY($2::text[]) AND status = 'pending'
-  RETURNING event_id`;
-
-// `failed` is not an orphan: the job ran out of attempts and its dead letter settles the row.
-const NOT_ORPHANED = new Set(['created', 'retry', 'active', 'failed']);
-
-/**
- * Pending rows whose job is gone or finished (deleted by retention, a dead-letter settlement
- * that kept failing, an operator's mistake) would wait forever: nothing would ever apply them.
- * This finds them and sends each a fresh job, leaving rows with a live job alone.
+ * `requeue --orphans`: the sweeper's work, now, for one endpoint and whatever the rows' age —
+ * pending rows whose job is finished or gone get a new job (or end, out of attempts). Returns
+ * the events sent again and those ended.
  */
 export async function requeueOrphans(
   pool: pg.Pool,
   boss: PgBoss,
   endpoint: string,
+  policy: Pick<SweepPolicy, 'maxAttempts'>,
   limit = 10_000,
-): Promise<string[]> {
-  const queue = applyQueue(endpoint);
-  const pending = await pool.query<{ event_id: string }>(PENDING_EVENT_IDS, [endpoint, limit]);
-  const orphans: string[] = [];
-  for (const { event_id: eventId } of pending.rows) {
-    const job = await boss.getJobById(queue, jobIdFor(endpoint, eventId));
-    if (!job || !NOT_ORPHANED.has(job.state)) orphans.push(eventId);
-  }
-  if (orphans.length === 0) return [];
-  return await withTransaction(pool, async (client) => {
-    const locked = await client.query<{ event_id: string }>(CARRY_OVER_PENDING_ATTEMPTS, [endpoint, orphans]);
-    const ids = locked.rows.map((row) => row.event_id);
-    await resendJobs(boss, client, endpoint, ids);
-    return ids;
+): Promise<{ redispatched: string[]; ended: string[] }> {
+  return withTransaction(pool, async (client) => {
+    const result = await sweepOrphans(client, boss, endpoint, {
+      maxAttempts: policy.maxAttempts,
+      graceSeconds: 0,
+      pageSize: Math.min(1_000, limit),
+      maxPages: Math.ceil(limit / Math.min(1_000, limit)),
+    });
+    return { redispatched: result.redispatched, ended: result.ended.map((row) => row.eventId) };
   });
 }

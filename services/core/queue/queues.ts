@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config/schema.ts';
-import { applyQueue, deadLetterQueue, outboxDeadLetterQueue, outboxQueue } from './names.ts';
+import { applyQueue, outboxDeadLetterQueue, outboxQueue } from './names.ts';
 
 /** How pg-boss retries an apply job; attempts = retryLimit + 1. */
 export interface RetryPolicy {
@@ -106,9 +106,6 @@ export const DEFAULT_OUTBOX_QUEUE_SETTINGS = {
   heartbeatSeconds: 10,
 } as const satisfies Required<OutboxQueueSettings>;
 
-/** Dead-lettered apply jobs are kept this long (the inbox row is the durable record). */
-const DEAD_LETTER_RETENTION_SECONDS = 14 * 24 * 3600;
-
 /**
  * Creates the outbox queues and their dead-letter queues and brings their policy up to date
  * (updateQueue: whichever process created a queue first, gateway or worker, the policy is this
@@ -153,9 +150,16 @@ export async function ensureOutboxQueues(
 }
 
 /**
- * Creates (or brings up to date) each endpoint's apply queue and its dead-letter queue, and the
- * outbox queues. createQueue leaves an existing queue untouched, so each policy is applied with
- * updateQueue. Gateway, worker and CLI all call this, with the policies from the same config.
+ * Creates (or brings up to date) each endpoint's apply queue, and the outbox queues. createQueue
+ * leaves an existing queue untouched, so each policy is applied with updateQueue. Gateway, worker
+ * and CLI all call this, with the policies from the same config.
+ *
+ * An apply job's own retries (its retry limit, delay and backoff) are for attempts that never
+ * reported: a worker lost mid-batch, or a batch whose transaction failed as a whole. An event's
+ * own failures are counted on its inbox row and sent again in a new job by the worker
+ * (apply/redispatch.ts); out of attempts, the row ends parked or dead there. There is no
+ * dead-letter queue: a job that runs out of retries leaves its rows pending, and the sweeper
+ * (worker/sweeper.ts) sends them again or ends them.
  */
 export async function ensureQueues(
   boss: PgBoss,
@@ -163,45 +167,39 @@ export async function ensureQueues(
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,
   outbox: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
 ): Promise<void> {
+  await ensureApplyQueues(boss, endpoints, policy);
+  await ensureOutboxQueues(boss, outbox);
+}
+
+/** The apply queues alone (see ensureQueues). */
+export async function ensureApplyQueues(
+  boss: PgBoss,
+  endpoints: readonly string[],
+  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+): Promise<void> {
   for (const endpoint of endpoints) {
-    const dead = deadLetterQueue(endpoint);
-    // The dead-letter consumer settles the inbox row. If it cannot, the row would stay pending
-    // with no job left, so it keeps trying for hours (backoff capped at 10 minutes).
-    const deadOptions = {
-      retryLimit: 50,
-      retryDelay: 1,
-      retryBackoff: true,
-      retryDelayMax: 600,
-      expireInSeconds: policy.expireInSeconds,
-      retentionSeconds: DEAD_LETTER_RETENTION_SECONDS,
-      deleteAfterSeconds: policy.deadLetterDeleteAfterSeconds,
-    };
     const heartbeat = policy.heartbeatSeconds;
-    await boss.createQueue(dead, {
-      ...deadOptions,
-      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
-    });
-    await boss.updateQueue(dead, { ...deadOptions, heartbeatSeconds: heartbeat });
     const options = {
       retryLimit: policy.retryLimit,
       retryDelay: policy.retryDelaySeconds,
       retryBackoff: true,
       retryDelayMax: policy.retryDelayMaxSeconds,
       expireInSeconds: policy.expireInSeconds,
-      // pg-boss deletes jobs still queued after this long; an inbox row whose job vanished would
-      // wait for an operator, so queued apply jobs are kept far beyond any sane backlog.
+      // pg-boss deletes jobs still queued after this long; the sweeper would send their rows
+      // again, but queued apply jobs are kept far beyond any sane backlog.
       retentionSeconds: APPLY_RETENTION_SECONDS,
-      // Finished jobs are deleted soon: the inbox row is the durable record, and a redelivery
-      // after the job is gone is a duplicate (row kept) or gets a new job (row pruned; see
-      // sendApplyJobs). A failed job's dead-letter copy keeps the dead-letter queue's retention.
+      // Finished jobs are deleted soon: the inbox row is the durable record.
       deleteAfterSeconds: policy.deleteAfterSeconds,
-      deadLetter: dead,
     };
     await boss.createQueue(applyQueue(endpoint), {
       ...options,
       ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
     });
-    await boss.updateQueue(applyQueue(endpoint), { ...options, heartbeatSeconds: heartbeat });
+    // deadLetter: null takes the link to the dead-letter queue of earlier versions off the queue.
+    await boss.updateQueue(applyQueue(endpoint), {
+      ...options,
+      heartbeatSeconds: heartbeat,
+      deadLetter: null,
+    });
   }
-  await ensureOutboxQueues(boss, outbox);
 }

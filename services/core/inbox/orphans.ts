@@ -1,0 +1,133 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { PARKING_CODE } from '../apply/failure.ts';
+import { dispatchEvents } from '../queue/dispatch.ts';
+import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { type Ended, settleBatch } from './rows.ts';
+
+// Orphans: pending rows whose job is finished or gone (pg-boss ran out of tries for a batch whose
+// transaction kept failing, retention deleted it, an earlier version's dead letter failed, an
+// operator's mistake). Nothing would ever apply them, so the sweeper (worker/sweeper.ts, and
+// `hookgate requeue --orphans`) sends them again, or ends those that have no attempt left.
+
+/** Job states in which a job will still run, or is running: its rows are not orphans. */
+const LIVE_STATES = new Set(['created', 'retry', 'active']);
+
+/**
+ * One page of old pending rows, oldest first, through the pending rows' partial index. No locks:
+ * the dispatch below re-checks each row (still pending, still carried by the job seen here).
+ */
+const OLD_PENDING_PAGE = `
+  SELECT event_id, received_at, attempts, requeued_attempts, dispatched_attempts, last_error,
+         dispatch_job::text AS dispatch_job
+    FROM hookgate.inbox
+   WHERE endpoint = $1 AND status = 'pending'
+     AND received_at < now() - make_interval(secs => $2::float8)
+     AND coalesce(next_attempt_at, received_at) < now() - make_interval(secs => $2::float8)
+     AND received_at >= $3::timestamptz
+     AND (received_at, event_id) > ($3::timestamptz, $4::text)
+   ORDER BY received_at, event_id
+   LIMIT $5`;
+
+/** The jobs of one queue under these ids, by primary key. */
+const JOBS_BY_ID = `
+  SELECT id::text AS id, state::text AS state, retry_count
+    FROM pgboss.job
+   WHERE name = $1 AND id = ANY ($2::uuid[])`;
+
+interface PendingRow {
+  readonly event_id: string;
+  readonly received_at: Date;
+  readonly attempts: number;
+  readonly requeued_attempts: number;
+  readonly dispatched_attempts: number;
+  readonly last_error: string | null;
+  readonly dispatch_job: string | null;
+}
+
+export interface SweepPolicy {
+  /** Attempts an event may make; an orphan that has made them all ends parked or dead. */
+  readonly maxAttempts: number;
+  /** Rows dispatched or received less than this long ago are left alone. */
+  readonly graceSeconds: number;
+  readonly pageSize?: number;
+  /** Most pages per call (a backlog with live jobs is walked across calls: see `from`). */
+  readonly maxPages?: number;
+}
+
+/** Where the walk stopped: the next call goes on from there (null: from the oldest row). */
+export type SweepCursor = { readonly receivedAt: Date; readonly eventId: string } | null;
+
+export interface SweepResult {
+  readonly redispatched: string[];
+  readonly ended: Ended[];
+  /** Null once the walk reached the newest old row. */
+  readonly cursor: SweepCursor;
+}
+
+const LOST =
+  'dispatch_lost: the job carrying this event finished or was deleted while the event was still pending';
+
+/**
+ * Finds one endpoint's orphans in the caller's transaction and sends each again in a new job
+ * (attempts carried over), or ends it when it has no attempt left. Rows claimed before dispatch
+ * jobs existed carry none: their job is the one derived from the event.
+ */
+export async function sweepOrphans(
+  client: pg.ClientBase,
+  boss: PgBoss,
+  endpoint: string,
+  policy: SweepPolicy,
+  from: SweepCursor = null,
+): Promise<SweepResult> {
+  const pageSize = policy.pageSize ?? 1_000;
+  const maxPages = policy.maxPages ?? 10;
+  const queue = applyQueue(endpoint);
+  const redispatched: string[] = [];
+  const ended: Ended[] = [];
+  let cursor = from;
+  for (let page = 0; page < maxPages; page += 1) {
+    const { rows } = await client.query<PendingRow>(OLD_PENDING_PAGE, [
+      endpoint,
+      policy.graceSeconds,
+      cursor?.receivedAt ?? new Date(0),
+      cursor?.eventId ?? '',
+      pageSize,
+    ]);
+    if (rows.length === 0) return { redispatched, ended, cursor: null };
+    const last = rows[rows.length - 1]!;
+    cursor = { receivedAt: last.received_at, eventId: last.event_id };
+    const jobOf = (row: PendingRow) => row.dispatch_job ?? jobIdFor(endpoint, row.event_id);
+    const jobs = await client.query<{ id: string; state: string; retry_count: number }>(JOBS_BY_ID, [
+      queue,
+      [...new Set(rows.map(jobOf))],
+    ]);
+    const byId = new Map(jobs.rows.map((job) => [job.id, job]));
+    const again: { eventId: string; attempts: number; fromJob: string | null }[] = [];
+    const over: Ended[] = [];
+    for (const row of rows) {
+      const job = byId.get(jobOf(row));
+      if (job && LIVE_STATES.has(job.state)) continue;
+      // A job that ran out of tries counted them; the row may not have (a lost worker writes nothing).
+      const attempts = Math.max(row.attempts, job ? row.dispatched_attempts + job.retry_count + 1 : 0);
+      if (attempts < row.requeued_attempts + policy.maxAttempts) {
+        again.push({ eventId: row.event_id, attempts, fromJob: row.dispatch_job });
+        continue;
+      }
+      const reported = /^([a-z0-9_]+): /.exec(row.last_error ?? '')?.[1];
+      over.push({
+        eventId: row.event_id,
+        status: reported === PARKING_CODE ? 'parked' : 'dead',
+        attempts,
+        lastError: row.last_error ?? LOST,
+      });
+    }
+    redispatched.push(...(await dispatchEvents(boss, client, endpoint, again)));
+    if (over.length > 0) {
+      await settleBatch(client, endpoint, { applied: [], ended: over, failed: [] });
+      ended.push(...over);
+    }
+    if (rows.length < pageSize) return { redispatched, ended, cursor: null };
+  }
+  return { redispatched, ended, cursor };
+}
