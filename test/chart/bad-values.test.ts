@@ -72,10 +72,26 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: false,
   },
   {
-    name: 'a grace period shorter than preStop + drain',
+    name: "a gateway grace period shorter than preStop + drain, reported at the gateway's template",
     set: ['gateway.terminationGracePeriodSeconds=20'],
     message:
-      /gateway.terminationGracePeriodSeconds \(20\) must exceed preStopSleepSeconds \+ the longest shutdownTimeout \+ 10s \(30\)/,
+      /^Error: execution error at \(hookgate\/templates\/gateway-deployment\.yaml:\d+:\d+\): gateway.terminationGracePeriodSeconds \(20\) must exceed preStopSleepSeconds \+ the longest shutdownTimeout \+ 10s \(30\)/,
+    schema: false,
+  },
+  {
+    name: "a worker grace period shorter than its drain, reported at the worker's template",
+    set: ['worker.terminationGracePeriodSeconds=20'],
+    message:
+      /^Error: execution error at \(hookgate\/templates\/worker-deployment\.yaml:\d+:\d+\): worker.terminationGracePeriodSeconds \(20\) must exceed the longest shutdownTimeout \+ 10s \(25\)/,
+    schema: false,
+  },
+  {
+    name: 'several endpoints and no tests.endpoint (helm test would guess)',
+    set: [
+      'config.endpoints.github.provider=github',
+      'config.endpoints.github.secrets[0]=${STRIPE_WEBHOOK_SECRET}',
+    ],
+    message: /tests.endpoint is empty and config.endpoints has 2 endpoints \(github, stripe\): name the one/,
     schema: false,
   },
   {

@@ -183,10 +183,15 @@ export const configSchema = z
     server: z
       .strictObject({
         /**
-         * Address the gateway and /metrics listen on (env LISTEN_ADDRESS wins). Unset: 0.0.0.0
+         * Address the gateway's webhook port listens on (env LISTEN_ADDRESS wins). Unset: 0.0.0.0
          * with DATABASE_URL (containers), 127.0.0.1 for the embedded demo database.
          */
         listenAddress: listenAddress.optional(),
+        /**
+         * Address /metrics (and the worker's probes) listen on (env METRICS_LISTEN_ADDRESS wins).
+         * Unset: 127.0.0.1, with or without DATABASE_URL; the chart sets 0.0.0.0.
+         */
+        metricsListenAddress: listenAddress.optional(),
         /** Largest accepted body; larger deliveries get 413 without being read further. */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
