@@ -107,6 +107,53 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: true,
   },
   {
+    name: "a duration past hookgate's bound (tolerance 48h), the bound said in words",
+    set: ['config.endpoints.stripe.tolerance=48h'],
+    message:
+      /at '\/config\/endpoints\/stripe\/tolerance': '48h' does not match pattern '\^\(\?:\$ a duration from 1s to 1d \)\?/,
+    schema: true,
+  },
+  {
+    name: 'a size below its bound (server.maxBufferedBytes 512kib)',
+    set: ['config.server.maxBufferedBytes=512kib'],
+    message:
+      /at '\/config\/server\/maxBufferedBytes': '512kib' does not match pattern '\^\(\?:\$ a size from 1mib to 16384mib \)\?/,
+    schema: true,
+  },
+  {
+    name: 'a pool no larger than the claim concurrency (poolSize 2, concurrency 4 by default)',
+    set: ['config.database.poolSize=2'],
+    message: /at '\/config\/database\/poolSize': minimum: got 2, want 5/,
+    schema: true,
+  },
+  {
+    name: 'a claim concurrency the default pool cannot hold (concurrency 12, poolSize 10 by default)',
+    set: ['config.claim.concurrency=12'],
+    message: /at '\/config\/database\/poolSize': minimum: got 10, want 13/,
+    schema: true,
+  },
+  {
+    name: 'an hmac endpoint without its hmac block',
+    set: ['config.endpoints.stripe.provider=hmac'],
+    message: /at '\/config\/endpoints\/stripe': missing property 'hmac'/,
+    schema: true,
+  },
+  {
+    name: 'a forward handler without its url',
+    set: ['config.endpoints.stripe.handler=forward', 'config.endpoints.stripe.options.timeout=5s'],
+    message: /at '\/config\/endpoints\/stripe\/options': missing property 'url'/,
+    schema: true,
+  },
+  {
+    name: 'a misspelt handler option',
+    set: [
+      'config.endpoints.stripe.handler=billing',
+      'config.endpoints.stripe.options.notifyUrll=https://x.example',
+    ],
+    message: /at '\/config\/endpoints\/stripe\/options': additional properties 'notifyUrll' not allowed/,
+    schema: true,
+  },
+  {
     name: 'no endpoint configured',
     set: ['config.endpoints=null'],
     message: /at '\/config': missing property 'endpoints'/,

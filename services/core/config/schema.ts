@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
-import { byteSize, durationMs } from './duration.ts';
+import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
@@ -237,7 +237,7 @@ export const configSchema = z
           ctx.addIssue({
             code: 'custom',
             path: ['maxBufferedBytes'],
-            message: `must be at least server.bodyLimit (${server.bodyLimit} bytes); keep it many times larger`,
+            message: `must be at least server.bodyLimit (${formatSize(server.bodyLimit)}); keep it many times larger`,
           });
         }
       })
