@@ -19,6 +19,7 @@ import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { openDatabase, runMigrations } from '../database.ts';
+import { refuseDemoSecrets } from '../support/config-checks.ts';
 import { databaseHost } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
@@ -62,18 +63,6 @@ export function resolveListenAddress(config: Config, embedded: boolean): string 
  */
 export function resolveMetricsListenAddress(config: Config): string {
   return envAddress('METRICS_LISTEN_ADDRESS') ?? config.server.metricsListenAddress ?? '127.0.0.1';
-}
-
-/**
- * The example config's fallback secrets are public. With a real database that is a deployment
- * anyone can send forged events to: refuse. The embedded demo may use them, loudly (see below).
- */
-function refuseDemoSecrets(paths: readonly string[], embedded: boolean): void {
-  if (paths.length === 0 || embedded) return;
-  throw new HookgateError(
-    'config_invalid',
-    `The configuration uses a published demo secret (from hookgate.example.yaml) at ${paths.join(', ')}: anyone can sign deliveries with it. Set the endpoint's real secret (e.g. DEMO_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET).`,
-  );
 }
 
 /** The worker's pool size (see workerPoolSize); a configured size below its loops' need is raised. */
