@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
@@ -153,8 +152,6 @@ export async function receive(
     event: identity.event,
     body: text,
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
-    // The id came from an unsigned header: the same signed body under another id is a replay.
-    bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
   });
