@@ -26,6 +26,7 @@ import {
   traceIdOf,
 } from '../core/tracing.ts';
 import { failNotBefore } from './relay-defer.ts';
+import { headerValue } from './relay-headers.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
 
 export interface RelayMetrics {
@@ -113,8 +114,8 @@ function unwrap(data: unknown): unknown {
  * - 2xx → `delivered`, job completed.
  * - 5xx, 429, 408, timeout, network error → job failed; pg-boss retries with backoff. On the
  *   last attempt the record becomes `dead` and pg-boss moves the job to `<queue>.dead`.
- * - other 4xx / 3xx → `dead` at once: the job is settled as `deadletter` (pg-boss skips the
- *   remaining retries and moves it to `<queue>.dead`).
+ * - other 4xx / 3xx, or a request fetch cannot build → `dead` at once: the job is settled as
+ *   `deadletter` (pg-boss skips the remaining retries and moves it to `<queue>.dead`).
  */
 export async function startRelays(options: RelayOptions): Promise<{ stop(): Promise<void> }> {
   const { boss, pool, logger } = options;
@@ -196,13 +197,13 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      'idempotency-key': key,
+      'idempotency-key': headerValue(key),
       'user-agent': 'hookgate-relay',
-      'x-hookgate-kind': kind,
+      'x-hookgate-kind': headerValue(kind),
     };
-    if (message.endpoint) headers['x-hookgate-endpoint'] = message.endpoint;
-    if (message.eventId) headers['x-hookgate-event-id'] = message.eventId;
-    if (message.eventType) headers['x-hookgate-event-type'] = message.eventType;
+    if (message.endpoint) headers['x-hookgate-endpoint'] = headerValue(message.endpoint);
+    if (message.eventId) headers['x-hookgate-event-id'] = headerValue(message.eventId);
+    if (message.eventType) headers['x-hookgate-event-type'] = headerValue(message.eventType);
     const result: SendResult = await postOnce({
       url: message.url,
       headers,
