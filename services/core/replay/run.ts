@@ -4,6 +4,7 @@ import type { EndpointConfig } from '../config/schema.ts';
 import { HookgateError } from '../errors.ts';
 import { type Claim, claimBatch } from '../inbox/claim.ts';
 import { bodyDigestOf } from '../inbox/claim-sql.ts';
+import { identityProblem } from '../inbox/identity-checks.ts';
 import { createProvider } from '../providers/index.ts';
 import type { ReplaySource, ReplayWindow } from './types.ts';
 
@@ -75,11 +76,17 @@ export async function replayEvents(
         body = undefined;
       }
       const identity = body === undefined ? null : provider.identify({ headers: item.headers, body });
-      if (!identity?.ok || !('event' in identity)) {
+      // The gateway's rules for ids and types hold for replayed events too.
+      const refused = identity?.ok && 'event' in identity ? identityProblem(identity.event) : null;
+      if (!identity?.ok || !('event' in identity) || refused) {
         unusable += 1;
         if (problems.length < 20)
           problems.push(
-            identity && !identity.ok ? identity.message : 'the API returned no usable JSON event',
+            refused
+              ? refused.message
+              : identity && !identity.ok
+                ? identity.message
+                : 'the API returned no usable JSON event',
           );
         continue;
       }
