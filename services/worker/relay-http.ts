@@ -19,6 +19,11 @@ export type SendResult =
 
 export interface SendRequest {
   readonly url: string;
+  /**
+   * Applied to every error text: `url` may carry values of the environment (a token), and fetch
+   * puts the whole URL in some of its messages, as a downstream may echo its path.
+   */
+  readonly redact?: (text: string) => string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   readonly timeoutMs: number;
@@ -58,6 +63,12 @@ function isRetryableStatus(status: number): boolean {
 
 /** POSTs once. Never throws: every ending is a SendResult. */
 export async function postOnce(request: SendRequest): Promise<SendResult> {
+  const result = await postUnredacted(request);
+  if (result.outcome === 'delivered' || !request.redact) return result;
+  return { ...result, error: request.redact(result.error) };
+}
+
+async function postUnredacted(request: SendRequest): Promise<SendResult> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
   // Built apart from the send: what fetch refuses here (a header value, credentials in the URL)
