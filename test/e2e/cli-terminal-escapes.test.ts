@@ -13,7 +13,7 @@ let configFile: string;
 
 const HOSTILE_TYPE = 'invoice.paid\u001b[2J\u001b]0;owned\u0007';
 const HOSTILE_ERROR = 'boom\r\nstatus     processed\u001b[31m\u009b31m';
-const HOSTILE_ID = 'evt_\u202egnp.exe';
+const HOSTILE_ID = 'evt_\u202egnp.exe\u200b';
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding raw control characters is the point
 const RAW_CONTROLS = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
 
@@ -47,7 +47,7 @@ describe('CLI output never carries control characters to the terminal', () => {
     expect(code, output).toBe(0);
     expect(output).not.toMatch(RAW_CONTROLS);
     expect(output).toContain('invoice.paid\\x1b[2J\\x1b]0;owned\\x07');
-    expect(output).toContain('evt_\\u202egnp.exe');
+    expect(output).toContain('evt_\\u202egnp.exe\\u200b');
     // A header line and one row: the CR/LF in the last error did not add a line.
     expect(
       output

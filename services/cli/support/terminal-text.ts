@@ -9,9 +9,11 @@
  */
 
 // C0 controls (tab and newline included), DEL, C1 controls, the bidirectional marks, embeddings,
-// overrides and isolates, and the line and paragraph separators; the second leaves out the newline.
+// overrides and isolates, the line and paragraph separators, and the invisible zero-width space,
+// word joiner and byte-order mark (so look-alike ids look different); the second leaves out the
+// newline. The zero-width joiners of emoji and scripts stay as they are.
 const CONTROLS =
-  '\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2066-\\u2069';
+  '\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200b\\u200e\\u200f\\u2028\\u2029\\u202a-\\u202e\\u2060\\u2066-\\u2069\\ufeff';
 const UNSAFE = new RegExp(`[${CONTROLS}]`, 'g');
 const UNSAFE_BUT_NEWLINE = new RegExp(`(?!\\n)[${CONTROLS}]`, 'g');
 
