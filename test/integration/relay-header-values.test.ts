@@ -133,17 +133,23 @@ describe('relay: event ids and types that are not legal header values', () => {
     // fetch refuses a URL with credentials in it: waiting does not make it buildable.
     const withCredentials = downstream.url.replace('http://', 'http://user:password@');
     await forward('/never', event('evt-7', 't'), `${withCredentials}/never`);
-    {
-      const key = `${ENDPOINT}:evt-7`;
-      const row = await settled(key);
-      expect(row).toMatchObject({ status: 'dead', attempts: 1 });
-      expect(row.last_error).toMatch(/^the request could not be built: /);
+    const key = `${ENDPOINT}:evt-7`;
+    const row = await settled(key);
+    expect(row).toMatchObject({ status: 'dead', attempts: 1 });
+    expect(row.last_error).toMatch(/^the request could not be built: /);
+    // The record is written just before pg-boss settles the job: wait for the job to leave `active`.
+    const deadline = Date.now() + 20_000;
+    let job: { state: string; retry_count: number } | undefined;
+    for (;;) {
       const { rows } = await db.pool.query(
         'SELECT state, retry_count FROM pgboss.job WHERE name = $1 AND id = $2',
         [outboxQueue('forward'), outboxJobIdFor('forward', key)],
       );
-      expect(rows[0]).toMatchObject({ state: 'failed', retry_count: 0 });
+      job = rows[0];
+      if ((job && job.state !== 'active') || Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    expect(job).toMatchObject({ state: 'failed', retry_count: 0 });
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(downstream.requests.filter((r) => r.path.startsWith('/never'))).toHaveLength(0);
   });
