@@ -3,6 +3,7 @@ import { processConnections } from '../../core/db/connections.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
 import { configPath } from '../support/options.ts';
+import { writeOut } from '../support/terminal-text.ts';
 
 export const configCheckOptionsSchema = z.strictObject({
   config: z.string().min(1).optional(),
@@ -24,7 +25,7 @@ export async function configCheckCommand(raw: unknown): Promise<void> {
     printJson({ file, valid: true, endpoints, connections });
     return;
   }
-  process.stdout.write(
+  writeOut(
     `${file} is valid: ${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'} (${endpoints.join(', ')}).\n` +
       `PostgreSQL connections per process at most: gateway ${connections.gateway}, worker ${connections.worker}, all ${connections.all}.\n`,
   );

@@ -6,6 +6,7 @@ import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } f
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
 import { configPath } from '../support/options.ts';
+import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const migrateOptionsSchema = z.strictObject({
   dryRun: z.boolean().optional(),
@@ -44,7 +45,7 @@ export async function migrateCommand(raw: unknown): Promise<void> {
   if (options.checkConfig) {
     const file = configPath(options.config);
     checkConfiguration(file);
-    process.stderr.write(`hookgate: ${file} is valid\n`);
+    writeErr(`hookgate: ${file} is valid\n`);
   }
   const logger = createLogger(undefined, 2);
   const database = options.dryRun ? await openExistingDatabase() : await openDatabase(logger);
@@ -53,17 +54,17 @@ export async function migrateCommand(raw: unknown): Promise<void> {
     if (options.dryRun) {
       const pending = await unappliedMigrations(database.url);
       if (options.json) printJson({ database: where, dry_run: true, would_apply: pending });
-      else if (pending.length === 0) process.stdout.write(`${where} is up to date; nothing to apply.\n`);
+      else if (pending.length === 0) writeOut(`${where} is up to date; nothing to apply.\n`);
       else
-        process.stdout.write(
+        writeOut(
           `Would apply to ${where} (and install or upgrade the pg-boss schema):\n${pending.map((name) => `  ${name}\n`).join('')}`,
         );
       return;
     }
     const applied = await runMigrations(database.url, logger);
     if (options.json) printJson({ database: where, applied });
-    else if (applied.length === 0) process.stdout.write(`${where} was already up to date.\n`);
-    else process.stdout.write(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);
+    else if (applied.length === 0) writeOut(`${where} was already up to date.\n`);
+    else writeOut(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);
   } finally {
     await database.embedded?.stop();
   }
