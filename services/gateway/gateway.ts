@@ -145,7 +145,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
-    bodyLimit: config.server.bodyLimit,
     bodyBudget: new BodyBudget(config.server.maxBufferedBytes),
     metrics,
     logger,

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
+import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { byteSize, durationMs } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 
@@ -103,6 +104,23 @@ const endpointSchema = z
      * existing receiver before switching to `enforce`.
      */
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
+    /**
+     * Largest body this endpoint accepts (413 body_too_large beyond it). Unset: the provider's
+     * documented maximum (github: 25 MiB), else server.bodyLimit. Must fit in
+     * server.maxBufferedBytes.
+     */
+    bodyLimit: byteSize
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(1024, 'must be at least 1kib')
+          .max(
+            MAX_ENDPOINT_BODY_LIMIT,
+            'must be at most 256mib (PostgreSQL cannot store a larger JSON body)',
+          ),
+      )
+      .optional(),
     /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
     replay: replaySchema.optional(),
   })
@@ -187,7 +205,10 @@ export const configSchema = z
          * with DATABASE_URL (containers), 127.0.0.1 for the embedded demo database.
          */
         listenAddress: listenAddress.optional(),
-        /** Largest accepted body; larger deliveries get 413 without being read further. */
+        /**
+         * Largest accepted body for endpoints that set no bodyLimit and whose provider documents
+         * no maximum (github's is 25 MiB); larger deliveries get 413 without being read further.
+         */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
          * Most request-body bytes the gateway holds at once, reserved from the declared length
@@ -224,17 +245,6 @@ export const configSchema = z
             maxSources: z.number().int().min(100).max(1_000_000).default(10_000),
           })
           .prefault({}),
-      })
-      .superRefine((server, ctx) => {
-        // A body as large as bodyLimit must fit, or such deliveries would only get in when the
-        // gateway holds nothing else, and under steady traffic never.
-        if (server.maxBufferedBytes < server.bodyLimit) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['maxBufferedBytes'],
-            message: `must be at least server.bodyLimit (${server.bodyLimit} bytes); keep it many times larger`,
-          });
-        }
       })
       .prefault({}),
     database: z
@@ -361,6 +371,46 @@ export const configSchema = z
   })
   .superRefine((config, ctx) => {
     if (typeof config !== 'object' || config === null) return;
+    // Every endpoint's largest body must fit in the bytes the gateway may hold, or such deliveries
+    // would only get in when it holds nothing else, and under steady traffic never.
+    const server = config.server;
+    const endpoints = config.endpoints;
+    if (
+      typeof server?.maxBufferedBytes === 'number' &&
+      typeof server.bodyLimit === 'number' &&
+      typeof endpoints === 'object' &&
+      endpoints !== null
+    ) {
+      const budget = formatBytes(server.maxBufferedBytes);
+      const onServerLimit: string[] = [];
+      for (const [name, endpoint] of Object.entries(endpoints)) {
+        if (typeof endpoint !== 'object' || endpoint === null) continue;
+        if (endpoint.bodyLimit !== undefined && typeof endpoint.bodyLimit !== 'number') continue;
+        const limit = endpointBodyLimit(endpoint, server.bodyLimit);
+        if (limit <= server.maxBufferedBytes) continue;
+        const origin = bodyLimitOrigin(endpoint);
+        if (origin === 'server') {
+          onServerLimit.push(name);
+          continue;
+        }
+        const raise = `raise server.maxBufferedBytes to at least ${formatBytes(limit)} (keep it several times larger)`;
+        ctx.addIssue({
+          code: 'custom',
+          path: ['endpoints', name, 'bodyLimit'],
+          message:
+            origin === 'endpoint'
+              ? `${formatBytes(limit)} is larger than server.maxBufferedBytes (${budget}): ${raise}, or lower this`
+              : `is unset, so it is ${formatBytes(limit)}, the largest body ${endpoint.provider} sends, which is larger than server.maxBufferedBytes (${budget}): ${raise}, or set a smaller bodyLimit here (larger deliveries are then refused with 413, and ${endpoint.provider} may not retry them)`,
+        });
+      }
+      if (onServerLimit.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['server', 'maxBufferedBytes'],
+          message: `${budget} is smaller than server.bodyLimit (${formatBytes(server.bodyLimit)}), which endpoint${onServerLimit.length > 1 ? 's' : ''} ${onServerLimit.join(', ')} use${onServerLimit.length > 1 ? '' : 's'}: raise it to at least server.bodyLimit (keep it several times larger)`,
+        });
+      }
+    }
     // Every in-flight claim holds a connection; readiness checks need one more.
     const concurrency = config.claim?.concurrency;
     const poolSize = config.database?.poolSize;
