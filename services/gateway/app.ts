@@ -24,6 +24,7 @@ export interface GatewayAppDeps extends ReceiveDeps {
   readonly readiness: () => Promise<string | null>;
   /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
   readonly readinessTimeoutMs?: number;
+  /** Draining for a shutdown: /readyz says so; deliveries are still served (see drain.ts). */
   readonly shuttingDown: () => boolean;
   /**
    * Handle `POST /webhooks/<name>` from the request listener, skipping Express's router. Off
@@ -217,10 +218,6 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     endpoint: Endpoint,
     started: bigint,
   ): Promise<void> => {
-    if (deps.shuttingDown()) {
-      answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
-      return;
-    }
     // Reserved before the body is read (a declared length up front; a body over the endpoint's limit is
     // refused by readBody, unreserved; a chunked one as it comes) and given back once both the
     // answer is out (or the client gone) and this delivery's work is done: a client that leaves

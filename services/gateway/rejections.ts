@@ -13,7 +13,6 @@ export type GatewayErrorCode =
   | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
-  | 'shutting_down'
   | 'encoding_unsupported'
   | 'request_timeout'
   | 'headers_too_large'
@@ -49,7 +48,6 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   apply_failed: 503,
   job_busy: 503,
   overloaded: 503,
-  shutting_down: 503,
 };
 
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {
