@@ -68,13 +68,28 @@ const replaySchema = z.strictObject({
   apiBase: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   /** The environment variable holding the API credential (default STRIPE_API_KEY / GITHUB_TOKEN). */
   credentialEnv: envName.optional(),
-  /** GitHub: the repository whose webhook delivered this endpoint's events, as owner/repo. */
+  /** GitHub, a repository webhook: the repository, as owner/repo (with hookId). */
   repository: z
     .string()
     .regex(/^[\w.-]+\/[\w.-]+$/, 'must be owner/repo')
     .optional(),
-  /** GitHub: that webhook's id (repository settings → Webhooks, or the X-GitHub-Hook-ID header). */
+  /** GitHub, an organization webhook: the organization's login (with hookId). */
+  organization: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}$/, 'must be an organization login such as acme')
+    .optional(),
+  /** GitHub: the webhook's id (its settings page, or the X-GitHub-Hook-ID header). */
   hookId: z.number().int().positive().optional(),
+  /**
+   * GitHub, a GitHub App's webhook: the App's id (a number) or client id (Iv…); its private key
+   * (PEM) is read from credentialEnv (default GITHUB_APP_PRIVATE_KEY).
+   */
+  appId: z
+    .union([
+      z.number().int().positive(),
+      z.string().regex(/^Iv[0-9A-Za-z.]+$/, 'must be the App id (a number) or its client id (Iv…)'),
+    ])
+    .optional(),
 });
 
 const endpointSchema = z
@@ -169,11 +184,35 @@ const endpointSchema = z
           message: 'is available for stripe and github endpoints',
         });
       }
-      if (endpoint.provider === 'github' && (!endpoint.replay.repository || !endpoint.replay.hookId)) {
+      const { repository, organization, appId, hookId } = endpoint.replay;
+      const targets = [repository, organization, appId].filter((value) => value !== undefined).length;
+      if (endpoint.provider === 'github' && targets !== 1) {
         ctx.addIssue({
           code: 'custom',
           path: ['replay'],
-          message: 'needs repository (owner/repo) and hookId for a github endpoint',
+          message:
+            targets === 0
+              ? 'needs the webhook that delivers here: repository (owner/repo) and hookId, organization and hookId, or appId (a GitHub App)'
+              : 'names more than one webhook: set only one of repository, organization or appId',
+        });
+      } else if (endpoint.provider === 'github' && appId === undefined && hookId === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay', 'hookId'],
+          message: `is required with ${repository === undefined ? 'organization' : 'repository'} (the webhook's id, from its settings page or the X-GitHub-Hook-ID header)`,
+        });
+      } else if (endpoint.provider === 'github' && appId !== undefined && hookId !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay', 'hookId'],
+          message: 'is not used with appId: a GitHub App has one webhook',
+        });
+      }
+      if (endpoint.provider !== 'github' && targets + (hookId === undefined ? 0 : 1) > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay'],
+          message: 'repository, organization, hookId and appId are for github endpoints',
         });
       }
     }
