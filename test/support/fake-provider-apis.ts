@@ -141,7 +141,7 @@ function verifyAppJwt(
 ): Record<string, unknown> | string {
   const token = /^Bearer (.+)$/i.exec(authorization ?? '')?.[1];
   const parts = token?.split('.');
-  if (!parts || parts.length !== 3) return 'A JSON web token could not be decoded';
+  if (parts?.length !== 3) return 'A JSON web token could not be decoded';
   const [header, payload, signature] = parts as [string, string, string];
   if (JSON.parse(base64url(header).toString('utf8')).alg !== 'RS256') return "'alg' must be RS256";
   const verified = cryptoVerify(
