@@ -78,6 +78,27 @@ function kindAt(seed: number, index: number, settings: MixSettings): StepKind {
   return 'unique';
 }
 
+/** Where a run's arrivals go: an endpoint and the provider scheme it verifies. */
+export interface Target {
+  readonly endpoint: string;
+  readonly provider: ProviderName;
+}
+
+/**
+ * Arrival `index` of a run over several targets (one run, several providers): round-robin, each
+ * target with its own sequence of the mix, so every target gets its shares of duplicates.
+ */
+export function planArrival<T extends Target>(
+  targets: readonly T[],
+  run: Run,
+  index: number,
+  settings: MixSettings,
+): { readonly target: T; readonly step: Step } {
+  if (targets.length === 0) throw new Error('a run needs at least one target');
+  const target = targets[index % targets.length]!;
+  return { target, step: planStep(target.provider, run, Math.floor(index / targets.length), settings) };
+}
+
 /** What arrival `index` sends. */
 export function planStep(provider: ProviderName, run: Run, index: number, settings: MixSettings): Step {
   const seed = hashString(`${run.id}/${provider}`);
