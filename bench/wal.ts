@@ -13,7 +13,7 @@
 // (as providers' random ids are): most inserts touch an index page no one has changed since the
 // checkpoint, which costs a full-page image, as on a production inbox much larger than one
 // checkpoint interval's inserts. Then the same with wal_compression (lz4 where built in).
-//   BENCH_SCENARIOS=wal BENCH_WAL_RATE=300 BENCH_WAL_SECONDS=30 node bench/run.ts
+//   BENCH_SCENARIOS=wal BENCH_MAJORS=18 BENCH_WAL_RATE=300 BENCH_WAL_SECONDS=30 node bench/run.ts
 import { availableParallelism, loadavg } from 'node:os';
 import pg from 'pg';
 import { drive } from '../load/driver/driver.ts';

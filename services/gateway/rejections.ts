@@ -13,6 +13,7 @@ export type GatewayErrorCode =
   | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
+  | 'event_type_invalid'
   | 'encoding_unsupported'
   | 'request_timeout'
   | 'headers_too_large'
@@ -31,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   event_id_missing: 400,
   event_id_invalid: 400,
   event_type_missing: 400,
+  event_type_invalid: 400,
   version_invalid: 400,
   body_not_json: 400,
   body_unreadable: 400,

@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { HookgateError } from '../../core/errors.ts';
+import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { eventFilterShape, FILTER_PREDICATE, filterParams } from '../support/filters.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName } from '../support/options.ts';
+import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const eventsListOptionsSchema = z.strictObject({
   ...eventFilterShape,
@@ -54,7 +56,7 @@ export async function eventsListCommand(raw: unknown): Promise<void> {
       return;
     }
     if (result.rows.length === 0) {
-      process.stderr.write('No event matches these filters.\n');
+      writeErr('No event matches these filters.\n');
       return;
     }
     const rows = result.rows.map((row) => [
@@ -66,11 +68,8 @@ export async function eventsListCommand(raw: unknown): Promise<void> {
       age(row.age_seconds),
       oneLine(row.last_error, 60),
     ]);
-    process.stdout.write(
-      table(['ENDPOINT', 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'], rows),
-    );
-    if (result.rows.length === options.limit)
-      process.stderr.write(`(first ${options.limit}; --limit shows more)\n`);
+    writeOut(table(['ENDPOINT', 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'], rows));
+    if (result.rows.length === options.limit) writeErr(`(first ${options.limit}; --limit shows more)\n`);
   });
 }
 
@@ -88,11 +87,14 @@ export const SHOW_EVENT = `
     FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = $2`;
 
-/** Downstream deliveries the event caused (the forward handler keys them endpoint:event_id). */
+/**
+ * Downstream deliveries the event caused (the forward handler keys them endpoint:event_id), one
+ * primary-key look-up per outbox kind ($2): by key alone the whole outbox was read.
+ */
 export const EVENT_DELIVERIES = `
   SELECT kind, url, status, attempts, http_status, last_error, first_attempt_at, last_attempt_at, settled_at
     FROM hookgate.outbox_deliveries
-   WHERE key = $1
+   WHERE kind = ANY ($2::text[]) AND key = $1
    ORDER BY kind`;
 
 interface ShownEvent {
@@ -169,7 +171,8 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   if (!event) {
     throw new HookgateError('event_unknown', `No event "${eventId}" on endpoint ${endpoint}.`);
   }
-  const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`])).rows;
+  const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
+    .rows;
   return { event, deliveries };
 }
 
@@ -202,8 +205,9 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),
       '',
       'payload',
-      JSON.stringify(event.payload, null, 2),
+      ...JSON.stringify(event.payload, null, 2).split('\n'),
     ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    // Line by line: a newline inside a field (a last error, a type) is printed as \n.
+    writeOut(`${lines.map(terminalText).join('\n')}\n`);
   });
 }
