@@ -16,7 +16,6 @@ import { REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface GatewayAppDeps extends ReceiveDeps {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
-  readonly bodyLimit: number;
   /** Bounds the body bytes held at once (server.maxBufferedBytes); absent, unbounded. */
   readonly bodyBudget?: BodyBudget;
   readonly metrics: GatewayMetrics;
@@ -25,6 +24,7 @@ export interface GatewayAppDeps extends ReceiveDeps {
   readonly readiness: () => Promise<string | null>;
   /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
   readonly readinessTimeoutMs?: number;
+  /** Draining for a shutdown: /readyz says so; deliveries are still served (see drain.ts). */
   readonly shuttingDown: () => boolean;
   /**
    * Handle `POST /webhooks/<name>` from the request listener, skipping Express's router. Off
@@ -164,12 +164,12 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   ): void => {
     const type = 'type' in error ? error.type : undefined;
     const status = 'status' in error ? error.status : undefined;
-    if (type === 'entity.too.large') {
+    if (type === 'entity.too.large' && endpoint) {
       answer(
         res,
         endpoint,
         started,
-        refuse('body_too_large', `The body exceeds the limit of ${deps.bodyLimit} bytes.`),
+        refuse('body_too_large', `The body exceeds this endpoint's limit of ${endpoint.bodyLimit} bytes.`),
         true,
       );
     } else if (type === 'encoding.unsupported') {
@@ -218,11 +218,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     endpoint: Endpoint,
     started: bigint,
   ): Promise<void> => {
-    if (deps.shuttingDown()) {
-      answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
-      return;
-    }
-    // Reserved before the body is read (a declared length up front; a body over bodyLimit is
+    // Reserved before the body is read (a declared length up front; a body over the endpoint's limit is
     // refused by readBody, unreserved; a chunked one as it comes) and given back once both the
     // answer is out (or the client gone) and this delivery's work is done: a client that leaves
     // while its claim waits does not take its body out of the claim queue.
@@ -232,7 +228,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     if (budget) {
       const declared = Number(req.headers['content-length'] ?? Number.NaN);
       if (Number.isFinite(declared) && declared >= 0) {
-        if (declared <= deps.bodyLimit) {
+        if (declared <= endpoint.bodyLimit) {
           if (!budget.reserve(declared)) {
             answer(res, endpoint, started, overloaded(), true);
             return;
@@ -270,7 +266,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     try {
       let body: Buffer;
       try {
-        body = await readBody(req, deps.bodyLimit, grow);
+        body = await readBody(req, endpoint.bodyLimit, grow);
       } catch (error) {
         if (res.headersSent) return;
         bodyFailure(error as { type?: string }, res, endpoint, started);

@@ -347,7 +347,7 @@ describe('the chart, rendered and run as local processes', () => {
     const output = migrate.output();
     expect(exit.code, output).toBe(2);
     expect(output).toContain('hookgate: config_invalid:');
-    expect(output).toContain('server.maxBufferedBytes: must be at least server.bodyLimit (2mib)');
+    expect(output).toContain('server.maxBufferedBytes: 1 MiB is smaller than server.bodyLimit (2 MiB)');
     expect(output).toContain(
       'endpoints.github.secrets[0]: environment variable GITHUB_WEBHOOK_SECRET is not set',
     );

@@ -20,6 +20,7 @@ const USAGE_CODES = new Set([
   'database_url_invalid',
   'database_missing',
   'credentials_missing',
+  'credentials_invalid',
   // verify's --sent file: the input the command was given is wrong.
   'sent_file_invalid',
   'sent_file_unreadable',
