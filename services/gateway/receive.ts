@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
+import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
 import type { ReplayTokenLimiter } from './replay-limit.ts';
 import { checkReplayToken, REPLAY_TOKEN_HEADER } from './replay-token.ts';
@@ -16,6 +17,11 @@ export interface Answer {
   readonly cause?: string;
   /** Seconds, sent as Retry-After. */
   readonly retryAfter?: number;
+  /** Sent as text/plain instead of `body` (challenges echoed bare). */
+  readonly text?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Extra fields for the log line (a handshake's kind), never sent. */
+  readonly note?: Readonly<Record<string, string>>;
 }
 
 export function refuse(code: GatewayErrorCode, message: string): Answer {
@@ -83,6 +89,9 @@ export async function receive(
   /** Who sent it, as the replay-token limiter counts it (see sourceOf). */
   source = '',
 ): Promise<Answer> {
+  // Unsigned handshakes (Asana's) carry no event and are answered without verification.
+  const handshake = handshakeAnswer(endpoint, 'POST', headers, '');
+  if (handshake) return handshake;
   // An operator's re-post with the endpoint's replay token stands in for the provider's
   // signature; without replaySecrets configured the header means nothing.
   const replaySecrets = endpoint.config.replaySecrets;
@@ -124,15 +133,21 @@ export async function receive(
   let body: unknown;
   try {
     text = UTF8.decode(rawBody);
-    body = parseJson(text);
+    const decode = endpoint.provider.decodeBody;
+    if (decode) {
+      // A form post (Twilio) is stored as the JSON document of its parameters.
+      body = decode(text);
+      text = JSON.stringify(body);
+    } else {
+      body = parseJson(text);
+    }
   } catch {
     return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
   }
 
-  const identity = endpoint.provider.identify({ headers, body });
+  const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
   if (!identity.ok) return refuse(identity.code, identity.message);
-  if ('reply' in identity)
-    return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
+  if ('reply' in identity) return replyAnswer(identity.reply);
   if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
     return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
   }
@@ -154,7 +169,9 @@ export async function receive(
     body: text,
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
     // The id came from an unsigned header: the same signed body under another id is a replay.
-    bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
+    bodyDigest: identity.event.idUnsigned
+      ? (identity.event.signedDigest ?? createHash('sha256').update(rawBody).digest())
+      : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
   });
