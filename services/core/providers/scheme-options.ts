@@ -115,6 +115,7 @@ export const schemeOptionsSchema = z
           parts = parseTemplate(options.content);
         } catch (error) {
           issue(['content'], (error as Error).message);
+          return;
         }
         const has = (name: string) => parts.some((piece) => 'part' in piece && piece.part === name);
         // A signature that does not cover the body authenticates nothing the gateway stores.
