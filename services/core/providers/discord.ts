@@ -13,6 +13,8 @@ export const discordPreset = schemePreset({
     algorithm: 'ed25519',
     headers: ['x-signature-ed25519'],
     encoding: 'hex',
+    // discord-interactions decodes the hex before comparing, so it accepts either case.
+    anyCaseHex: true,
     content: [{ part: 'timestamp' }, { part: 'body' }],
     timestamp: { from: { header: 'x-signature-timestamp' }, unit: 'seconds' },
   },

@@ -49,6 +49,8 @@ export interface SchemeSpec {
   /** Header(s) carrying signatures; each one present contributes (Box sends a primary and a secondary). */
   readonly headers: readonly string[];
   readonly encoding: SignatureEncoding | 'text';
+  /** Hex in either case: only where the provider's own library accepts upper case (Discord's). */
+  readonly anyCaseHex?: true;
   /** Text before the signature (`sha256=`, `v0=`, `Basic `), required when set. */
   readonly prefix?: string;
   readonly list?: SignatureList;

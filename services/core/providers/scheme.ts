@@ -96,6 +96,7 @@ function parseSignatures(spec: SchemeSpec, values: readonly string[]): Parsed | 
     if (spec.encoding === 'text') return text === '' ? null : Buffer.from(text, 'utf8');
     // Token schemes in base64 (basic auth) compare the decoded bytes with the secret.
     if (spec.algorithm === 'token' && spec.encoding === 'base64') return decodeBase64(text);
+    if (spec.anyCaseHex && spec.encoding === 'hex') return decodeSignature('hex', text.toLowerCase());
     return decodeSignature(spec.encoding, text);
   };
   for (const value of values) {
