@@ -110,7 +110,11 @@ describe('billing: subscriptions are re-fetched, not taken from the payload', ()
     const id = newSubscription();
     stripe.setSubscription({ id, customer: 'cus_9', status: 'active' });
     const before = stripe.requests.length;
-    const mislabelled = stripeEvent('customer.subscription.updated', { id, object: 'customer', status: 'active' });
+    const mislabelled = stripeEvent('customer.subscription.updated', {
+      id,
+      object: 'customer',
+      status: 'active',
+    });
     await expect(apply(mislabelled)).rejects.toMatchObject({
       code: 'billing_payload_invalid',
       message: expect.stringMatching(/\/data\/object\/object: must be 'subscription'/),
