@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -20,11 +20,21 @@ run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
-## and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
-tools: chart-tools
+## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major), and the chart
+## tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
+tools: chart-tools postgres-15
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
+	fi
+
+# The tests make throwaway clusters of their own from these binaries (test/support/system-postgres.ts);
+# a server the package may start on the machine is never used by them.
+PG15_BIN := /usr/lib/postgresql/15/bin
+postgres-15:
+	@if [ ! -x $(PG15_BIN)/postgres ] || [ ! -x $(PG15_BIN)/initdb ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`

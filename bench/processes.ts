@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../services/core/db/embedded.ts';
 import { migrate } from '../services/core/db/migrate.ts';
+import { startSystemCluster } from '../test/support/system-postgres.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -14,13 +15,21 @@ export interface BenchDatabase {
   stop(): Promise<void>;
 }
 
-/** DATABASE_URL if set, else a throwaway embedded PostgreSQL; migrated either way. */
-export async function benchDatabase(): Promise<BenchDatabase> {
-  const given = process.env.DATABASE_URL?.trim();
+/**
+ * A fresh database of the given major, migrated: for 18, DATABASE_URL if set, else a throwaway
+ * embedded PostgreSQL 18; for 15, a throwaway cluster of Debian's PostgreSQL 15 binaries (`make
+ * postgres-15`), or BENCH_PG15_URL if set.
+ */
+export async function benchDatabase(major: 15 | 18 = 18): Promise<BenchDatabase> {
+  const given = (major === 18 ? process.env.DATABASE_URL : process.env.BENCH_PG15_URL)?.trim();
   let url: string;
   let stop = async () => {};
   if (given) url = given;
-  else {
+  else if (major === 15) {
+    const cluster = await startSystemCluster(15);
+    url = cluster.url;
+    stop = () => cluster.stop();
+  } else {
     const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-'));
     chmodSync(dir, 0o755);
     const database = await startEmbeddedPostgres(dir);

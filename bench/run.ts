@@ -1,7 +1,9 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,prune,soak picks scenarios (default: all). Each writes
-// bench/results/<scenario>.json (every figure) and <scenario>.md (the printed summary).
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,prune,soak,longrun picks scenarios (default: all) and
+// BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
+// cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
+// (every figure), and the matching .md (the printed summary).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +12,7 @@ import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
+import { longrunScenario, renderLongrun } from './longrun.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 import { pruneScenario, renderPrune } from './prune.ts';
@@ -29,7 +32,16 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,prune,soak'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,prune,soak,longrun'),
+    BENCH_MAJORS: z
+      .string()
+      .default('18,15')
+      .transform((text) => text.split(',').map((major) => Number(major.trim())))
+      .pipe(z.array(z.union([z.literal(15), z.literal(18)])).min(1)),
+    /** longrun: the inbox size past which the last window is measured, window length, most windows. */
+    BENCH_LONGRUN_ROWS: z.coerce.number().int().min(1_000).max(10_000_000).default(100_000),
+    BENCH_LONGRUN_WINDOW: z.coerce.number().int().min(2).max(300).default(10),
+    BENCH_LONGRUN_WINDOWS: z.coerce.number().int().min(2).max(1_000).default(60),
     /** apply: backlog size drained by each side, worker processes and their loops. */
     BENCH_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     BENCH_APPLY_WORKERS: z.coerce.number().int().min(1).max(16).default(2),
@@ -161,6 +173,18 @@ const scenarios: Scenario[] = [
       return { lines: renderSoak(report), report };
     },
   },
+  {
+    name: 'longrun',
+    run: async (database) => {
+      const report = await longrunScenario(database, {
+        connections: settings.BENCH_CONNECTIONS,
+        windowSeconds: settings.BENCH_LONGRUN_WINDOW,
+        rows: settings.BENCH_LONGRUN_ROWS,
+        maxWindows: settings.BENCH_LONGRUN_WINDOWS,
+      });
+      return { lines: renderLongrun(report), report };
+    },
+  },
 ];
 
 function markdown(name: string, lines: readonly string[], startLoad: number): string {
@@ -182,25 +206,32 @@ const dir = join(ROOT, 'bench', 'results');
 mkdirSync(dir, { recursive: true });
 const reports = new Map<string, unknown>();
 const firstLoad = loadavg()[0]!;
-for (const scenario of scenarios.filter((s) => wanted.has(s.name))) {
-  const database = await benchDatabase();
-  const startLoad = loadavg()[0]!;
-  try {
-    const { lines, report } = await scenario.run(database);
-    reports.set(scenario.name, report);
-    process.stdout.write(`${lines.join('\n')}\n`);
-    writeFileSync(join(dir, `${scenario.name}.json`), `${JSON.stringify(report, null, 2)}\n`);
-    writeFileSync(join(dir, `${scenario.name}.md`), markdown(scenario.name, lines, startLoad));
-  } finally {
-    await database.stop();
+for (const major of settings.BENCH_MAJORS) {
+  const suffix = major === 18 ? '' : `-pg${major}`;
+  for (const scenario of scenarios.filter((s) => wanted.has(s.name))) {
+    const database = await benchDatabase(major);
+    const startLoad = loadavg()[0]!;
+    try {
+      const { lines, report } = await scenario.run(database);
+      reports.set(`${scenario.name}${suffix}`, report);
+      const titled = [`[PostgreSQL ${major}]`, ...lines];
+      process.stdout.write(`${titled.join('\n')}\n`);
+      writeFileSync(join(dir, `${scenario.name}${suffix}.json`), `${JSON.stringify(report, null, 2)}\n`);
+      writeFileSync(
+        join(dir, `${scenario.name}${suffix}.md`),
+        markdown(`${scenario.name}${suffix}`, titled, startLoad),
+      );
+    } finally {
+      await database.stop();
+    }
   }
-}
-
-const summary = renderSummary(
-  (reports.get('ingest') as IngestReport | undefined) ?? null,
-  (reports.get('apply') as ApplyReport | undefined) ?? null,
-);
-if (summary.length > 0) {
-  process.stdout.write(`${summary.join('\n')}\n`);
-  writeFileSync(join(dir, 'summary.md'), markdown('summary', summary, firstLoad));
+  const summary = renderSummary(
+    (reports.get(`ingest${suffix}`) as IngestReport | undefined) ?? null,
+    (reports.get(`apply${suffix}`) as ApplyReport | undefined) ?? null,
+  );
+  if (summary.length > 0) {
+    const titled = [`[PostgreSQL ${major}]`, ...summary];
+    process.stdout.write(`${titled.join('\n')}\n`);
+    writeFileSync(join(dir, `summary${suffix}.md`), markdown(`summary${suffix}`, titled, firstLoad));
+  }
 }

@@ -8,17 +8,21 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** A superuser URL; each test file creates its own database from it. */
     adminDatabaseUrl: string;
+    /** The PostgreSQL major the project was given (null: DATABASE_URL, whatever it runs). */
+    postgresMajor: number | null;
   }
 }
 
 /**
- * One real PostgreSQL for the whole run: DATABASE_URL if set (e.g. the system server),
- * otherwise an embedded PostgreSQL 18 in a temporary directory, removed afterwards.
+ * One real PostgreSQL for the whole run of the default project: DATABASE_URL if set (e.g. the
+ * system server), otherwise an embedded PostgreSQL 18 in a temporary directory, removed
+ * afterwards. The `pg15` project has its own (global-setup-pg15.ts).
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const given = process.env.DATABASE_URL?.trim();
   if (given) {
     project.provide('adminDatabaseUrl', given);
+    project.provide('postgresMajor', null);
     return async () => {};
   }
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-test-pg-'));
@@ -26,6 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   chmodSync(dir, 0o755);
   const database = await startEmbeddedPostgres(dir);
   project.provide('adminDatabaseUrl', database.url);
+  project.provide('postgresMajor', 18);
   return async () => {
     await database.stop();
     rmSync(dir, { recursive: true, force: true });

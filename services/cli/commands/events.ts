@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { HookgateError } from '../../core/errors.ts';
+import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { eventFilterShape, FILTER_PREDICATE, filterParams } from '../support/filters.ts';
@@ -88,11 +89,14 @@ export const SHOW_EVENT = `
     FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = $2`;
 
-/** Downstream deliveries the event caused (the forward handler keys them endpoint:event_id). */
+/**
+ * Downstream deliveries the event caused (the forward handler keys them endpoint:event_id), one
+ * primary-key look-up per outbox kind ($2): by key alone the whole outbox was read.
+ */
 export const EVENT_DELIVERIES = `
   SELECT kind, url, status, attempts, http_status, last_error, first_attempt_at, last_attempt_at, settled_at
     FROM hookgate.outbox_deliveries
-   WHERE key = $1
+   WHERE kind = ANY ($2::text[]) AND key = $1
    ORDER BY kind`;
 
 interface ShownEvent {
@@ -169,7 +173,8 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   if (!event) {
     throw new HookgateError('event_unknown', `No event "${eventId}" on endpoint ${endpoint}.`);
   }
-  const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`])).rows;
+  const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
+    .rows;
   return { event, deliveries };
 }
 

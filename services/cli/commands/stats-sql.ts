@@ -24,7 +24,14 @@ export const DELIVERIES_IN_WINDOW = `
      AND ($2::text IS NULL OR endpoint = $2)
    GROUP BY endpoint`;
 
-/** Whether the database has ever seen this endpoint (for commands run without a config). */
+/**
+ * Whether the database has ever seen this endpoint (for commands run without a config). Each
+ * look-up asks for the endpoint's first row in primary-key order, which only the primary key's
+ * index gives without reading every row of the endpoint (a scalar subquery: PostgreSQL drops
+ * ORDER BY and LIMIT inside EXISTS). A plain EXISTS was planned as a sequential scan that stops
+ * at the first match, which for a mistyped endpoint (no match) reads the whole table.
+ */
 export const ENDPOINT_SEEN = `
-  SELECT EXISTS (SELECT 1 FROM hookgate.inbox WHERE endpoint = $1)
-      OR EXISTS (SELECT 1 FROM hookgate.delivery_counts WHERE endpoint = $1) AS seen`;
+  SELECT (SELECT event_id FROM hookgate.inbox WHERE endpoint = $1 ORDER BY event_id LIMIT 1) IS NOT NULL
+      OR (SELECT minute FROM hookgate.delivery_counts WHERE endpoint = $1 ORDER BY minute, shard LIMIT 1) IS NOT NULL
+         AS seen`;

@@ -1,0 +1,274 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { eventsListCommand, eventsShowCommand } from '../../services/cli/commands/events.ts';
+import { pruneCommand } from '../../services/cli/commands/prune.ts';
+import { collectStats } from '../../services/cli/commands/stats.ts';
+import { registerBacklogMetrics } from '../../services/core/backlog.ts';
+import { prune } from '../../services/core/inbox/prune.ts';
+import { requeue, requeueOrphans } from '../../services/core/inbox/requeue.ts';
+import { createRegistry } from '../../services/core/metrics.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
+import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
+import { startRelays } from '../../services/worker/relay.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { post, standardWebhook } from '../support/deliveries.ts';
+import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
+import { silentLogger } from '../support/fake-worker.ts';
+import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
+import { type AuditTarget, auditTargets, PreparedTarget } from '../support/plans.ts';
+import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
+import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
+
+// Every statement hookgate (and pg-boss on its behalf) sends on a hot path must read the tables
+// that grow with traffic through an index, whatever their sizes when its plan was made. A
+// named prepared statement keeps one plan for its connection's life, usually made while the
+// tables were small: on PostgreSQL 15 the claim's plan, made on empty tables, read the whole
+// inbox and job table on every claim as they grew.
+//
+// The audit records what really runs (a gateway and a worker in this process, deliveries over
+// HTTP, retries into dead, a forward to a local downstream, stats, backlog metrics, requeue,
+// prune), then, for each distinct statement that can read a watched table, prepares it while the
+// tables are tiny (analysed, as autovacuum leaves a small table), forces the generic plan and
+// runs it more than five times (PostgreSQL then settles on a cached plan), grows the inbox, the
+// job table, the outbox and the counts to GROWN rows each, and asks for the plan again:
+// - the custom plan (what an unnamed statement gets: planned for every execution) on the grown
+//   tables, for every statement;
+// - the cached generic plan made on tiny tables, for every statement the code prepares by name
+//   (the claim) and for every statement of hookgate's own whose generic plan happens to be an
+//   index plan (so it stays one).
+// A sequential scan of a watched table fails the test, with the statement and its plan.
+
+const GROWN = 200_000;
+const SECRET = SW_SECRET;
+
+let db: TestDatabase;
+let gateway: TestGateway;
+let worker: TestWorker;
+let downstream: FakeDownstream;
+let relays: { stop(): Promise<void> } | undefined;
+let sent: SentStatement[] = [];
+
+const endpoints = (downstreamUrl: string) => ({
+  rec: { handler: 'record' },
+  proj: {
+    handler: 'project',
+    extract: { entityId: '/data/id', version: '/data/version' },
+  },
+  fwd: { handler: 'forward', options: { url: `${downstreamUrl}/hook`, timeout: '2s' } },
+  fails: { handler: `sql:SELECT CASE WHEN $1::jsonb #>> '{payload,data,fail}' = 'yes' THEN 'x' END` },
+  sync: { handler: 'record', mode: 'sync' },
+});
+
+async function deliver(endpoint: string, eventId: string, data: Record<string, unknown>): Promise<void> {
+  const delivery = standardWebhook(SECRET, { eventId, data });
+  const reply = await post(`${gateway.url}/webhooks/${endpoint}`, delivery);
+  expect(reply.status, JSON.stringify(reply.json)).toBe(200);
+}
+
+async function unsettled(): Promise<number> {
+  const { rows } = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`,
+  );
+  return rows[0]!.n;
+}
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  downstream = await startFakeDownstream();
+  downstream.fallback = { status: 204 };
+  const config = workerConfig(endpoints(downstream.url));
+  const recorder = recordStatements();
+  try {
+    gateway = await startTestGateway(db.url, config);
+    worker = await startTestWorker(db.url, config);
+    relays = await startRelays({
+      boss: worker.boss,
+      pool: worker.pool,
+      logger: silentLogger,
+      queues: outboxPolicyFrom(config.relay),
+      pollingIntervalSeconds: 0.5,
+    });
+    for (let n = 0; n < 12; n += 1) {
+      await deliver('rec', `rec_${n}`, { id: `r${n}` });
+      await deliver('proj', `proj_${n}`, { id: `e${n % 3}`, version: n });
+      await deliver('fwd', `fwd_${n}`, { id: `f${n}` });
+      await deliver('sync', `sync_${n}`, { id: `s${n}` });
+      await deliver('fails', `fails_${n}`, { id: `x${n}`, fail: n % 4 === 0 ? 'yes' : 'no' });
+      // Duplicates, as providers send them.
+      if (n % 3 === 0) await deliver('rec', `rec_${n}`, { id: `r${n}` });
+    }
+    await waitFor('every event applied or dead', async () => (await unsettled()) === 0, 60_000);
+    await waitFor('the forwards delivered', async () => downstream.requests.length >= 12, 30_000);
+    // What operators and scrapers run against the same tables.
+    await collectStats(db.pool, new Date(Date.now() - 3_600_000), null, Object.keys(config.endpoints));
+    await collectStats(db.pool, new Date(Date.now() - 3_600_000), 'rec', Object.keys(config.endpoints));
+    const registry = createRegistry();
+    registerBacklogMetrics(registry, { db: db.pool, endpoints: Object.keys(config.endpoints) });
+    await registry.metrics();
+    await requeue(db.pool, worker.boss, { endpoint: 'fails', statuses: ['dead'] });
+    await requeueOrphans(db.pool, worker.boss, 'rec');
+    await waitFor('the requeued events dead again', async () => (await unsettled()) === 0, 60_000);
+    await cliCommands();
+    await prune(db.pool, { inboxOlderThanMs: 0, deliveriesOlderThanMs: 0, chunk: 5 });
+  } finally {
+    recorder.stop();
+  }
+  sent = recorder.sent;
+}, 180_000);
+
+/** The CLI's read models and retention, run in this process as `hookgate` runs them. */
+async function cliCommands(): Promise<void> {
+  const saved = { url: process.env.DATABASE_URL, write: process.stdout.write };
+  process.env.DATABASE_URL = db.url;
+  process.stdout.write = (() => true) as typeof process.stdout.write;
+  try {
+    await eventsListCommand({ endpoint: 'fails', status: 'dead', json: true });
+    await eventsListCommand({ json: true });
+    await eventsShowCommand({ eventId: 'fails_0', endpoint: 'fails', json: true });
+    await eventsShowCommand({ eventId: 'fwd_0', endpoint: 'fwd', json: true });
+    await pruneCommand({ olderThan: '3d', outboxOlderThan: '3d', batch: 100, json: true });
+  } finally {
+    process.stdout.write = saved.write;
+    if (saved.url === undefined) delete process.env.DATABASE_URL;
+    else process.env.DATABASE_URL = saved.url;
+  }
+}
+
+afterAll(async () => {
+  await relays?.stop();
+  await worker?.stop();
+  await gateway?.stop();
+  await downstream?.close();
+  await db?.drop();
+});
+
+/** Grows every watched table to GROWN rows (without ANALYZE), as hours of traffic would. */
+async function grow(client: pg.ClientBase): Promise<void> {
+  await client.query(
+    `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, headers, status, attempts,
+                                 received_at, processed_at)
+     SELECT (ARRAY['rec','proj','fwd','sync','fails'])[1 + n % 5], 'grown_' || n, 'standard-webhooks', 'thing.updated',
+            jsonb_build_object('id', n), '{}',
+            CASE WHEN n % 1000 = 0 THEN 'dead' WHEN n % 1000 = 1 THEN 'pending' ELSE 'processed' END,
+            1, now() - (n % 43200) * interval '1 minute', now()
+       FROM generate_series(1, $1::int) AS n`,
+    [GROWN],
+  );
+  await client.query(
+    `INSERT INTO pgboss.job (id, name, data, state, completed_on)
+     SELECT gen_random_uuid(), (ARRAY[$2, $3, $4])[1 + n % 3], jsonb_build_object('n', n), 'completed', now()
+       FROM generate_series(1, $1::int) AS n`,
+    [GROWN, applyQueue('rec'), applyQueue('proj'), applyQueue('fails')],
+  );
+  await client.query(
+    `INSERT INTO hookgate.outbox_deliveries (kind, key, endpoint, url, status, attempts, settled_at)
+     SELECT 'forward', 'fwd:grown_' || n, 'fwd', 'http://127.0.0.1/hook', 'delivered', 1, now() - n * interval '1 second'
+       FROM generate_series(1, $1::int) AS n`,
+    [GROWN],
+  );
+  await client.query(
+    `INSERT INTO hookgate.delivery_counts (endpoint, minute, shard, accepted, duplicate)
+     SELECT (ARRAY['rec','proj','fwd','sync','fails'])[1 + n % 5], date_trunc('minute', now()) - (n / 50) * interval '1 minute',
+            (n % 50)::smallint, 10, 2
+       FROM generate_series(1, $1::int) AS n`,
+    [GROWN],
+  );
+}
+
+interface Finding {
+  readonly target: AuditTarget;
+  readonly when: string;
+  readonly text: string;
+  readonly scans: string[];
+}
+
+describe('the plans of every statement on a hot path', () => {
+  it('read the grown tables through indexes, whatever their sizes when the plan was made', async () => {
+    const targets = auditTargets(sent);
+    // The premise: the run really sent the hot statements (the claim, the worker's, pg-boss's).
+    expect(targets.some((t) => t.named && /INSERT INTO hookgate\.inbox/.test(t.text))).toBe(true);
+    expect(targets.some((t) => /SKIP LOCKED/i.test(t.text))).toBe(true);
+    expect(targets.length).toBeGreaterThan(20);
+
+    const client = new pg.Client({ connectionString: db.url });
+    client.on('error', () => {});
+    await client.connect();
+    const findings: Finding[] = [];
+    const unpreparable: string[] = [];
+    const prepared: PreparedTarget[] = [];
+    const tinyGeneric = new Map<PreparedTarget, string[]>();
+    let major = 0;
+    try {
+      const version = await client.query<{ v: string }>(`SELECT current_setting('server_version_num') AS v`);
+      major = Math.floor(Number(version.rows[0]!.v) / 10_000);
+      // The project's major really is the one this run claims to prove.
+      const expected = inject('postgresMajor');
+      if (expected !== null) expect(major).toBe(expected);
+      await client.query('ANALYZE');
+      for (const [index, target] of targets.entries()) {
+        const statement = new PreparedTarget(client, target, `audit_${index}`);
+        try {
+          await statement.prepare();
+        } catch (error) {
+          unpreparable.push(`${(error as Error).message}\n${target.text}`);
+          continue;
+        }
+        prepared.push(statement);
+      }
+      // On tiny tables: the generic plan, cached, then more than five runs (PostgreSQL's switch).
+      for (const statement of prepared) {
+        tinyGeneric.set(statement, (await statement.explain('force_generic_plan')).scans);
+        for (let n = 0; n < 6; n += 1) await statement.explain('auto');
+      }
+      await grow(client);
+      const sizes = await client.query<{ inbox: number; jobs: number; outbox: number; counts: number }>(
+        `SELECT (SELECT count(*)::int FROM hookgate.inbox) AS inbox, (SELECT count(*)::int FROM pgboss.job) AS jobs,
+                (SELECT count(*)::int FROM hookgate.outbox_deliveries) AS outbox,
+                (SELECT count(*)::int FROM hookgate.delivery_counts) AS counts`,
+      );
+      for (const size of Object.values(sizes.rows[0]!)) expect(size).toBeGreaterThanOrEqual(GROWN);
+
+      // The plans kept from the tiny tables, used on the grown ones before any ANALYZE.
+      for (const statement of prepared) {
+        const keepsGeneric = statement.target.named || tinyGeneric.get(statement)!.length === 0;
+        if (!keepsGeneric) continue;
+        for (const mode of ['force_generic_plan', 'auto'] as const) {
+          const plan = await statement.explain(mode);
+          if (plan.scans.length > 0) {
+            findings.push({
+              target: statement.target,
+              when: `${mode}, planned on tiny tables, run on ${GROWN} rows`,
+              ...plan,
+            });
+          }
+        }
+      }
+      // Once autovacuum has analysed the grown tables: what every unnamed statement is planned
+      // with at each execution.
+      await client.query('ANALYZE');
+      for (const statement of prepared) {
+        const custom = await statement.explain('force_custom_plan');
+        if (custom.scans.length > 0) {
+          findings.push({
+            target: statement.target,
+            when: `custom plan on ${GROWN} analysed rows`,
+            ...custom,
+          });
+        }
+      }
+    } finally {
+      await client.end();
+    }
+    const named = prepared.filter((statement) => statement.target.named).length;
+    const indexGeneric = [...tinyGeneric.values()].filter((scans) => scans.length === 0).length;
+    console.log(
+      `plan audit on PostgreSQL ${major}: ${prepared.length} statements (${named} prepared by name); ` +
+        `${indexGeneric} keep index plans planned on tiny tables; ${findings.length} findings`,
+    );
+    const report = findings.map(
+      (f) => `${f.when}: scans ${f.scans.join(', ')}\n${f.target.text.trim()}\n--- plan ---\n${f.text}`,
+    );
+    expect(unpreparable, unpreparable.join('\n\n')).toEqual([]);
+    expect(report, report.join('\n\n========\n\n')).toEqual([]);
+  }, 300_000);
+});
