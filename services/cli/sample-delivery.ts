@@ -155,7 +155,7 @@ export function sampleDelivery(
       // The presets and the scheme provider: their keys are often public keys, and their
       // schemes many; a test delivery is sent by the provider's own dashboard.
       throw new HookgateError(
-        'send_test_unsupported',
+        'usage_invalid',
         `send-test signs for standard-webhooks, svix, stripe, github, shopify, slack, paddle and hmac endpoints; for ${endpoint.provider}, send a test delivery from the provider's dashboard.`,
       );
   }

@@ -23,7 +23,9 @@ export type FuzzProvider =
   | 'twitch'
   | 'hubspot'
   | 'discord'
-  | 'sendgrid';
+  | 'sendgrid'
+  // Signs fields it carries inside the JSON body, not the body.
+  | 'mailgun';
 
 /** The public-key schemes sign with these; endpoints are configured with the public halves. */
 const ED25519 = generateKeyPairSync('ed25519');
@@ -54,7 +56,25 @@ export const FUZZ_SECRETS: Readonly<Record<FuzzProvider, string>> = {
   hubspot: 'fuzz-hubspot-client-secret',
   discord: DISCORD_KEY,
   sendgrid: SENDGRID_KEY,
+  mailgun: 'fuzz-mailgun-signing-key',
 };
+
+/**
+ * Schemes whose signature travels inside the body (Mailgun): the fields to add to the body's
+ * object before it is serialised; the others sign the body and add nothing.
+ */
+export function bodySignature(
+  provider: FuzzProvider,
+  input: Omit<SignInput, 'body'>,
+): Record<string, unknown> {
+  if (provider !== 'mailgun') return {};
+  const token = createHmac('sha256', 'token')
+    .update(`${input.id}${input.timestamp}`)
+    .digest('hex')
+    .slice(0, 50);
+  const timestamp = String(input.timestamp);
+  return { signature: { timestamp, token, signature: mac(input.secret, timestamp, token).toString('hex') } };
+}
 
 /** The private key that signs for a configured public key, or a stranger's for anything else. */
 function privateKeyFor(secret: string, stranger: KeyObject): KeyObject {
@@ -172,6 +192,8 @@ export function signatureHeaders(provider: FuzzProvider, input: SignInput): Reco
           privateKeyFor(secret, STRANGER_ED25519),
         ).toString('hex'),
       };
+    case 'mailgun':
+      return {};
     case 'sendgrid':
       return {
         'x-twilio-email-event-webhook-timestamp': String(timestamp),
