@@ -1,3 +1,4 @@
+import { decodeBase64Key } from '../providers/crypto.ts';
 import { isPreset } from '../providers/index.ts';
 import { type AsymmetricAlgorithm, KEY_SHAPES, publicKey } from '../providers/keys.ts';
 import { PRESETS } from '../providers/presets.ts';
@@ -83,6 +84,26 @@ export function providerIssues(endpoint: EndpointFields): ProviderIssue[] {
   if (algorithm !== null) {
     each((secret) => (publicKey(algorithm, secret) === null ? `is not ${KEY_SHAPES[algorithm]}` : null));
   }
+
+  // A scheme's HMAC secrets in an encoding: one that does not decode could never verify.
+  const secretFormat =
+    provider === 'scheme' && typeof endpoint.scheme === 'object' && endpoint.scheme !== null
+      ? (endpoint.scheme as { secretFormat?: unknown }).secretFormat
+      : undefined;
+  if (secretFormat === 'hex')
+    each((secret) =>
+      /^(?:[0-9a-fA-F]{2})+$/.test(secret) ? null : 'is not hex, as scheme.secretFormat says',
+    );
+  if (secretFormat === 'base64')
+    each((secret) =>
+      decodeBase64Key(secret) === null ? 'is not base64, as scheme.secretFormat says' : null,
+    );
+  if (secretFormat === 'whsec')
+    each((secret) =>
+      standardWebhooksKey(secret) === null
+        ? 'is not a whsec_ secret (whsec_ followed by base64), as scheme.secretFormat says'
+        : null,
+    );
 
   if (provider === 'hmac' && !endpoint.hmac)
     issues.push({ path: ['hmac'], message: 'is required when provider is hmac' });

@@ -1,5 +1,5 @@
 import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
-import { anyMatch, decodeBase64, decodeSignature, hmac, utf8Key } from './crypto.ts';
+import { anyMatch, decodeBase64, decodeBase64Key, decodeSignature, hmac, utf8Key } from './crypto.ts';
 import { identifyEvent, type Source } from './extract.ts';
 import { headerValue, keepHeaders } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
@@ -11,7 +11,6 @@ import { checkInstant, type ParsedInstant, parseTimestamp } from './timestamp.ts
 import type {
   ExtractOverrides,
   HandshakeRequest,
-  HeaderBag,
   Identification,
   Provider,
   Rejection,
@@ -52,6 +51,7 @@ function hmacKey(format: SchemeSpec['secretFormat'], secret: string): KeyObject 
   const cacheKey = `${format}\u0000${secret}`;
   let key = secretKeys.get(cacheKey);
   if (key === undefined) {
+    // A configured key is operator input: hex in either case, base64 in either alphabet.
     const bytes =
       format === 'whsec'
         ? standardWebhooksKey(secret)
@@ -59,7 +59,7 @@ function hmacKey(format: SchemeSpec['secretFormat'], secret: string): KeyObject 
           ? /^(?:[0-9a-fA-F]{2})+$/.test(secret)
             ? Buffer.from(secret, 'hex')
             : null
-          : standardWebhooksKey(secret);
+          : decodeBase64Key(secret);
     key = bytes === null || bytes.length === 0 ? null : createSecretKey(bytes);
     if (secretKeys.size >= 1024) secretKeys.clear();
     secretKeys.set(cacheKey, key);
@@ -396,9 +396,4 @@ export function createSchemeProvider(
     ...(hooks.decodeBody ? { decodeBody: hooks.decodeBody } : {}),
   };
   return provider;
-}
-
-/** For presets whose headers are read in several places. */
-export function header(headers: HeaderBag, name: string): string | undefined {
-  return headerValue(headers, name);
 }

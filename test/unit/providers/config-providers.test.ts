@@ -110,6 +110,19 @@ describe('provider options are validated when the configuration loads, naming th
     ]);
   });
 
+  it("refuses scheme secrets that do not decode in the scheme's secretFormat", () => {
+    const scheme = {
+      algorithm: 'hmac-sha256',
+      header: 'X-Sig',
+      content: '{body}',
+      id: 'digest',
+      secretFormat: 'hex',
+    };
+    expect(problems({ provider: 'scheme', scheme, secrets: ['00ff', 'not hex'] })).toEqual([
+      'endpoints.e.secrets[1]: is not hex, as scheme.secretFormat says',
+    ]);
+  });
+
   it('allows handshake options on asana only', () => {
     expect(problems({ provider: 'asana', handshake: { revealSecret: true } })).toEqual([]);
     expect(problems({ provider: 'dropbox', handshake: { revealSecret: true } })).toEqual([
