@@ -21,15 +21,17 @@ export function twilioUrls(url: string): readonly string[] {
   return [...new Set([`${scheme}${user}${host}${rest}`, `${scheme}${user}${host}${port}${rest}`])];
 }
 
-/** A form body as the JSON document stored for it: repeated names become arrays. */
+/**
+ * A form body as the JSON document stored for it: repeated names become arrays. Built as own
+ * properties (a `__proto__` parameter stays a parameter, never a prototype).
+ */
 export function formToJson(text: string): Record<string, string | string[]> {
-  const document: Record<string, string | string[]> = {};
-  for (const [name, value] of new URLSearchParams(text)) {
-    const earlier = document[name];
-    if (earlier === undefined) document[name] = value;
-    else document[name] = Array.isArray(earlier) ? [...earlier, value] : [earlier, value];
-  }
-  return document;
+  const values = new Map<string, string[]>();
+  for (const [name, value] of new URLSearchParams(text))
+    values.set(name, [...(values.get(name) ?? []), value]);
+  return Object.fromEntries(
+    [...values].map(([name, list]) => [name, list.length === 1 ? (list[0] as string) : list]),
+  );
 }
 
 /**

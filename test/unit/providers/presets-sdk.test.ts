@@ -64,6 +64,13 @@ const pick = <T>(which: Which, values: Readonly<Record<Which, T>>): T => values[
     expect(provider.verify(request)).toEqual({ ok: true });
   });
 
+  it('twilio: the form is stored as JSON, repeated names as arrays, __proto__ as a plain parameter', () => {
+    const provider = createProvider({ provider: 'twilio', url });
+    const document = provider.decodeBody?.('A=1&B=2&A=3&__proto__=x&To=%2B1') as Record<string, unknown>;
+    expect(JSON.stringify(document)).toBe('{"A":["1","3"],"B":"2","__proto__":"x","To":"+1"}');
+    expect(Object.getPrototypeOf(document)).toBe(Object.prototype);
+  });
+
   it('twilio: the URL with the default port spelled out verifies too, as the library accepts it', () => {
     const provider = createProvider({
       provider: 'twilio',
