@@ -17,6 +17,7 @@ import { statsCommand } from './commands/stats.ts';
 import { verifyCommand } from './commands/verify.ts';
 import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
 import { addConfigOption } from './support/options.ts';
+import { terminalLines, writeErr } from './support/terminal-text.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -33,7 +34,7 @@ const program = new Command()
   .exitOverride()
   .configureOutput({
     outputError: (text, write) =>
-      write(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`),
+      write(terminalLines(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`)),
   })
   .addHelpText(
     'after',
@@ -250,8 +251,8 @@ function fail(error: unknown): never {
     process.exit(quiet.includes(error.code) ? EXIT_OK : EXIT_USAGE);
   }
   const { line, exitCode, stack } = classify(error);
-  process.stderr.write(`hookgate: ${line}\n`);
-  if (stack) process.stderr.write(`${stack}\n`);
+  writeErr(`hookgate: ${line}\n`);
+  if (stack) writeErr(`${stack}\n`);
   process.exit(exitCode);
 }
 

@@ -4,6 +4,7 @@ import { readMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
 import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
 import { printJson } from '../support/format.ts';
+import { writeOut } from '../support/terminal-text.ts';
 
 export const migrateOptionsSchema = z.strictObject({
   dryRun: z.boolean().optional(),
@@ -44,17 +45,17 @@ export async function migrateCommand(raw: unknown): Promise<void> {
     if (options.dryRun) {
       const pending = await unappliedMigrations(database.url);
       if (options.json) printJson({ database: where, dry_run: true, would_apply: pending });
-      else if (pending.length === 0) process.stdout.write(`${where} is up to date; nothing to apply.\n`);
+      else if (pending.length === 0) writeOut(`${where} is up to date; nothing to apply.\n`);
       else
-        process.stdout.write(
+        writeOut(
           `Would apply to ${where} (and install or upgrade the pg-boss schema):\n${pending.map((name) => `  ${name}\n`).join('')}`,
         );
       return;
     }
     const applied = await runMigrations(database.url, logger);
     if (options.json) printJson({ database: where, applied });
-    else if (applied.length === 0) process.stdout.write(`${where} was already up to date.\n`);
-    else process.stdout.write(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);
+    else if (applied.length === 0) writeOut(`${where} was already up to date.\n`);
+    else writeOut(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);
   } finally {
     await database.embedded?.stop();
   }

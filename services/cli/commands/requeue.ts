@@ -7,6 +7,7 @@ import { withCommandQueue } from '../database.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { progressBar } from '../support/progress.ts';
+import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const requeueOptionsSchema = z
   .strictObject({
@@ -62,12 +63,12 @@ export async function requeueCommand(raw: unknown): Promise<void> {
           events: candidates,
         });
       } else {
-        process.stdout.write(
+        writeOut(
           `Would requeue ${candidates.length} event(s) of ${options.endpoint} (dry run, nothing changed).\n`,
         );
         if (candidates.length > 0) {
           const now = Date.now();
-          process.stdout.write(
+          writeOut(
             table(
               ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'],
               candidates.map((c) => [
@@ -105,8 +106,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     const missing = eventIds.filter((id) => !ids.includes(id));
     if (options.json)
       printJson({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids, not_requeued: missing });
-    else if (ids.length > 0)
-      process.stdout.write(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
+    else if (ids.length > 0) writeOut(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
     if (ids.length === 0) {
       if (eventIds.length > 0)
         throw new HookgateError(
@@ -121,6 +121,6 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       );
     }
     if (missing.length > 0)
-      process.stderr.write(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
+      writeErr(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
   });
 }

@@ -5,6 +5,7 @@ import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
 import { sampleDelivery } from '../sample-delivery.ts';
 import { configPath, requireEndpoint } from '../support/options.ts';
+import { writeOut } from '../support/terminal-text.ts';
 
 const optionsSchema = z.object({
   endpoint: z.string().min(1),
@@ -45,7 +46,7 @@ async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: nu
       const row = result.rows[0];
       status = row?.status ?? 'missing';
       if (SETTLED_OK.has(status)) {
-        process.stdout.write(`event ${eventId}: ${status}\n`);
+        writeOut(`event ${eventId}: ${status}\n`);
         return;
       }
       if (SETTLED_FAILED.has(status)) {
@@ -88,7 +89,7 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
   const endpoint = config.endpoints[options.endpoint]!;
   const target = targetUrl(options.url, options.endpoint);
   const delivery = sampleDelivery(endpoint, options.type, Date.now());
-  process.stdout.write(
+  writeOut(
     `Sending event ${delivery.eventId} to ${target} (${endpoint.provider}, signed with the first secret)\n`,
   );
 
@@ -110,7 +111,7 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
     }
     const text = await response.text();
     const label = attempt === 0 ? 'delivery' : `duplicate ${attempt}`;
-    process.stdout.write(`${label}: HTTP ${response.status} ${text}\n`);
+    writeOut(`${label}: HTTP ${response.status} ${text}\n`);
     if (response.status >= 300) failures += 1;
   }
   if (failures > 0) {

@@ -3,6 +3,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { type InterpolationProblem, interpolateEnv } from './interpolate.ts';
+import { keepRelayUrlsAsWritten } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
 
 /** `endpoints.stripe.secrets[0]` */
@@ -48,6 +49,7 @@ export function parseConfig(document: unknown, env: Readonly<Record<string, stri
   if (lines.length > 0 || !result.success) {
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
   }
+  keepRelayUrlsAsWritten(document, result.data);
   return result.data;
 }
 

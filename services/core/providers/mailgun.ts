@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
 import { evaluatePointer } from './json-pointer.ts';
@@ -34,9 +33,10 @@ function signedFields(rawBody: Buffer): Signed | null {
 /**
  * Mailgun signs only a timestamp and a random token (HMAC-SHA256, hex, with the webhook signing
  * key), both carried in the body beside the event, not the event itself. So the body is parsed
- * to find them (before anything is trusted), the timestamp bounds replay to `tolerance`, and
- * the gateway deduplicates on the digest of timestamp + token: a captured signature reused with
- * another event body is a duplicate, whatever id that body claims.
+ * to find them (before anything is trusted), and the timestamp bounds how long a captured
+ * signature can be reused: within `tolerance`, with other event data too, since nothing signs
+ * it. The event id (`/event-data/id`, stable across Mailgun's retries) is unsigned, so the body
+ * digest is deduplicated as well: a byte-identical replay is a duplicate.
  */
 function createMailgunProvider(
   name: string,
@@ -70,8 +70,6 @@ function createMailgunProvider(
       );
     },
     identify({ body }) {
-      const timestamp = evaluatePointer(body, '/signature/timestamp');
-      const token = evaluatePointer(body, '/signature/token');
       const identified = identifyEvent(body, overrides, {
         eventId: {
           label: 'the body field /event-data/id',
@@ -85,11 +83,8 @@ function createMailgunProvider(
         headers: {},
       });
       if (!identified.ok || !('event' in identified)) return identified;
-      const signedDigest = createHash('sha256')
-        .update(`${String(timestamp)}${String(token)}`)
-        .digest();
       // Nothing in the body is signed, an overridden id included.
-      return { ok: true, event: { ...identified.event, idUnsigned: true, signedDigest } };
+      return { ok: true, event: { ...identified.event, idUnsigned: true } };
     },
   };
 }

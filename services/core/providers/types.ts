@@ -49,12 +49,6 @@ export interface EventIdentity {
    * gateway also deduplicates on a digest of the signed body.
    */
   readonly idUnsigned?: boolean;
-  /**
-   * What the gateway deduplicates on beside the id when `idUnsigned`: a digest of what the
-   * signature covers. Absent, the SHA-256 of the raw body (the body is what most schemes sign);
-   * Mailgun signs a token and timestamp instead, and sets the digest of those.
-   */
-  readonly signedDigest?: Buffer;
 }
 
 /** An answer sent as is, for a question that is not an event. */
