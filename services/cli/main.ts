@@ -6,6 +6,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { HookgateError } from '../core/errors.ts';
+import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
@@ -76,6 +77,10 @@ addConfigOption(
     .command('migrate')
     .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
     .option('--dry-run', 'list the migrations that would be applied; change nothing')
+    .option(
+      '--check-config',
+      'first check the configuration as "config check" does; refuse to migrate if it fails',
+    )
     .option('--json', 'print the result as JSON'),
 )
   .addHelpText(
@@ -83,6 +88,24 @@ addConfigOption(
     examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://… hookgate migrate']),
   )
   .action((options: unknown) => migrateCommand(options));
+
+const configCommand = program.command('config').description('work with the configuration file');
+addConfigOption(
+  configCommand
+    .command('check')
+    .description(
+      'refuse (exit 2) what "serve" would refuse at start without a database: keys, bounds, rules across keys, unset environment variables, demo secrets',
+    )
+    .option('--json', 'print the result as JSON'),
+)
+  .addHelpText(
+    'after',
+    examples([
+      'hookgate config check --config hookgate.yaml',
+      'STRIPE_WEBHOOK_SECRET=… hookgate config check',
+    ]),
+  )
+  .action((options: unknown) => configCheckCommand(options));
 
 addConfigOption(
   program

@@ -3,13 +3,16 @@ import { z } from 'zod';
 import { readMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
 import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
+import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
-import { writeOut } from '../support/terminal-text.ts';
+import { configPath } from '../support/options.ts';
+import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const migrateOptionsSchema = z.strictObject({
   dryRun: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
+  checkConfig: z.boolean().optional(),
 });
 
 const APPLIED = `
@@ -38,6 +41,12 @@ export async function unappliedMigrations(url: string): Promise<string[]> {
 /** `hookgate migrate [--dry-run]`: apply (or list) what this database lacks. */
 export async function migrateCommand(raw: unknown): Promise<void> {
   const options = migrateOptionsSchema.parse(raw);
+  // Before any change: a configuration serve would refuse stops here (the chart's hook Job).
+  if (options.checkConfig) {
+    const file = configPath(options.config);
+    checkConfiguration(file);
+    writeErr(`hookgate: ${file} is valid\n`);
+  }
   const logger = createLogger(undefined, 2);
   const database = options.dryRun ? await openExistingDatabase() : await openDatabase(logger);
   try {

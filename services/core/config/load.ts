@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import { type InterpolationProblem, interpolateEnv } from './interpolate.ts';
 import { keepRelayUrlsAsWritten } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
@@ -16,8 +17,49 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || '(top level)';
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
+function valueAt(document: unknown, path: readonly PropertyKey[]): unknown {
+  let node = document;
+  for (const key of path) {
+    if (node === null || typeof node !== 'object') return undefined;
+    node = (node as Record<PropertyKey, unknown>)[key];
+  }
+  return node;
+}
+
+/**
+ * A bound the value is outside of, in the units the user wrote it in (`48h is longer than the
+ * 24h maximum`), rather than the validator's milliseconds or bytes. undefined for other issues.
+ */
+function describeBound(issue: z.core.$ZodIssue, value: unknown): string | undefined {
+  if (issue.code !== 'too_big' && issue.code !== 'too_small') return undefined;
+  if (issue.origin !== 'number') return undefined;
+  const big = issue.code === 'too_big';
+  const bound = Number(big ? issue.maximum : issue.minimum);
+  const inclusive = issue.inclusive !== false;
+  const limit = big ? 'maximum' : 'minimum';
+  if (isDurationText(value)) {
+    const text = value.trim();
+    const shown = formatDuration(bound, text);
+    if (!inclusive) return `${text} must be ${big ? 'shorter' : 'longer'} than ${shown}`;
+    return `${text} is ${big ? 'longer' : 'shorter'} than the ${shown} ${limit}`;
+  }
+  if (isSizeText(value)) {
+    const text = value.trim();
+    const shown = formatSize(bound, text);
+    if (!inclusive) return `${text} must be ${big ? 'smaller' : 'larger'} than ${shown}`;
+    return `${text} is ${big ? 'larger' : 'smaller'} than the ${shown} ${limit}`;
+  }
+  if (typeof value === 'number') {
+    if (!inclusive) return `${value} must be ${big ? 'less' : 'more'} than ${bound}`;
+    return `${value} is ${big ? 'more' : 'less'} than the ${bound} ${limit}`;
+  }
+  return undefined;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
   const path = formatPath(issue.path);
+  const bound = describeBound(issue, valueAt(document, issue.path));
+  if (bound) return `${path}: ${bound}`;
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((key) => formatPath([...issue.path, key])).join(', ');
     return `${keys}: unknown key${issue.keys.length > 1 ? 's' : ''}`;
@@ -41,7 +83,7 @@ export function parseConfig(document: unknown, env: Readonly<Record<string, stri
   const result = configSchema.safeParse(interpolated);
   if (!result.success) {
     for (const issue of result.error.issues) {
-      const line = describeIssue(issue);
+      const line = describeIssue(issue, interpolated);
       // An unset variable already explains the empty string it left behind.
       if (!problems.some((problem) => line.startsWith(`${formatPath(problem.path)}:`))) lines.push(line);
     }
