@@ -1,5 +1,6 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { EndpointConfig } from '../core/config/schema.ts';
+import { HookgateError } from '../core/errors.ts';
 
 export interface SampleDelivery {
   readonly eventId: string;
@@ -150,5 +151,12 @@ export function sampleDelivery(
       if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = type ?? 'test.created';
       return { eventId, body, headers };
     }
+    default:
+      // The presets and the scheme provider: their keys are often public keys, and their
+      // schemes many; a test delivery is sent by the provider's own dashboard.
+      throw new HookgateError(
+        'usage_invalid',
+        `send-test signs for standard-webhooks, svix, stripe, github, shopify, slack, paddle and hmac endpoints; for ${endpoint.provider}, send a test delivery from the provider's dashboard.`,
+      );
   }
 }

@@ -8,6 +8,7 @@ import type { HeaderBag } from '../core/providers/types.ts';
 import { activeTraceId } from '../core/tracing.ts';
 import type { BodyBudget } from './body-budget.ts';
 import type { Endpoint } from './endpoints.ts';
+import { answersMethod, handshakeAnswer } from './handshake.ts';
 import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
 import { RefusalLog } from './refusal-log.ts';
@@ -118,6 +119,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       event_id: result.eventId,
       cause: result.cause || undefined,
       trace_id: activeTraceId(),
+      ...result.note,
     };
     if (result.status >= 500) deliveryLog.warn(line, 'delivery not accepted');
     else if (result.status >= 300 || result.status === 0) refusals.record(line);
@@ -141,11 +143,19 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     if (result.status === 503) res.setHeader('Retry-After', '5');
     if (result.status === 405) res.setHeader('Allow', 'POST');
     if (result.retryAfter !== undefined) res.setHeader('Retry-After', String(result.retryAfter));
+    for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
-    const payload = JSON.stringify(result.body);
+    // A handshake's answer may be bare text, or nothing at all (a 204, or a body it leaves out).
+    const payload =
+      result.text ?? (result.status === 204 || result.body === undefined ? '' : JSON.stringify(result.body));
     res.writeHead(result.status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(payload),
+      ...(result.status === 204
+        ? {}
+        : {
+            'content-type':
+              result.text === undefined ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
+            'content-length': Buffer.byteLength(payload),
+          }),
       ...(closing ? { connection: 'close' } : {}),
     });
     if (closing) {
@@ -308,6 +318,17 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
 
   app.all('/webhooks/:endpoint', (req, res) => {
     const endpoint = deps.endpoints.get(req.params.endpoint);
+    // Dropbox and Okta check an endpoint with a GET: answered, nothing read or stored.
+    if (answersMethod(endpoint, req.method)) {
+      const query = req.originalUrl.includes('?')
+        ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1)
+        : '';
+      const reply = handshakeAnswer(endpoint, req.method, headerBag(req.headers), query);
+      if (reply) {
+        answer(res, endpoint, process.hrtime.bigint(), reply);
+        return;
+      }
+    }
     answer(
       res,
       endpoint,

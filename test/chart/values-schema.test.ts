@@ -135,7 +135,10 @@ describe('values.schema.json: every bounded duration and size, at and past its b
         }
       }
       if (field.path.join('.') === 'endpoints.stripe.bodyLimit') {
-        config.server = { ...(config.server as Record<string, unknown>), maxBufferedBytes: 1024 * 1024 * 1024 };
+        config.server = {
+          ...(config.server as Record<string, unknown>),
+          maxBufferedBytes: 1024 * 1024 * 1024,
+        };
       }
       expect(verdicts(config), `${field.path.join('.')}: ${String(value)}`).toEqual({
         schema: valid,

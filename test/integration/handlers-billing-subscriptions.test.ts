@@ -106,6 +106,33 @@ describe('billing: subscriptions are re-fetched, not taken from the payload', ()
     expect(await stored(id)).toMatchObject({ status: 'active' });
   });
 
+  it('a customer.subscription.* event whose object is not a subscription is unusable: no fetch, nothing stored', async () => {
+    const id = newSubscription();
+    stripe.setSubscription({ id, customer: 'cus_9', status: 'active' });
+    const before = stripe.requests.length;
+    const mislabelled = stripeEvent('customer.subscription.updated', {
+      id,
+      object: 'customer',
+      status: 'active',
+    });
+    await expect(apply(mislabelled)).rejects.toMatchObject({
+      code: 'billing_payload_invalid',
+      message: expect.stringMatching(/\/data\/object\/object: must be 'subscription'/),
+    });
+    expect(stripe.requests.length).toBe(before);
+    expect(await stored(id)).toBeUndefined();
+  });
+
+  it('a re-fetch that answers another kind of object is not stored', async () => {
+    const id = newSubscription();
+    stripe.setSubscription({ id, object: 'customer', email: 'x@example.com' });
+    await expect(apply(subEvent('updated', id, 'active'))).rejects.toMatchObject({
+      code: 'billing_payload_invalid',
+      message: expect.stringMatching(/returned a customer with id sub_/),
+    });
+    expect(await stored(id)).toBeUndefined();
+  });
+
   it('without stripeApiKey, subscription events fail with a message naming the option', async () => {
     const keyless = createBillingHandler({}, deps);
     await expect(

@@ -2,10 +2,12 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
+import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
-import { byteSize, durationMs } from './duration.ts';
+import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
+import { providerIssues } from './provider-options.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
 const ALWAYS = { when: () => true };
@@ -104,6 +106,14 @@ const endpointSchema = z
     options: z.record(z.string(), z.unknown()).default({}),
     extract: extractSchema.optional(),
     hmac: hmacOptionsSchema.optional(),
+    /** The declarative scheme's options (provider: scheme). */
+    scheme: schemeOptionsSchema.optional(),
+    /** The URL the provider posts to, exactly as configured there, for providers that sign it. */
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL, exactly as configured at the provider' })
+      .optional(),
+    /** Asana: `revealSecret: true` logs the handshake's secret so it can be configured (see docs/providers.md). */
+    handshake: z.strictObject({ revealSecret: z.boolean().default(false) }).optional(),
     /**
      * Off unless set: a delivery carrying `X-Hookgate-Replay-Token` equal to one of these is
      * accepted without the provider's signature or timestamp (an operator re-posting an event),
@@ -143,27 +153,9 @@ const endpointSchema = z
   // every problem; the fields they read may then be invalid, hence the type checks.
   .superRefine((endpoint, ctx) => {
     if (typeof endpoint !== 'object' || endpoint === null) return;
-    // A key that cannot be decoded would make every delivery a 401; refuse it at start instead.
-    if (
-      (endpoint.provider === 'standard-webhooks' || endpoint.provider === 'svix') &&
-      Array.isArray(endpoint.secrets)
-    ) {
-      endpoint.secrets.forEach((secret, index) => {
-        if (typeof secret === 'string' && secret !== '' && standardWebhooksKey(secret) === null) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['secrets', index],
-            message: 'is not a Standard Webhooks secret: expected whsec_ followed by base64',
-          });
-        }
-      });
-    }
-    if (endpoint.provider === 'hmac' && !endpoint.hmac) {
-      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is required when provider is hmac' });
-    }
-    if (endpoint.provider !== 'hmac' && endpoint.hmac) {
-      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is only allowed when provider is hmac' });
-    }
+    // Keys that cannot be decoded would make every delivery a 401, and options a provider does
+    // not use would be silently ignored: both are refused at start instead.
+    for (const { path, message } of providerIssues(endpoint)) ctx.addIssue({ code: 'custom', path, message });
     if (
       endpoint.provider === 'hmac' &&
       endpoint.hmac &&

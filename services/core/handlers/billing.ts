@@ -68,7 +68,13 @@ const invoiceSchema = z.looseObject({
   status_transitions: z.looseObject({ paid_at: epochSeconds, voided_at: epochSeconds }).nullish(),
 });
 
-const subscriptionRefSchema = z.looseObject({ id: z.string().min(1), customer: customerRef });
+// `object` is checked: the re-fetch reads /v1/subscriptions/<id>, and an event of this family
+// carrying another object (a malformed or mislabelled event) must not store a fetch under its id.
+const subscriptionRefSchema = z.looseObject({
+  id: z.string().min(1),
+  object: z.literal('subscription', { error: "must be 'subscription'" }),
+  customer: customerRef,
+});
 
 const eventSchema = <T extends z.ZodType>(object: T) => z.looseObject({ data: z.looseObject({ object }) });
 
@@ -298,6 +304,13 @@ export function createBillingHandler(
         sourceOf(event),
       ]);
       return 'processed';
+    }
+    // What the API returned is stored whole, so it must be the subscription asked for.
+    if (current.object !== 'subscription' || current.id !== ref.id) {
+      throw new EventUnusable(
+        'billing_payload_invalid',
+        `The re-fetch of subscription ${ref.id} for ${event.eventType} event ${event.eventId} returned ${typeof current.object === 'string' ? `a ${current.object}` : 'no object type'} with id ${String(current.id)}, not that subscription.`,
+      );
     }
     const customer = customerRef.safeParse(current.customer);
     await tx.query(STORE_SUBSCRIPTION, [
