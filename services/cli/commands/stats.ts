@@ -10,7 +10,7 @@ import { DELIVERIES_IN_WINDOW, LATENCY_IN_WINDOW, SETTLED_IN_WINDOW } from './st
 
 export const statsOptionsSchema = z.strictObject({
   endpoint: endpointName.optional(),
-  since: pointInTime('--since'),
+  since: pointInTime(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
