@@ -34,7 +34,7 @@ export const pruneOptionsSchema = z
     outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     batch: z.coerce.number().int().min(100).max(100_000),
     /** Milliseconds between batches: a paced prune leaves the database to the ack path. */
-    pause: z.coerce.number().int().min(0).max(60_000),
+    pause: z.coerce.number().int().min(0).max(60_000).default(0),
     dryRun: z.boolean().optional(),
     force: z.boolean().optional(),
     json: z.boolean().optional(),
