@@ -166,6 +166,31 @@ describe('send-test', () => {
     );
   });
 
+  it('an endpoint whose sample would not arrive as a test event: nothing sent, exit 2', async () => {
+    const file = join(dir, 'untyped.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        endpoints: {
+          untyped: {
+            provider: 'hmac',
+            secrets: ['s'],
+            hmac: { header: 'X-Sig', algorithm: 'sha256', encoding: 'hex', eventIdHeader: 'X-Id' },
+          },
+        },
+      }),
+    );
+    const run = await runCliInProcess(['send-test', '--endpoint', 'untyped', '--config', file], {
+      ...NOWHERE,
+      PORT: '1',
+    });
+    expect(run.code).toBe(2);
+    expect(oneLine(run.stderr)).toMatch(
+      /^hookgate: send_test_unrecognisable: A test event for endpoint untyped would arrive as type "unknown"/,
+    );
+    expect(run.stdout).toBe('');
+  });
+
   it('every provider sample arrives as the test type; one that would not is not sent', () => {
     const config = parseConfig(
       {

@@ -25,6 +25,8 @@ const USAGE_CODES = new Set([
   'sent_file_unreadable',
   'sent_file_empty',
   'nothing_changed',
+  // send-test would send an event its handler applies: the endpoint's configuration says so.
+  'send_test_unrecognisable',
 ]);
 
 /** Flags as typed (`eventId` → `--event-id`), for usage errors coming from option schemas. */
