@@ -1,4 +1,7 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -18,6 +21,9 @@ let configFile: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   await installEffects(db.pool);
+  // beta's secret comes from a mounted file, as Vault agent writes one (a trailing newline).
+  const secretFile = join(mkdtempSync(join(tmpdir(), 'hookgate-secret-')), 'beta-secret');
+  writeFileSync(secretFile, `${SECRET}\n`, { mode: 0o600 });
   configFile = writeConfigFile(
     workerConfigDocument(
       {
@@ -25,7 +31,7 @@ beforeAll(async () => {
           handler: 'project',
           extract: { entityType: '/data/object', entityId: '/data/id', version: '/data/version' },
         },
-        beta: { handler: 'record' },
+        beta: { handler: 'record', secrets: [`\${file:${secretFile}}`] },
       },
       { concurrency: 2, retryLimit: 1, retryDelay: '1s' },
     ),
@@ -105,7 +111,8 @@ describe('serve, as operated', () => {
       });
       expect(server.output()).not.toContain(password);
 
-      // One delivery: its line says who sent it, with what, how big and how long it took.
+      // One delivery, signed with the secret read from the file (and, as for every process the
+      // tests start, never printed): its line says who sent it, with what, how big, how long.
       const delivery = standardWebhook(SECRET);
       const reply = await post(`http://127.0.0.1:${port}/webhooks/beta`, {
         ...delivery,

@@ -18,6 +18,7 @@ beforeAll(() => {
   writeFileSync(join(dir, 'crlf'), 'crlf_secret\r\n');
   writeFileSync(join(dir, 'looks-like-env'), 'abc${HOME}def');
   writeFileSync(join(dir, 'empty'), '');
+  writeFileSync(join(dir, 'not-whsec'), 'whsec_!!not*base64!!\n');
 });
 
 const endpoint = (secrets: string[], extra: Record<string, unknown> = {}) => ({
@@ -89,5 +90,13 @@ describe('${file:/path}', () => {
     expect(message).not.toMatch(/endpoints\.[abc]\.secrets\[0\]: must not be empty/);
     expect(message).toContain('endpoints.d.tolerance');
     expect(message).not.toContain(SECRET);
+  });
+
+  it('a file secret the provider refuses is named by its key, never by its content', () => {
+    const message = problems({
+      endpoints: { sw: { provider: 'standard-webhooks', secrets: [`\${file:${join(dir, 'not-whsec')}}`] } },
+    });
+    expect(message).toContain('endpoints.sw.secrets[0]: is not a Standard Webhooks secret');
+    expect(message).not.toContain('not*base64');
   });
 });
