@@ -9,6 +9,7 @@ import { HookgateError } from '../core/errors.ts';
 import type { Logger } from '../core/logging.ts';
 import { createBoss } from '../core/queue/boss.ts';
 import { databaseHost } from './support/exit.ts';
+import { writeErr } from './support/terminal-text.ts';
 
 /** Refuses a DATABASE_URL that is not a postgres:// URL before anything tries to connect. */
 export function checkDatabaseUrl(env: NodeJS.ProcessEnv = process.env): void {
@@ -87,7 +88,7 @@ export async function openExistingDatabase(): Promise<ResolvedDatabase> {
     }
   }
   const database = await resolveDatabase();
-  process.stderr.write(`hookgate: using ${describeDatabase(database)}\n`);
+  writeErr(`hookgate: using ${describeDatabase(database)}\n`);
   return database;
 }
 

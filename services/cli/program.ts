@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { HookgateError } from '../core/errors.ts';
+import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
@@ -15,20 +16,24 @@ import { verifyCommand } from './commands/verify.ts';
 import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
 import { EVENT_STATUSES } from './support/filters.ts';
 import { addConfigOption } from './support/options.ts';
+import { terminalLines } from './support/terminal-text.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-/** Where the command line's own text goes (help, usage errors, the failure line). */
+/**
+ * Where the command line's own text goes (help, usage errors, the failure line). What reaches it
+ * may quote what was typed or sent (an id, a type): control characters are printed as escapes.
+ */
 export interface CliOutput {
   out(text: string): void;
   err(text: string): void;
 }
 
 const PROCESS_OUTPUT: CliOutput = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
+  out: (text) => process.stdout.write(terminalLines(text)),
+  err: (text) => process.stderr.write(terminalLines(text)),
 };
 
 const examples = (lines: readonly string[]) =>
@@ -49,7 +54,9 @@ export function buildProgram(output: CliOutput = PROCESS_OUTPUT): Command {
       writeOut: (text) => output.out(text),
       writeErr: (text) => output.err(text),
       outputError: (text, write) =>
-        write(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`),
+        write(
+          terminalLines(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`),
+        ),
     })
     .showSuggestionAfterError(true)
     .addHelpText(
@@ -93,6 +100,10 @@ ${examples(['hookgate serve --config hookgate.yaml', 'DATABASE_URL=postgres://â€
       .command('migrate')
       .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
       .option('--dry-run', 'list the migrations that would be applied; change nothing')
+      .option(
+        '--check-config',
+        'first check the configuration as "config check" does; refuse to migrate if it fails',
+      )
       .option('--json', 'print the result as JSON'),
   )
     .addHelpText(
@@ -100,6 +111,24 @@ ${examples(['hookgate serve --config hookgate.yaml', 'DATABASE_URL=postgres://â€
       examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://â€¦ hookgate migrate']),
     )
     .action((options: unknown) => migrateCommand(options));
+
+  const configCommand = program.command('config').description('work with the configuration file');
+  addConfigOption(
+    configCommand
+      .command('check')
+      .description(
+        'refuse (exit 2) what "serve" would refuse at start without a database: keys, bounds, rules across keys, unset environment variables, demo secrets',
+      )
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate config check --config hookgate.yaml',
+        'STRIPE_WEBHOOK_SECRET=â€¦ hookgate config check',
+      ]),
+    )
+    .action((options: unknown) => configCheckCommand(options));
 
   addConfigOption(
     program

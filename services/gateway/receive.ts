@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
+import { identityProblem } from '../core/inbox/identity-checks.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
@@ -22,9 +22,6 @@ export function refuse(code: GatewayErrorCode, message: string): Answer {
   return { status: STATUS_BY_CODE[code], outcome: code, body: { error: code, message } };
 }
 
-/** Matches the inbox's CHECK; a longer id could never be stored, so it is refused up front. */
-export const MAX_EVENT_ID_LENGTH = 512;
-
 const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
   database_unavailable: 'The event could not be stored right now; it was not accepted. Retry later.',
   apply_failed: 'The event could not be applied right now; it was not accepted. Retry later.',
@@ -38,10 +35,6 @@ const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
 };
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-// C0 controls (tab included), DEL and C1 controls.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -133,18 +126,8 @@ export async function receive(
   if (!identity.ok) return refuse(identity.code, identity.message);
   if ('reply' in identity)
     return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
-  if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
-    return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
-  }
-  // An id is a key operators type, grep and print: control characters (newlines that forge log
-  // lines, NUL that PostgreSQL refuses) and lone surrogates have no business in one.
-  const id = identity.event.eventId;
-  if (CONTROL.test(id) || !id.isWellFormed() || id.trim() === '') {
-    return refuse(
-      'event_id_invalid',
-      'The event id is blank, or contains control characters or invalid Unicode.',
-    );
-  }
+  const problem = identityProblem(identity.event);
+  if (problem) return refuse(problem.code, problem.message);
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -153,8 +136,6 @@ export async function receive(
     event: identity.event,
     body: text,
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
-    // The id came from an unsigned header: the same signed body under another id is a replay.
-    bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
   });

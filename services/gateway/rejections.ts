@@ -13,6 +13,7 @@ export type GatewayErrorCode =
   | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
+  | 'event_type_invalid'
   | 'shutting_down'
   | 'encoding_unsupported'
   | 'request_timeout'
@@ -32,6 +33,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   event_id_missing: 400,
   event_id_invalid: 400,
   event_type_missing: 400,
+  event_type_invalid: 400,
   version_invalid: 400,
   body_not_json: 400,
   body_unreadable: 400,

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { JobResult, JobWithMetadata, PgBoss } from 'pg-boss';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
+import { REFERENCE, resolveReferences } from '../core/config/interpolate.ts';
 import type { Logger } from '../core/logging.ts';
 import {
   type AttemptResult,
@@ -26,6 +27,7 @@ import {
   traceIdOf,
 } from '../core/tracing.ts';
 import { failNotBefore } from './relay-defer.ts';
+import { headerValue } from './relay-headers.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
 
 export interface RelayMetrics {
@@ -66,6 +68,8 @@ export interface RelayOptions {
   /** How long stop() waits for in-flight deliveries. */
   readonly stopTimeoutMs?: number;
   readonly metrics?: RelayMetrics;
+  /** Where `${NAME}` references in a message's URL are resolved (default: the process's). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The traceparent an outbox job carries (see OutboxJobData), if any. */
@@ -74,10 +78,22 @@ function jobTraceparent(job: { data: unknown }): string | null {
   return typeof data?.traceparent === 'string' ? data.traceparent : null;
 }
 
+const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol);
+
+/** Whether the text holds a `${NAME}` reference (not only `$${` escapes). */
+const hasReference = (text: string) => [...text.matchAll(REFERENCE)].some((match) => match[1] === '');
+
 /** What a handler puts in an outbox message for the relay. */
 const messageSchema = z.looseObject({
-  /** null: nowhere to deliver (e.g. billing without notifyUrl); recorded as settled. */
-  url: z.url({ protocol: /^https?$/ }).nullable(),
+  /**
+   * null: nowhere to deliver (e.g. billing without notifyUrl); recorded as settled. `${NAME}`
+   * references are resolved from the relay's environment when it sends (config/relay-urls.ts):
+   * the URL is recorded and shown as written, so a secret in it is stored nowhere.
+   */
+  url: z
+    .string()
+    .refine((text) => hasReference(text) || isHttpUrl(text), 'must be an http(s) URL')
+    .nullable(),
   idempotencyKey: z.string().min(1),
   endpoint: z.string().optional(),
   eventId: z.string().optional(),
@@ -113,8 +129,8 @@ function unwrap(data: unknown): unknown {
  * - 2xx → `delivered`, job completed.
  * - 5xx, 429, 408, timeout, network error → job failed; pg-boss retries with backoff. On the
  *   last attempt the record becomes `dead` and pg-boss moves the job to `<queue>.dead`.
- * - other 4xx / 3xx → `dead` at once: the job is settled as `deadletter` (pg-boss skips the
- *   remaining retries and moves it to `<queue>.dead`).
+ * - other 4xx / 3xx, or a request fetch cannot build → `dead` at once: the job is settled as
+ *   `deadletter` (pg-boss skips the remaining retries and moves it to `<queue>.dead`).
  */
 export async function startRelays(options: RelayOptions): Promise<{ stop(): Promise<void> }> {
   const { boss, pool, logger } = options;
@@ -127,7 +143,32 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
   // A downstream's Retry-After is honoured up to the queue's longest backoff, so none can park a
   // delivery for longer than the configured policy would.
   const maxRetryAfterSeconds = Math.max(1, queues.retryDelayMaxSeconds);
+  const env = options.env ?? process.env;
   await ensureOutboxQueues(boss, queues, kinds);
+
+  /**
+   * The URL to send to, with what error texts must say instead of the environment's values in it
+   * (`${NAME}`, as written), or why there is none: an unset variable, no http(s) URL once resolved.
+   */
+  const target = (
+    written: string,
+  ): { url: string; redact: (text: string) => string } | { problem: string } => {
+    const resolved = resolveReferences(written, env);
+    if (resolved.missing.length > 0)
+      return { problem: `environment variable ${[...new Set(resolved.missing)].join(', ')} is not set` };
+    if (!isHttpUrl(resolved.text))
+      return { problem: 'the URL, its references resolved, is not an http(s) URL' };
+    const spellings = [...resolved.substituted].flatMap(([name, value]) =>
+      [...new Set([value, encodeURIComponent(value), encodeURI(value)])].map(
+        (text) => [text, `\${${name}}`] as const,
+      ),
+    );
+    // Longest first, so a value that contains another is replaced whole.
+    spellings.sort((x, y) => y[0].length - x[0].length);
+    const redact = (text: string) =>
+      spellings.reduce((out, [value, name]) => out.split(value).join(name), text);
+    return { url: resolved.text, redact };
+  };
 
   const count = (kind: string, message: RelayMessage | null, outcome: string) =>
     options.metrics?.deliveries.inc({ kind, endpoint: message?.endpoint ?? '', outcome });
@@ -196,20 +237,25 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      'idempotency-key': key,
+      'idempotency-key': headerValue(key),
       'user-agent': 'hookgate-relay',
-      'x-hookgate-kind': kind,
+      'x-hookgate-kind': headerValue(kind),
     };
-    if (message.endpoint) headers['x-hookgate-endpoint'] = message.endpoint;
-    if (message.eventId) headers['x-hookgate-event-id'] = message.eventId;
-    if (message.eventType) headers['x-hookgate-event-type'] = message.eventType;
-    const result: SendResult = await postOnce({
-      url: message.url,
-      headers,
-      body: JSON.stringify(message.body ?? null),
-      timeoutMs,
-      signal: AbortSignal.any([job.signal, stopping.signal]),
-    });
+    if (message.endpoint) headers['x-hookgate-endpoint'] = headerValue(message.endpoint);
+    if (message.eventId) headers['x-hookgate-event-id'] = headerValue(message.eventId);
+    if (message.eventType) headers['x-hookgate-event-type'] = headerValue(message.eventType);
+    const to = target(message.url);
+    const result: SendResult =
+      'problem' in to
+        ? { outcome: 'dead', status: null, error: `the request could not be built: ${to.problem}` }
+        : await postOnce({
+            url: to.url,
+            redact: to.redact,
+            headers,
+            body: JSON.stringify(message.body ?? null),
+            timeoutMs,
+            signal: AbortSignal.any([job.signal, stopping.signal]),
+          });
 
     if (result.outcome === 'delivered') {
       if (!(await finish('delivered', result.status, null))) {

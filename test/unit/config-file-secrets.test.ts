@@ -92,6 +92,20 @@ describe('${file:/path}', () => {
     expect(message).not.toContain(SECRET);
   });
 
+  it('is refused in a relay URL option, which the relay resolves from its environment when it sends', () => {
+    const message = problems({
+      endpoints: {
+        fwd: {
+          provider: 'stripe',
+          secrets: ['s'],
+          handler: 'forward',
+          options: { url: `https://hooks.example.com/in?token=\${file:${stripeFile}}` },
+        },
+      },
+    });
+    expect(message).toContain('endpoints.fwd.options.url: ${file:…} is not read here');
+  });
+
   it('a file secret the provider refuses is named by its key, never by its content', () => {
     const message = problems({
       endpoints: { sw: { provider: 'standard-webhooks', secrets: [`\${file:${join(dir, 'not-whsec')}}`] } },

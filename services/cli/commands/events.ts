@@ -8,6 +8,7 @@ import { checkEndpointFilter } from '../support/endpoints.ts';
 import { eventFilterShape, FILTER_PREDICATE, filterParams } from '../support/filters.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, requireEndpoint } from '../support/options.ts';
+import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const eventsListOptionsSchema = z.strictObject({
   ...eventFilterShape,
@@ -58,7 +59,7 @@ export async function eventsListCommand(raw: unknown): Promise<void> {
       return;
     }
     if (result.rows.length === 0) {
-      process.stderr.write('No event matches these filters.\n');
+      writeErr('No event matches these filters.\n');
       return;
     }
     const rows = result.rows.map((row) => [
@@ -70,11 +71,8 @@ export async function eventsListCommand(raw: unknown): Promise<void> {
       age(row.age_seconds),
       oneLine(row.last_error, 60),
     ]);
-    process.stdout.write(
-      table(['ENDPOINT', 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'], rows),
-    );
-    if (result.rows.length === options.limit)
-      process.stderr.write(`(first ${options.limit}; --limit shows more)\n`);
+    writeOut(table(['ENDPOINT', 'EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'], rows));
+    if (result.rows.length === options.limit) writeErr(`(first ${options.limit}; --limit shows more)\n`);
   });
 }
 
@@ -279,8 +277,9 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),
       '',
       'payload',
-      JSON.stringify(event.payload, null, 2),
+      ...JSON.stringify(event.payload, null, 2).split('\n'),
     ];
-    process.stdout.write(`${lines.join('\n')}\n`);
+    // Line by line: a newline inside a field (a last error, a type) is printed as \n.
+    writeOut(`${lines.map(terminalText).join('\n')}\n`);
   });
 }

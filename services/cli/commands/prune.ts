@@ -5,6 +5,7 @@ import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
 import { printJson } from '../support/format.ts';
 import { progressBar } from '../support/progress.ts';
+import { writeOut } from '../support/terminal-text.ts';
 
 const DAY = 86_400_000;
 
@@ -75,7 +76,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           delivery_count_rows: counts,
         });
       else
-        process.stdout.write(
+        writeOut(
           `Would delete ${would.inboxRows} settled inbox row(s), ${would.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
@@ -117,7 +118,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         batches: statements,
       });
     else
-      process.stdout.write(
+      writeOut(
         `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });

@@ -11,6 +11,7 @@ import { withCommandPool, withCommandQueue } from '../database.ts';
 import { printJson } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { progressBar } from '../support/progress.ts';
+import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const replayOptionsSchema = z.strictObject({
   endpoint: endpointName,
@@ -72,7 +73,7 @@ export async function replayCommand(raw: unknown): Promise<void> {
   checkWindow(window);
   const source = replaySourceFor(options.endpoint, endpoint);
   const logger = createLogger(undefined, 2);
-  process.stderr.write(
+  writeErr(
     `hookgate: replaying ${options.endpoint} from ${source.description}, ${window.since.toISOString()} to ${window.until.toISOString()}${options.dryRun ? ' (dry run)' : ''}\n`,
   );
   const progress = progressBar('fetched');
@@ -113,7 +114,7 @@ export async function replayCommand(raw: unknown): Promise<void> {
     });
   } else {
     const verb = options.dryRun ? 'would be stored' : 'stored and queued';
-    process.stdout.write(
+    writeOut(
       `Fetched ${report.fetched} event(s): ${report.new} new (${verb}), ${report.alreadyPresent} already present${report.unusable ? `, ${report.unusable} unusable (${report.problems[0]})` : ''}.\n`,
     );
   }

@@ -13,6 +13,7 @@ import { withCommandQueue } from '../database.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { progressBar } from '../support/progress.ts';
+import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 /** What `requeue --status` takes: only stuck events are put back (pending ones: --orphans). */
 export const REQUEUE_STATUSES = ['parked', 'dead'] as const;
@@ -102,10 +103,10 @@ export async function requeueCommand(raw: unknown): Promise<void> {
           event_ids: orphans,
         });
       else {
-        process.stdout.write(
+        writeOut(
           `Would give ${orphans.length} pending event(s) of ${options.endpoint} a new job (dry run, nothing changed).\n`,
         );
-        for (const id of orphans) process.stdout.write(`  ${id}\n`);
+        for (const id of orphans) writeOut(`  ${id}\n`);
       }
       if (orphans.length === 0) throw nothingToRequeue(options, eventIds, true);
       return;
@@ -120,12 +121,12 @@ export async function requeueCommand(raw: unknown): Promise<void> {
           events: candidates,
         });
       } else {
-        process.stdout.write(
+        writeOut(
           `Would requeue ${candidates.length} event(s) of ${options.endpoint} (dry run, nothing changed).\n`,
         );
         if (candidates.length > 0) {
           const now = Date.now();
-          process.stdout.write(
+          writeOut(
             table(
               ['EVENT ID', 'TYPE', 'STATUS', 'ATTEMPTS', 'AGE', 'LAST ERROR'],
               candidates.map((c) => [
@@ -164,10 +165,9 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     const missing = eventIds.filter((id) => !ids.includes(id));
     if (options.json)
       printJson({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids, not_requeued: missing });
-    else if (ids.length > 0)
-      process.stdout.write(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
+    else if (ids.length > 0) writeOut(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
     if (ids.length === 0) throw nothingToRequeue(options, eventIds, false);
     if (missing.length > 0)
-      process.stderr.write(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
+      writeErr(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
   });
 }

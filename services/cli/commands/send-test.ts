@@ -8,6 +8,7 @@ import { createProvider } from '../../core/providers/index.ts';
 import { withCommandPool } from '../database.ts';
 import { type SampleDelivery, sampleDelivery } from '../sample-delivery.ts';
 import { configPath, requireEndpoint } from '../support/options.ts';
+import { writeOut } from '../support/terminal-text.ts';
 
 const optionsSchema = z.object({
   endpoint: z.string().min(1),
@@ -48,7 +49,7 @@ async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: nu
       const row = result.rows[0];
       status = row?.status ?? 'missing';
       if (SETTLED_OK.has(status)) {
-        process.stdout.write(`event ${eventId}: ${status}\n`);
+        writeOut(`event ${eventId}: ${status}\n`);
         return;
       }
       if (SETTLED_FAILED.has(status)) {
@@ -126,7 +127,7 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
   const target = targetUrl(options.url, options.endpoint);
   const delivery = sampleDelivery(endpoint, options.type, Date.now());
   const type = checkSample(endpoint, options.endpoint, delivery, options.type);
-  process.stdout.write(
+  writeOut(
     `Sending ${options.type === undefined ? 'test event' : `a real ${type} event (its handler applies it)`} ${delivery.eventId} to ${target} (${endpoint.provider}, signed with the first secret)\n`,
   );
 
@@ -148,7 +149,7 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
     }
     const text = await response.text();
     const label = attempt === 0 ? 'delivery' : `duplicate ${attempt}`;
-    process.stdout.write(`${label}: HTTP ${response.status} ${text}\n`);
+    writeOut(`${label}: HTTP ${response.status} ${text}\n`);
     if (response.status >= 300) failures += 1;
   }
   if (failures > 0) {

@@ -6,6 +6,7 @@ import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { age, percent, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
+import { writeOut } from '../support/terminal-text.ts';
 import { DELIVERIES_IN_WINDOW, LATENCY_IN_WINDOW, SETTLED_IN_WINDOW } from './stats-sql.ts';
 
 export const statsOptionsSchema = z.strictObject({
@@ -176,6 +177,6 @@ export async function statsCommand(raw: unknown): Promise<void> {
       config ? Object.keys(config.endpoints) : [],
     );
     if (options.json) printJson(report);
-    else process.stdout.write(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
+    else writeOut(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
   });
 }

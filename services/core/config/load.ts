@@ -3,13 +3,16 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
+  FILE_REFERENCE,
   type FileReferenceProblem,
   type InterpolationProblem,
   interpolateEnv,
   markFileReferences,
   resolveFileReferences,
 } from './interpolate.ts';
+import { keepRelayUrlsAsWritten, RELAY_URL_OPTIONS } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
 import { closest } from './suggest.ts';
 
@@ -33,8 +36,40 @@ function valueAt(document: unknown, path: readonly PropertyKey[]): unknown {
   return node;
 }
 
+/**
+ * A bound the value is outside of, in the units the user wrote it in (`48h is longer than the
+ * 24h maximum`), rather than the validator's milliseconds or bytes. undefined for other issues.
+ */
+function describeBound(issue: z.core.$ZodIssue, value: unknown): string | undefined {
+  if (issue.code !== 'too_big' && issue.code !== 'too_small') return undefined;
+  if (issue.origin !== 'number') return undefined;
+  const big = issue.code === 'too_big';
+  const bound = Number(big ? issue.maximum : issue.minimum);
+  const inclusive = issue.inclusive !== false;
+  const limit = big ? 'maximum' : 'minimum';
+  if (isDurationText(value)) {
+    const text = value.trim();
+    const shown = formatDuration(bound, text);
+    if (!inclusive) return `${text} must be ${big ? 'shorter' : 'longer'} than ${shown}`;
+    return `${text} is ${big ? 'longer' : 'shorter'} than the ${shown} ${limit}`;
+  }
+  if (isSizeText(value)) {
+    const text = value.trim();
+    const shown = formatSize(bound, text);
+    if (!inclusive) return `${text} must be ${big ? 'smaller' : 'larger'} than ${shown}`;
+    return `${text} is ${big ? 'larger' : 'smaller'} than the ${shown} ${limit}`;
+  }
+  if (typeof value === 'number') {
+    if (!inclusive) return `${value} must be ${big ? 'less' : 'more'} than ${bound}`;
+    return `${value} is ${big ? 'more' : 'less'} than the ${bound} ${limit}`;
+  }
+  return undefined;
+}
+
 function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
   const path = formatPath(issue.path);
+  const bound = describeBound(issue, valueAt(document, issue.path));
+  if (bound) return `${path}: ${bound}`;
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((key) => formatPath([...issue.path, key])).join(', ');
     return `${keys}: unknown key${issue.keys.length > 1 ? 's' : ''}`;
@@ -54,6 +89,29 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
 }
 
 const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
+
+/**
+ * The relay resolves its URL options' references from its own environment when it sends
+ * (relay-urls.ts), and a file is not read there: `${file:…}` in those options is refused.
+ */
+function fileReferencesInRelayUrls(document: unknown): string[] {
+  const endpoints = (
+    document as {
+      endpoints?: Record<string, { handler?: unknown; options?: Record<string, unknown> }>;
+    } | null
+  )?.endpoints;
+  const lines: string[] = [];
+  for (const [name, endpoint] of Object.entries(endpoints ?? {})) {
+    const handler = typeof endpoint?.handler === 'string' ? endpoint.handler : '';
+    const key = Object.hasOwn(RELAY_URL_OPTIONS, handler) ? RELAY_URL_OPTIONS[handler] : undefined;
+    const text = key === undefined ? undefined : endpoint.options?.[key];
+    if (typeof text === 'string' && new RegExp(FILE_REFERENCE.source).test(text.replaceAll('$${', '')))
+      lines.push(
+        `endpoints.${name}.options.${key}: \${file:…} is not read here (the relay resolves this URL's references from its environment when it sends); use \${NAME}`,
+      );
+  }
+  return lines;
+}
 
 /** Validates an already parsed document; every problem is reported with the path of its key. */
 export function parseConfig(
@@ -75,6 +133,7 @@ export function parseConfig(
   );
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
+  lines.push(...fileReferencesInRelayUrls(document));
   const result = configSchema.safeParse(interpolated);
   if (!result.success) {
     for (const issue of result.error.issues) {
@@ -89,6 +148,7 @@ export function parseConfig(
   if (lines.length > 0 || !result.success) {
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
   }
+  keepRelayUrlsAsWritten(document, result.data);
   return result.data;
 }
 

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
-import { byteSize, durationMs } from './duration.ts';
+import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
@@ -183,10 +183,15 @@ export const configSchema = z
     server: z
       .strictObject({
         /**
-         * Address the gateway and /metrics listen on (env LISTEN_ADDRESS wins). Unset: 0.0.0.0
+         * Address the gateway's webhook port listens on (env LISTEN_ADDRESS wins). Unset: 0.0.0.0
          * with DATABASE_URL (containers), 127.0.0.1 for the embedded demo database.
          */
         listenAddress: listenAddress.optional(),
+        /**
+         * Address /metrics (and the worker's probes) listen on (env METRICS_LISTEN_ADDRESS wins).
+         * Unset: 127.0.0.1, with or without DATABASE_URL; the chart sets 0.0.0.0.
+         */
+        metricsListenAddress: listenAddress.optional(),
         /** Largest accepted body; larger deliveries get 413 without being read further. */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
@@ -232,7 +237,7 @@ export const configSchema = z
           ctx.addIssue({
             code: 'custom',
             path: ['maxBufferedBytes'],
-            message: `must be at least server.bodyLimit (${server.bodyLimit} bytes); keep it many times larger`,
+            message: `must be at least server.bodyLimit (${formatSize(server.bodyLimit)}); keep it many times larger`,
           });
         }
       })

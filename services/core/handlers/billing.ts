@@ -19,6 +19,7 @@ import {
 } from './billing-sql.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
+import { withUrlResolved } from './relay-url.ts';
 import { createSubscriptionSource, type SubscriptionSource } from './stripe-refetch.ts';
 import {
   type ApplyContext,
@@ -189,8 +190,15 @@ function markValues(invoice: Invoice, event: InboxEvent, at: number | null | und
  * terminal states; subscriptions are re-fetched from the API under a per-entity lock, because
  * Stripe's `created` (whole seconds) cannot order events.
  */
-export function createBillingHandler(options: unknown, deps: HandlerDeps): Handler {
-  const settings = parseHandlerOptions(billingOptionsSchema, options, deps.endpoint);
+export function createBillingHandler(
+  options: unknown,
+  deps: HandlerDeps,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Handler {
+  // The notification URL is queued as written; the relay resolves its references (relay-url.ts).
+  const notify = withUrlResolved(options, 'notifyUrl', deps.endpoint, env);
+  const settings = parseHandlerOptions(billingOptionsSchema, notify.options, deps.endpoint);
+  const notifyUrl = settings.notifyUrl === undefined ? null : (notify.asWritten ?? settings.notifyUrl);
   const subscriptions: SubscriptionSource | null = settings.stripeApiKey
     ? createSubscriptionSource({
         apiKey: settings.stripeApiKey,
@@ -212,7 +220,7 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
       kind: 'notify',
       key,
       payload: {
-        url: settings.notifyUrl ?? null,
+        url: notifyUrl,
         idempotencyKey: key,
         endpoint: event.endpoint,
         eventId: event.eventId,
