@@ -95,22 +95,41 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   // answered (and counted) through it rather than behind its back.
   const inFlight = new WeakMap<Duplex, InFlight>();
 
+  /** Bytes of each body read, for its delivery line. */
+  const bodySizes = new WeakMap<IncomingMessage, number>();
+  /** Who sent it and how much: the socket's peer (and X-Forwarded-For as given), user agent, body bytes. */
+  const requestFields = (req: IncomingMessage | undefined) => {
+    if (!req) return {};
+    const forwarded = req.headers['x-forwarded-for'];
+    const agent = req.headers['user-agent'];
+    const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    return {
+      source: req.socket?.remoteAddress?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''),
+      forwarded_for: typeof forwarded === 'string' ? forwarded.slice(0, 200) : undefined,
+      user_agent: typeof agent === 'string' ? agent.slice(0, 200) : undefined,
+      body_bytes: bodySizes.get(req) ?? (Number.isFinite(declared) ? declared : undefined),
+    };
+  };
+
   // The per-delivery line carries only the fixed fields below, all strings or numbers: none can
   // hold a secret, and no redaction path can match them, so this logger skips pino's redaction,
   // which otherwise runs over every field of every line (a wildcard path) — the line is the same.
   const deliveryLog = deps.logger.child({}, { redact: [] });
 
-  const record = (endpoint: Endpoint | undefined, started: bigint, result: Answer): void => {
+  const record = (
+    endpoint: Endpoint | undefined,
+    started: bigint,
+    result: Answer,
+    req?: IncomingMessage,
+  ): void => {
     const name = endpoint?.name ?? UNKNOWN_ENDPOINT;
     deps.metrics.deliveries.inc({
       endpoint: name,
       provider: endpoint?.provider.name ?? '',
       outcome: result.outcome,
     });
-    deps.metrics.ackDuration.observe(
-      { endpoint: name, outcome: result.outcome },
-      Number(process.hrtime.bigint() - started) / 1e9,
-    );
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    deps.metrics.ackDuration.observe({ endpoint: name, outcome: result.outcome }, seconds);
     // Undefined fields are left out of the line by pino.
     const line = {
       endpoint: name,
@@ -120,6 +139,8 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       cause: result.cause || undefined,
       trace_id: activeTraceId(),
       ...result.note,
+      ...requestFields(req),
+      duration_ms: Math.round(seconds * 1e6) / 1e3,
     };
     if (result.status >= 500) deliveryLog.warn(line, 'delivery not accepted');
     else if (result.status >= 300 || result.status === 0) refusals.record(line);
@@ -137,7 +158,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     result: Answer,
     close = false,
   ): void => {
-    record(endpoint, started, result);
+    record(endpoint, started, result, res.req);
     // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
     const closing = close || !res.req?.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
@@ -194,7 +215,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       answer(res, endpoint, started, overloaded(), true);
     } else if (type === 'request.aborted') {
       // The client went away (or the request timed out and was answered 408 already).
-      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
+      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null }, res.req);
     } else if (error instanceof URIError || (endpoint === undefined && status === 400)) {
       // `/webhooks/%zz`: a name that cannot be decoded names no endpoint.
       answer(
@@ -277,6 +298,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       let body: Buffer;
       try {
         body = await readBody(req, endpoint.bodyLimit, grow);
+        bodySizes.set(req, body.length);
       } catch (error) {
         if (res.headersSent) return;
         bodyFailure(error as { type?: string }, res, endpoint, started);

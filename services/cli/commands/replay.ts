@@ -15,8 +15,8 @@ import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const replayOptionsSchema = z.strictObject({
   endpoint: endpointName,
-  since: pointInTime('--since'),
-  until: pointInTime('--until').optional(),
+  since: pointInTime(),
+  until: pointInTime().optional(),
   dryRun: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),

@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
-import { HookgateError } from '../errors.ts';
 import {
   BOOK_PAYMENT,
   BOOK_PAYMENTS,
@@ -213,6 +212,13 @@ export function createBillingHandler(
         timeoutMs: settings.stripeTimeout,
       })
     : null;
+  if (!subscriptions) {
+    // Once per process at start: an endpoint that never gets subscription events is fine.
+    deps.logger.warn(
+      { endpoint: deps.endpoint, option: 'stripeApiKey', code: 'option_missing' },
+      'billing: options.stripeApiKey is not set; customer.subscription.* events will end dead at once with option_missing (set it and requeue them); invoice events are not affected',
+    );
+  }
 
   function notification(event: InboxEvent, invoice: Invoice, entry: BookedEntry): OutboxMessage {
     const key = `${invoice.id}:paid`;
@@ -255,7 +261,7 @@ export function createBillingHandler(
       const current = await tx.query<{ status: string }>(INVOICE_STATUS, [invoice.id]);
       if (current.rows[0]?.status === 'void') {
         logger.info(
-          { invoice: invoice.id, eventId: event.eventId },
+          { invoice: invoice.id, event_id: event.eventId },
           'invoice.paid on a void invoice: ignored',
         );
         return 'ignored';
@@ -284,14 +290,19 @@ export function createBillingHandler(
     return changed.rowCount === 1 ? 'processed' : 'ignored';
   }
 
+  /**
+   * Without the API key a subscription event can never apply, however often it is retried: it
+   * ends `dead` at its first attempt with `option_missing`, to be requeued once the key is set.
+   */
+  const missingKey = (event: InboxEvent): EventUnusable =>
+    new EventUnusable(
+      'option_missing',
+      `${deps.endpoint}.options.stripeApiKey is not set, so ${event.eventType} cannot re-fetch its subscription; set it, restart, and requeue (hookgate requeue --endpoint ${deps.endpoint} --status dead --type ${event.eventType}).`,
+    );
+
   async function subscriptionChanged({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
+    if (!subscriptions) throw missingKey(event);
     const ref = objectOf(subscriptionRefSchema, event);
-    if (!subscriptions) {
-      throw new HookgateError(
-        'handler_options_invalid',
-        `${deps.endpoint}.options.stripeApiKey is not set, so subscription ${ref.id} cannot be re-fetched; set it and requeue the event.`,
-      );
-    }
     // Lock first, fetch second: whoever writes later also fetched later.
     await tx.query(LOCK_SUBSCRIPTION, [SUBSCRIPTION_LOCK_CLASS, ref.id]);
     const fetchedAt = new Date();
@@ -353,6 +364,9 @@ export function createBillingHandler(
           // Nothing was written for it: it fails alone, like a throw in its own savepoint.
           results[index] = { error };
         }
+      } else if (event.eventType.startsWith('customer.subscription.') && !subscriptions) {
+        // Nothing is written for it: it fails alone, without undoing the batch.
+        results[index] = { error: missingKey(event) };
       } else if (event.eventType.startsWith('customer.subscription.')) {
         results[index] = await subscriptionChanged(
           { tx, outbox: context.outbox(event), logger: context.logger },
@@ -404,7 +418,7 @@ export function createBillingHandler(
         const changed = changedPaid.has(op.invoice.id);
         if (!changed && row.status === 'void') {
           context.logger.info(
-            { invoice: op.invoice.id, eventId: op.event.eventId },
+            { invoice: op.invoice.id, event_id: op.event.eventId },
             'invoice.paid on a void invoice: ignored',
           );
           results[op.index] = 'ignored';
