@@ -1,15 +1,22 @@
 import type pg from 'pg';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
-/** One registry per process; each role adds the metrics it owns. */
+/**
+ * prom-client's process and Node.js metrics under their standard names (`process_cpu_seconds_total`,
+ * `nodejs_eventloop_lag_p99_seconds`, …), unprefixed and complete, so stock Node.js dashboards
+ * and alerts find them. Three of them are gauges named `_total` (`nodejs_active_handles_total`,
+ * …), which promtool's lint flags; they are kept because those dashboards query them.
+ */
+export const STANDARD_GAUGES_NAMED_TOTAL = [
+  'nodejs_active_handles_total',
+  'nodejs_active_requests_total',
+  'nodejs_active_resources_total',
+] as const;
+
+/** One registry per process; each role adds the metrics it owns (all prefixed `hookgate_`). */
 export function createRegistry(): Registry {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'hookgate_' });
-  // Gauges named like counters (promtool's lint refuses them); the per-type gauges without the
-  // suffix carry the same numbers.
-  for (const name of ['active_handles_total', 'active_requests_total', 'active_resources_total']) {
-    registry.removeSingleMetric(`hookgate_nodejs_${name}`);
-  }
+  collectDefaultMetrics({ register: registry });
   return registry;
 }
 

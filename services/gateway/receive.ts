@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
+import { identityProblem } from '../core/inbox/identity-checks.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
+import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
 import type { ReplayTokenLimiter } from './replay-limit.ts';
 import { checkReplayToken, REPLAY_TOKEN_HEADER } from './replay-token.ts';
@@ -16,14 +17,16 @@ export interface Answer {
   readonly cause?: string;
   /** Seconds, sent as Retry-After. */
   readonly retryAfter?: number;
+  /** Sent as text/plain instead of `body` (challenges echoed bare). */
+  readonly text?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Extra fields for the log line (a handshake's kind), never sent. */
+  readonly note?: Readonly<Record<string, string>>;
 }
 
 export function refuse(code: GatewayErrorCode, message: string): Answer {
   return { status: STATUS_BY_CODE[code], outcome: code, body: { error: code, message } };
 }
-
-/** Matches the inbox's CHECK; a longer id could never be stored, so it is refused up front. */
-export const MAX_EVENT_ID_LENGTH = 512;
 
 const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
   database_unavailable: 'The event could not be stored right now; it was not accepted. Retry later.',
@@ -38,10 +41,6 @@ const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
 };
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-// C0 controls (tab included), DEL and C1 controls.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
 
@@ -83,6 +82,9 @@ export async function receive(
   /** Who sent it, as the replay-token limiter counts it (see sourceOf). */
   source = '',
 ): Promise<Answer> {
+  // Unsigned handshakes (Asana's) carry no event and are answered without verification.
+  const handshake = handshakeAnswer(endpoint, 'POST', headers, '');
+  if (handshake) return handshake;
   // An operator's re-post with the endpoint's replay token stands in for the provider's
   // signature; without replaySecrets configured the header means nothing.
   const replaySecrets = endpoint.config.replaySecrets;
@@ -124,27 +126,23 @@ export async function receive(
   let body: unknown;
   try {
     text = UTF8.decode(rawBody);
-    body = parseJson(text);
+    const decode = endpoint.provider.decodeBody;
+    if (decode) {
+      // A form post (Twilio) is stored as the JSON document of its parameters.
+      body = decode(text);
+      text = JSON.stringify(body);
+    } else {
+      body = parseJson(text);
+    }
   } catch {
     return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
   }
 
-  const identity = endpoint.provider.identify({ headers, body });
+  const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
   if (!identity.ok) return refuse(identity.code, identity.message);
-  if ('reply' in identity)
-    return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
-  if (identity.event.eventId.length > MAX_EVENT_ID_LENGTH) {
-    return refuse('event_id_invalid', `The event id is longer than ${MAX_EVENT_ID_LENGTH} characters.`);
-  }
-  // An id is a key operators type, grep and print: control characters (newlines that forge log
-  // lines, NUL that PostgreSQL refuses) and lone surrogates have no business in one.
-  const id = identity.event.eventId;
-  if (CONTROL.test(id) || !id.isWellFormed() || id.trim() === '') {
-    return refuse(
-      'event_id_invalid',
-      'The event id is blank, or contains control characters or invalid Unicode.',
-    );
-  }
+  if ('reply' in identity) return replyAnswer(identity.reply);
+  const problem = identityProblem(identity.event);
+  if (problem) return refuse(problem.code, problem.message);
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -153,8 +151,6 @@ export async function receive(
     event: identity.event,
     body: text,
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
-    // The id came from an unsigned header: the same signed body under another id is a replay.
-    bodyDigest: identity.event.idUnsigned ? createHash('sha256').update(rawBody).digest() : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
   });

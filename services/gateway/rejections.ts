@@ -13,7 +13,7 @@ export type GatewayErrorCode =
   | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
-  | 'shutting_down'
+  | 'event_type_invalid'
   | 'encoding_unsupported'
   | 'request_timeout'
   | 'headers_too_large'
@@ -32,6 +32,7 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   event_id_missing: 400,
   event_id_invalid: 400,
   event_type_missing: 400,
+  event_type_invalid: 400,
   version_invalid: 400,
   body_not_json: 400,
   body_unreadable: 400,
@@ -49,7 +50,6 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   apply_failed: 503,
   job_busy: 503,
   overloaded: 503,
-  shutting_down: 503,
 };
 
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {

@@ -11,11 +11,19 @@ export type SendResult =
       readonly error: string;
       readonly retryAfterSeconds?: number;
     }
-  /** Any other answer (other 4xx, an unfollowed 3xx): sending again cannot help. */
-  | { readonly outcome: 'dead'; readonly status: number; readonly error: string };
+  /**
+   * Any other answer (other 4xx, an unfollowed 3xx), or a request that cannot be built (status
+   * null): sending again cannot help.
+   */
+  | { readonly outcome: 'dead'; readonly status: number | null; readonly error: string };
 
 export interface SendRequest {
   readonly url: string;
+  /**
+   * Applied to every error text: `url` may carry values of the environment (a token), and fetch
+   * puts the whole URL in some of its messages, as a downstream may echo its path.
+   */
+  readonly redact?: (text: string) => string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   readonly timeoutMs: number;
@@ -55,11 +63,19 @@ function isRetryableStatus(status: number): boolean {
 
 /** POSTs once. Never throws: every ending is a SendResult. */
 export async function postOnce(request: SendRequest): Promise<SendResult> {
+  const result = await postUnredacted(request);
+  if (result.outcome === 'delivered' || !request.redact) return result;
+  return { ...result, error: request.redact(result.error) };
+}
+
+async function postUnredacted(request: SendRequest): Promise<SendResult> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
-  let response: Response;
+  // Built apart from the send: what fetch refuses here (a header value, credentials in the URL)
+  // it refuses on every attempt, so it is not a network failure to retry.
+  let built: Request;
   try {
-    response = await fetch(request.url, {
+    built = new Request(request.url, {
       method: 'POST',
       headers: request.headers,
       body: request.body,
@@ -67,6 +83,16 @@ export async function postOnce(request: SendRequest): Promise<SendResult> {
       // A POST is not silently re-sent elsewhere: a 3xx is reported, not followed.
       redirect: 'manual',
     });
+  } catch (error) {
+    return {
+      outcome: 'dead',
+      status: null,
+      error: `the request could not be built: ${(error as Error).message}`,
+    };
+  }
+  let response: Response;
+  try {
+    response = await fetch(built);
   } catch (error) {
     if (timeout.aborted) {
       return { outcome: 'retry', status: null, error: `timed out after ${request.timeoutMs} ms` };

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { JobResult, JobWithMetadata, PgBoss } from 'pg-boss';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
+import { REFERENCE, resolveReferences } from '../core/config/interpolate.ts';
 import type { Logger } from '../core/logging.ts';
 import {
   type AttemptResult,
@@ -26,6 +27,7 @@ import {
   traceIdOf,
 } from '../core/tracing.ts';
 import { failNotBefore } from './relay-defer.ts';
+import { headerValue } from './relay-headers.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
 
 export interface RelayMetrics {
@@ -66,6 +68,8 @@ export interface RelayOptions {
   /** How long stop() waits for in-flight deliveries. */
   readonly stopTimeoutMs?: number;
   readonly metrics?: RelayMetrics;
+  /** Where `${NAME}` references in a message's URL are resolved (default: the process's). */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** The traceparent an outbox job carries (see OutboxJobData), if any. */
@@ -74,10 +78,22 @@ function jobTraceparent(job: { data: unknown }): string | null {
   return typeof data?.traceparent === 'string' ? data.traceparent : null;
 }
 
+const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol);
+
+/** Whether the text holds a `${NAME}` reference (not only `$${` escapes). */
+const hasReference = (text: string) => [...text.matchAll(REFERENCE)].some((match) => match[1] === '');
+
 /** What a handler puts in an outbox message for the relay. */
 const messageSchema = z.looseObject({
-  /** null: nowhere to deliver (e.g. billing without notifyUrl); recorded as settled. */
-  url: z.url({ protocol: /^https?$/ }).nullable(),
+  /**
+   * null: nowhere to deliver (e.g. billing without notifyUrl); recorded as settled. `${NAME}`
+   * references are resolved from the relay's environment when it sends (config/relay-urls.ts):
+   * the URL is recorded and shown as written, so a secret in it is stored nowhere.
+   */
+  url: z
+    .string()
+    .refine((text) => hasReference(text) || isHttpUrl(text), 'must be an http(s) URL')
+    .nullable(),
   idempotencyKey: z.string().min(1),
   endpoint: z.string().optional(),
   eventId: z.string().optional(),
@@ -113,8 +129,8 @@ function unwrap(data: unknown): unknown {
  * - 2xx → `delivered`, job completed.
  * - 5xx, 429, 408, timeout, network error → job failed; pg-boss retries with backoff. On the
  *   last attempt the record becomes `dead` and pg-boss moves the job to `<queue>.dead`.
- * - other 4xx / 3xx → `dead` at once: the job is settled as `deadletter` (pg-boss skips the
- *   remaining retries and moves it to `<queue>.dead`).
+ * - other 4xx / 3xx, or a request fetch cannot build → `dead` at once: the job is settled as
+ *   `deadletter` (pg-boss skips the remaining retries and moves it to `<queue>.dead`).
  */
 export async function startRelays(options: RelayOptions): Promise<{ stop(): Promise<void> }> {
   const { boss, pool, logger } = options;
@@ -127,7 +143,32 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
   // A downstream's Retry-After is honoured up to the queue's longest backoff, so none can park a
   // delivery for longer than the configured policy would.
   const maxRetryAfterSeconds = Math.max(1, queues.retryDelayMaxSeconds);
+  const env = options.env ?? process.env;
   await ensureOutboxQueues(boss, queues, kinds);
+
+  /**
+   * The URL to send to, with what error texts must say instead of the environment's values in it
+   * (`${NAME}`, as written), or why there is none: an unset variable, no http(s) URL once resolved.
+   */
+  const target = (
+    written: string,
+  ): { url: string; redact: (text: string) => string } | { problem: string } => {
+    const resolved = resolveReferences(written, env);
+    if (resolved.missing.length > 0)
+      return { problem: `environment variable ${[...new Set(resolved.missing)].join(', ')} is not set` };
+    if (!isHttpUrl(resolved.text))
+      return { problem: 'the URL, its references resolved, is not an http(s) URL' };
+    const spellings = [...resolved.substituted].flatMap(([name, value]) =>
+      [...new Set([value, encodeURIComponent(value), encodeURI(value)])].map(
+        (text) => [text, `\${${name}}`] as const,
+      ),
+    );
+    // Longest first, so a value that contains another is replaced whole.
+    spellings.sort((x, y) => y[0].length - x[0].length);
+    const redact = (text: string) =>
+      spellings.reduce((out, [value, name]) => out.split(value).join(name), text);
+    return { url: resolved.text, redact };
+  };
 
   const count = (kind: string, message: RelayMessage | null, outcome: string) =>
     options.metrics?.deliveries.inc({ kind, endpoint: message?.endpoint ?? '', outcome });
@@ -137,7 +178,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const error = `outbox message is malformed at /${issue.path.join('/')}: ${issue.message}`;
-      logger.error({ kind, jobId: job.id, error }, 'relay: malformed outbox message dead-lettered');
+      logger.error({ kind, job_id: job.id, error }, 'relay: malformed outbox message dead-lettered');
       count(kind, null, 'dead');
       return { id: job.id, status: 'deadletter', output: { error } };
     }
@@ -147,8 +188,8 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       kind,
       key,
       endpoint: message.endpoint,
-      eventId: message.eventId,
-      jobId: job.id,
+      event_id: message.eventId,
+      job_id: job.id,
       trace_id: activeTraceId() ?? traceIdOf(jobTraceparent(job)),
     };
 
@@ -196,31 +237,36 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      'idempotency-key': key,
+      'idempotency-key': headerValue(key),
       'user-agent': 'hookgate-relay',
-      'x-hookgate-kind': kind,
+      'x-hookgate-kind': headerValue(kind),
     };
-    if (message.endpoint) headers['x-hookgate-endpoint'] = message.endpoint;
-    if (message.eventId) headers['x-hookgate-event-id'] = message.eventId;
-    if (message.eventType) headers['x-hookgate-event-type'] = message.eventType;
-    const result: SendResult = await postOnce({
-      url: message.url,
-      headers,
-      body: JSON.stringify(message.body ?? null),
-      timeoutMs,
-      signal: AbortSignal.any([job.signal, stopping.signal]),
-    });
+    if (message.endpoint) headers['x-hookgate-endpoint'] = headerValue(message.endpoint);
+    if (message.eventId) headers['x-hookgate-event-id'] = headerValue(message.eventId);
+    if (message.eventType) headers['x-hookgate-event-type'] = headerValue(message.eventType);
+    const to = target(message.url);
+    const result: SendResult =
+      'problem' in to
+        ? { outcome: 'dead', status: null, error: `the request could not be built: ${to.problem}` }
+        : await postOnce({
+            url: to.url,
+            redact: to.redact,
+            headers,
+            body: JSON.stringify(message.body ?? null),
+            timeoutMs,
+            signal: AbortSignal.any([job.signal, stopping.signal]),
+          });
 
     if (result.outcome === 'delivered') {
       if (!(await finish('delivered', result.status, null))) {
-        logger.info({ ...log, httpStatus: result.status }, 'relay: delivered (already recorded)');
-      } else logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
+        logger.info({ ...log, http_status: result.status }, 'relay: delivered (already recorded)');
+      } else logger.info({ ...log, http_status: result.status }, 'relay: delivered');
       count(kind, message, 'delivered');
       return { id: job.id, status: 'completed', output: { outcome: 'delivered', status: result.status } };
     }
     if (result.outcome === 'dead') {
       if (!(await finish('dead', result.status, result.error))) return superseded('dead');
-      logger.error({ ...log, httpStatus: result.status, error: result.error }, 'relay: refused; dead');
+      logger.error({ ...log, http_status: result.status, error: result.error }, 'relay: refused; dead');
       count(kind, message, 'dead');
       return { id: job.id, status: 'deadletter', output: { outcome: 'dead', error: result.error } };
     }
@@ -241,7 +287,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         const output = { outcome: 'retry', error: result.error, retryAfterSeconds: seconds };
         await failNotBefore(pool, boss, outboxQueue(kind), job, output, seconds);
         logger.warn(
-          { ...log, attempt: job.retryCount + 1, error: result.error, retryAfterSeconds: seconds },
+          { ...log, attempt: job.retryCount + 1, error: result.error, retry_after_seconds: seconds },
           'relay: delivery refused for now; retrying after the time it asked for',
         );
         count(kind, message, 'retry');
@@ -282,10 +328,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       return await deliver(kind, job);
     } catch (error) {
       // The record could not be read or written (database trouble): retry the job.
-      logger.error(
-        { kind, jobId: job.id, error: (error as Error).message },
-        'relay: delivery bookkeeping failed',
-      );
+      logger.error({ kind, job_id: job.id, err: error }, 'relay: delivery bookkeeping failed');
       return { id: job.id, status: 'failed', output: { error: (error as Error).message } };
     }
   }

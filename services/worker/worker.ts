@@ -9,6 +9,7 @@ import type { Handler } from '../core/handlers/types.ts';
 import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import type { OutageLog } from '../core/outage-log.ts';
 import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
@@ -27,6 +28,8 @@ export interface WorkerOptions {
   /** Directory of the config file, for `module:` handlers. */
   readonly configDir: string;
   readonly metrics?: ApplyMetrics | null;
+  /** Counts the loops' failures while the database is unreachable, instead of a line each. */
+  readonly outage?: OutageLog;
   /** Only these endpoints (default: all configured). */
   readonly endpoints?: readonly string[];
 }
@@ -163,20 +166,26 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       const events = jobs.flatMap((job) =>
         job.eventIds.map((eventId) => ({ eventId, retryCount: job.retryCount })),
       );
-      logger.error({ err: error, endpoint, events: events.length }, 'apply batch failed; retrying its jobs');
+      if (!options.outage?.failed('worker apply', error))
+        logger.error(
+          { err: error, endpoint, events: events.length },
+          'apply batch failed; its jobs are failed (tried again while attempts remain)',
+        );
       const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
-      await recordBatchFailure(pool, endpoint, events, lastErrorOf(failure)).catch((recordError: unknown) =>
-        logger.error({ err: recordError }, 'could not record the batch failure'),
-      );
+      await recordBatchFailure(pool, endpoint, events, lastErrorOf(failure)).catch((recordError: unknown) => {
+        if (!options.outage?.failed('worker apply', recordError))
+          logger.error({ err: recordError }, 'could not record the batch failure');
+      });
       await boss
         .fail(
           applyQueue(endpoint),
           jobs.map(({ id, retryCount }) => ({ id, retryCount })),
           jobOutputOf(failure),
         )
-        .catch((failError: unknown) =>
-          logger.error({ err: failError }, 'could not fail jobs; they will expire'),
-        );
+        .catch((failError: unknown) => {
+          if (!options.outage?.failed('worker apply', failError))
+            logger.error({ err: failError }, 'could not fail jobs; they will expire');
+        });
       return null;
     }
   };
@@ -279,9 +288,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       let full = false;
       try {
         full = await step();
+        options.outage?.recovered();
       } catch (error) {
         if (stopping) break;
-        logger.error({ err: error, endpoint }, 'worker step failed');
+        if (!options.outage?.failed('worker apply loop', error))
+          logger.error({ err: error, endpoint }, 'worker step failed');
         await waker.sleep(ERROR_BACKOFF_MS);
         continue;
       }
@@ -306,7 +317,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     },
   });
   const listener = listenForWakeups(pool.options, (endpoint) => waker.wake(endpoint), logger);
-  logger.info({ endpoints: names, batchSize, concurrency }, 'worker started');
+  logger.info({ endpoints: names, batch_size: batchSize, concurrency }, 'worker started');
 
   return {
     async stop() {

@@ -72,10 +72,26 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: false,
   },
   {
-    name: 'a grace period shorter than preStop + drain',
+    name: "a gateway grace period shorter than preStop + drain, reported at the gateway's template",
     set: ['gateway.terminationGracePeriodSeconds=20'],
     message:
-      /gateway.terminationGracePeriodSeconds \(20\) must exceed preStopSleepSeconds \+ the longest shutdownTimeout \+ 10s \(30\)/,
+      /^Error: execution error at \(hookgate\/templates\/gateway-deployment\.yaml:\d+:\d+\): gateway.terminationGracePeriodSeconds \(20\) must exceed preStopSleepSeconds \+ the longest shutdownTimeout \+ 10s \(30\)/,
+    schema: false,
+  },
+  {
+    name: "a worker grace period shorter than its drain, reported at the worker's template",
+    set: ['worker.terminationGracePeriodSeconds=20'],
+    message:
+      /^Error: execution error at \(hookgate\/templates\/worker-deployment\.yaml:\d+:\d+\): worker.terminationGracePeriodSeconds \(20\) must exceed the longest shutdownTimeout \+ 10s \(25\)/,
+    schema: false,
+  },
+  {
+    name: 'several endpoints and no tests.endpoint (helm test would guess)',
+    set: [
+      'config.endpoints.github.provider=github',
+      'config.endpoints.github.secrets[0]=${STRIPE_WEBHOOK_SECRET}',
+    ],
+    message: /tests.endpoint is empty and config.endpoints has 2 endpoints \(github, stripe\): name the one/,
     schema: false,
   },
   {
@@ -88,6 +104,53 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     name: "a config value outside hookgate's bounds",
     set: ['config.database.poolSize=500'],
     message: /at '\/config\/database\/poolSize': maximum: got 500, want 200/,
+    schema: true,
+  },
+  {
+    name: "a duration past hookgate's bound (tolerance 48h), the bound said in words",
+    set: ['config.endpoints.stripe.tolerance=48h'],
+    message:
+      /at '\/config\/endpoints\/stripe\/tolerance': '48h' does not match pattern '\^\(\?:\$ a duration from 1s to 1d \)\?/,
+    schema: true,
+  },
+  {
+    name: 'a size below its bound (server.maxBufferedBytes 512kib)',
+    set: ['config.server.maxBufferedBytes=512kib'],
+    message:
+      /at '\/config\/server\/maxBufferedBytes': '512kib' does not match pattern '\^\(\?:\$ a size from 1mib to 16384mib \)\?/,
+    schema: true,
+  },
+  {
+    name: 'a pool no larger than the claim concurrency (poolSize 2, concurrency 4 by default)',
+    set: ['config.database.poolSize=2'],
+    message: /at '\/config\/database\/poolSize': minimum: got 2, want 5/,
+    schema: true,
+  },
+  {
+    name: 'a claim concurrency the default pool cannot hold (concurrency 12, poolSize 10 by default)',
+    set: ['config.claim.concurrency=12'],
+    message: /at '\/config\/database\/poolSize': minimum: got 10, want 13/,
+    schema: true,
+  },
+  {
+    name: 'an hmac endpoint without its hmac block',
+    set: ['config.endpoints.stripe.provider=hmac'],
+    message: /at '\/config\/endpoints\/stripe': missing property 'hmac'/,
+    schema: true,
+  },
+  {
+    name: 'a forward handler without its url',
+    set: ['config.endpoints.stripe.handler=forward', 'config.endpoints.stripe.options.timeout=5s'],
+    message: /at '\/config\/endpoints\/stripe\/options': missing property 'url'/,
+    schema: true,
+  },
+  {
+    name: 'a misspelt handler option',
+    set: [
+      'config.endpoints.stripe.handler=billing',
+      'config.endpoints.stripe.options.notifyUrll=https://x.example',
+    ],
+    message: /at '\/config\/endpoints\/stripe\/options': additional properties 'notifyUrll' not allowed/,
     schema: true,
   },
   {

@@ -93,6 +93,13 @@ async function renderAndRun(scenario: Scenario, db: TestDatabase): Promise<void>
   // --- Helm's order: pre-install hooks by weight (a chart-made Secret, then the migration Job).
   const job = find(manifests, 'Job', 'hookgate-migrate');
   expect(annotations(job)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+  // The Job's configuration is a hook too (the release's ConfigMap does not exist yet), made first.
+  const jobConfig = find(manifests, 'ConfigMap', 'hookgate-migrate-config');
+  expect(annotations(jobConfig)['helm.sh/hook']).toBe('pre-install,pre-upgrade');
+  expect(Number(annotations(jobConfig)['helm.sh/hook-weight'])).toBeLessThan(
+    Number(annotations(job)['helm.sh/hook-weight']),
+  );
+  expect(jobConfig.data).toEqual(find(manifests, 'ConfigMap', 'hookgate-config').data);
   if (scenario.userSecret) {
     // The user's Secret exists before the release; the chart makes none.
     expect(manifests.filter((manifest) => manifest.kind === 'Secret')).toEqual([]);
@@ -125,6 +132,8 @@ async function renderAndRun(scenario: Scenario, db: TestDatabase): Promise<void>
     ),
   ]);
   expect(migrated.code, migrate.output()).toBe(0);
+  // It checked the configuration the pods will read (mounted from its own hook ConfigMap) first.
+  expect(migrate.output()).toMatch(/hookgate: \S+\/hookgate\.yaml is valid\n/);
   const after = await db.pool.query(`SELECT to_regclass('hookgate.inbox') AS inbox`);
   expect(after.rows[0].inbox).toBe('hookgate.inbox');
 
@@ -216,7 +225,8 @@ async function renderAndRun(scenario: Scenario, db: TestDatabase): Promise<void>
   const tested = await helmTest.exited();
   expect(tested.code, helmTest.output()).toBe(0);
   expect(helmTest.output()).toMatch(/delivery: HTTP 200/);
-  expect(helmTest.output()).toMatch(/event \S+: processed/);
+  // A test event (hookgate.test): settled `ignored` by every handler, no business write.
+  expect(helmTest.output()).toMatch(/event \S+: ignored/);
   expect(testArgs).toEqual(expect.arrayContaining(['--endpoint', scenario.testEndpoint]));
 
   // --- Termination as the kubelet does it: preStop hook, then SIGTERM, within the grace period.
@@ -260,6 +270,19 @@ async function renderAndRun(scenario: Scenario, db: TestDatabase): Promise<void>
 
 const encode = (text: string) => Buffer.from(text).toString('base64');
 
+/** The existing-secret scenario's user Secret, with the keys given (the database URL always). */
+function userSecret(db: TestDatabase, keys: Record<string, string>): Manifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'hookgate-secrets' },
+    data: {
+      'database-url': encode(db.url),
+      ...Object.fromEntries(Object.entries(keys).map(([key, value]) => [key, encode(value)])),
+    },
+  } as Manifest;
+}
+
 describe('the chart, rendered and run as local processes', () => {
   it('default (chart-made Secret): migrates (hook first), serves, processes a signed event, passes helm test, stops on SIGTERM', async () => {
     const db = await createTestDatabase({ migrated: false });
@@ -283,21 +306,14 @@ describe('the chart, rendered and run as local processes', () => {
   it('existingSecret (custom database URL key, two endpoints, a rotated secret): the same, end to end', async () => {
     const db = await createTestDatabase({ migrated: false });
     databases.push(db);
-    const userSecret = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { name: 'hookgate-secrets' },
-      data: {
-        'database-url': encode(db.url),
-        STRIPE_WEBHOOK_SECRET: encode(SIGNING_SECRET),
-        STRIPE_WEBHOOK_SECRET_PREVIOUS: encode(ROTATED_OUT_SECRET),
-        GITHUB_WEBHOOK_SECRET: encode(GITHUB_SECRET),
-      },
-    } as Manifest;
     await renderAndRun(
       {
         valuesFiles: () => [scenarioFile('existing-secret-values.yaml')],
-        userSecret,
+        userSecret: userSecret(db, {
+          STRIPE_WEBHOOK_SECRET: SIGNING_SECRET,
+          STRIPE_WEBHOOK_SECRET_PREVIOUS: ROTATED_OUT_SECRET,
+          GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+        }),
         // Signed with the second (previous) secret: rotation works through the Secret's keys.
         signWith: ROTATED_OUT_SECRET,
         testEndpoint: 'github',
@@ -305,4 +321,47 @@ describe('the chart, rendered and run as local processes', () => {
       db,
     );
   }, 180_000);
+
+  it("a configuration the schema lets through but hookgate refuses fails the migration Job with hookgate's message, before anything is migrated", async () => {
+    const db = await createTestDatabase({ migrated: false });
+    databases.push(db);
+    // Both sizes are in bounds on their own (the schema passes them); together the body
+    // budget cannot hold one body. And the user's Secret lacks a key the config names.
+    const manifests = await render({
+      valuesFiles: [
+        scenarioFile('existing-secret-values.yaml'),
+        valuesFile({ config: { server: { bodyLimit: '2mib', maxBufferedBytes: '1mib' } } }),
+      ],
+    });
+    manifests.push(
+      userSecret(db, {
+        STRIPE_WEBHOOK_SECRET: SIGNING_SECRET,
+        STRIPE_WEBHOOK_SECRET_PREVIOUS: ROTATED_OUT_SECRET,
+      }),
+    );
+    const job = find(manifests, 'Job', 'hookgate-migrate');
+    const pod = podSpec(job);
+    const container = only(pod.containers);
+    const migrate = startContainer(prepare(manifests, pod, container, 'hookgate-migrate-x'), imageRoot());
+    running.push(migrate);
+    const exit = await migrate.exited();
+    const output = migrate.output();
+    expect(exit.code, output).toBe(2);
+    expect(output).toContain('hookgate: config_invalid:');
+    expect(output).toContain('server.maxBufferedBytes: 1 MiB is smaller than server.bodyLimit (2 MiB)');
+    expect(output).toContain(
+      'endpoints.github.secrets[0]: environment variable GITHUB_WEBHOOK_SECRET is not set',
+    );
+    // Exit 2 fails the Job at once (no retries of a configuration that cannot change)...
+    const rules = (job.spec as { podFailurePolicy: { rules: unknown[] } }).podFailurePolicy.rules;
+    expect(rules).toContainEqual({
+      action: 'FailJob',
+      onExitCodes: { containerName: 'migrate', operator: 'In', values: [exit.code] },
+    });
+    // ...Helm prints its output on failure, and nothing was migrated, so no pod would start.
+    expect(annotations(job)['helm.sh/hook-output-log-policy']).toBe('hook-failed');
+    const tables = await db.pool.query(`SELECT to_regclass('hookgate.inbox') AS inbox`);
+    expect(tables.rows[0].inbox).toBeNull();
+    expect(output).not.toContain(SIGNING_SECRET);
+  }, 120_000);
 });

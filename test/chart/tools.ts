@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { ROOT } from '../support/process.ts';
 
 export const CHART = join(ROOT, 'charts/hookgate');
-/** The CRDs live beside the project (a clean clone has `shared/` next to it); never copied in. */
-export const CRDS = resolve(ROOT, '../shared/crds');
+/** Upstream CRDs for kubectl-validate, vendored with their versions (test/chart/crds/README.md). */
+export const CRDS = join(ROOT, 'test/chart/crds');
 export const KUBE_VERSION = '1.30.0';
 
 /** Built by `make tools` (go install, pinned versions) and linked here. */

@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../services/core/db/embedded.ts';
+import { STANDARD_GAUGES_NAMED_TOTAL } from '../../services/core/metrics.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type Delivery, post, standardWebhook } from '../support/deliveries.ts';
 import {
@@ -98,8 +99,13 @@ describe('hookgate scraped by a real Prometheus', () => {
 
     // The scrape itself is well-formed.
     const scrape = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    // promtool flags only the three standard gauges prom-client names `_total` (kept for stock dashboards).
     const checked = await run('promtool', ['check', 'metrics'], scrape);
-    expect(checked.output).toBe('');
+    expect(checked.output.trim().split('\n').sort()).toEqual(
+      STANDARD_GAUGES_NAMED_TOTAL.map(
+        (name) => `${name} non-counter metrics should not have "_total" suffix`,
+      ),
+    );
     const samples = parseExposition(scrape);
     expect(
       sample(samples, 'hookgate_events_applied_total', {
@@ -138,6 +144,27 @@ describe('hookgate scraped by a real Prometheus', () => {
     });
     expect(rules.filter((r) => r.health !== 'ok')).toEqual([]);
     expect(rules.length).toBeGreaterThanOrEqual(14);
+
+    // Every dashboard query runs on this server; the process panels (standard prom-client
+    // names, joined on hookgate's targets) find this process.
+    const dashboard = JSON.parse(
+      readFileSync(join(ROOT, 'charts/hookgate/files/grafana/hookgate-dashboard.json'), 'utf8'),
+    ) as {
+      panels: { title: string; targets?: { expr: string }[]; panels?: { targets?: { expr: string }[] }[] }[];
+    };
+    const exprs = dashboard.panels
+      .flatMap((panel) => [panel, ...(panel.panels ?? [])])
+      .flatMap((panel) => (panel.targets ?? []).map((target) => target.expr))
+      .map((expr) => expr.replaceAll('$__rate_interval', '1m').replaceAll('$endpoint', '.*'));
+    expect(exprs.length).toBeGreaterThan(8);
+    for (const expr of exprs) await prometheus.query(expr);
+    for (const expr of exprs.filter((e) => /\b(process|nodejs)_/.test(e))) {
+      const found = await waitFor(`${expr} to find the hookgate process`, async () => {
+        const result = await prometheus!.query(expr);
+        return result.length > 0 ? result : null;
+      });
+      expect(found.map((series) => series.metric.instance)).toEqual([`127.0.0.1:${metricsPort}`]);
+    }
 
     // Traces: the row stores the claim span's traceparent, in the provider's trace.
     const row = await db.pool.query<{ traceparent: string }>(

@@ -30,7 +30,7 @@ afterAll(async () => {
   await db?.drop();
 });
 
-describe('serve: published demo secrets and the listen address', () => {
+describe('serve: published demo secrets and the listen addresses', () => {
   it('refuses the example config with a real database, naming every demo secret it uses', async () => {
     const result = await runHookgate(['serve', '--config', EXAMPLE], {
       env: { DATABASE_URL: db.url, PORT: '0', METRICS_PORT: '0' },
@@ -122,18 +122,56 @@ describe('serve: published demo secrets and the listen address', () => {
     ]);
   });
 
-  it('listens on all interfaces by default with a real database', async () => {
+  it('listens on all interfaces by default with a real database, but keeps /metrics on loopback', async () => {
     const port = await freePort();
+    const metricsPort = await freePort();
     const server = startHookgate(['serve', '--role', 'gateway', '--config', configFile], {
-      env: { DATABASE_URL: db.url, PORT: String(port), METRICS_PORT: '0', DEMO_SECRET: SECRET },
+      env: {
+        DATABASE_URL: db.url,
+        PORT: String(port),
+        METRICS_PORT: String(metricsPort),
+        DEMO_SECRET: SECRET,
+      },
     });
     try {
       const line = await server.waitFor(/hookgate is serving/);
       expect(JSON.parse(line).host).toBe('0.0.0.0');
+      expect(JSON.parse(line).metrics_host).toBe('127.0.0.1');
       expect((await fetch(`http://127.0.0.2:${port}/healthz`)).status).toBe(200);
+      // The metrics listener answers on loopback only: another local address finds nobody.
+      expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).status).toBe(200);
+      await expect(fetch(`http://127.0.0.2:${metricsPort}/metrics`)).rejects.toThrow();
     } finally {
       server.child.kill('SIGTERM');
     }
     expect(await server.exited()).toBe(0);
+  });
+
+  it("binds /metrics and the worker's probes to METRICS_LISTEN_ADDRESS, and refuses one that is not an IP address", async () => {
+    const metricsPort = await freePort();
+    const worker = startHookgate(['serve', '--role', 'worker', '--config', configFile], {
+      env: {
+        DATABASE_URL: db.url,
+        METRICS_PORT: String(metricsPort),
+        DEMO_SECRET: SECRET,
+        METRICS_LISTEN_ADDRESS: '127.0.0.2',
+      },
+    });
+    try {
+      const line = await worker.waitFor(/hookgate is serving/);
+      expect(JSON.parse(line).metrics_host).toBe('127.0.0.2');
+      expect((await fetch(`http://127.0.0.2:${metricsPort}/readyz`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.2:${metricsPort}/metrics`)).status).toBe(200);
+      await expect(fetch(`http://127.0.0.1:${metricsPort}/healthz`)).rejects.toThrow();
+    } finally {
+      worker.child.kill('SIGTERM');
+    }
+    expect(await worker.exited()).toBe(0);
+
+    const bad = await runHookgate(['serve', '--role', 'worker', '--config', configFile], {
+      env: { DATABASE_URL: db.url, DEMO_SECRET: SECRET, METRICS_LISTEN_ADDRESS: 'metrics.local' },
+    });
+    expect(bad.code).toBe(2);
+    expect(bad.output).toContain('METRICS_LISTEN_ADDRESS="metrics.local" is not an IP address');
   });
 });

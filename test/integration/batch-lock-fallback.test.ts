@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import { INVOICE_LOCK_CLASS } from '../../services/core/handlers/billing-sql.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
-import { applyQueue } from '../../services/core/queue/names.ts';
-import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
-import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
+import { applyQueue, eventIdsOf } from '../../services/core/queue/names.ts';
+import { applyJobs, type FetchedJob } from '../../services/worker/apply.ts';
 import { silentLogger } from '../support/apply.ts';
+import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
 // A set-based batch that fails is rolled back to its savepoint and applied again event by
@@ -73,33 +73,39 @@ describe('the event-by-event fallback of a failed set-based batch', () => {
     ]);
     const billing = createBillingHandler({}, { endpoint: 'billing', logger: silentLogger, configDir: '.' });
     const held: number[] = [];
-    // The set-based pass fails after its writes; each per-event apply records the locks held then.
+    // The batch of two fails after its writes; each event's rerun (a batch of one) records the
+    // locks held then.
     const failing: Handler = {
       name: 'billing',
       lockBatch: billing.lockBatch!.bind(billing),
       async applyBatch(context, events) {
-        await billing.applyBatch!(context, events);
-        throw new Error('the set-based pass fails');
-      },
-      async apply(context, event) {
+        if (events.length > 1) {
+          await billing.applyBatch!(context, events);
+          throw new Error('the set-based pass fails');
+        }
         held.push(await invoiceLocksHeld(db.pool));
-        return billing.apply(context, event);
+        return billing.applyBatch!(context, events);
       },
     };
-    const fetched = await claimer.boss.fetch<{ eventId: string }>(applyQueue('billing'), { batchSize: 10 });
-    const jobs: ApplyJob[] = fetched.map((job) => ({
+    const fetched = await claimer.boss.fetch(applyQueue('billing'), { batchSize: 10 });
+    const jobs: FetchedJob[] = fetched.map((job) => ({
       id: job.id,
       retryCount: job.retryCount,
-      eventId: job.data.eventId,
+      eventIds: eventIdsOf(job.data),
     }));
-    expect(jobs).toHaveLength(2);
-    const result = await applyBatch(
+    expect(jobs.flatMap((job) => job.eventIds)).toHaveLength(2);
+    const result = await applyJobs(
       { pool, boss: claimer.boss, logger: silentLogger },
       'billing',
       failing,
       jobs,
+      {
+        maxAttempts: 8,
+        retryDelaySeconds: 0,
+        retryDelayMaxSeconds: 0,
+      },
     );
-    expect(result.events.map((event) => event.outcome).sort()).toEqual(['processed', 'processed']);
+    expect(result.map((event) => event.outcome).sort()).toEqual(['processed', 'processed']);
     expect(held).toEqual([2, 2]);
     const { rows } = await db.pool.query(
       `SELECT id FROM billing.invoices WHERE id LIKE 'in_fb_%' ORDER BY id`,

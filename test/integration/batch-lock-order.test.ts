@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import { createProjectHandler } from '../../services/core/handlers/project.ts';
 import type { Handler, InboxEvent, OutboxMessage } from '../../services/core/handlers/types.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { silentLogger, stripeEvent } from '../support/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // Two workers applying set-based batches that share keys (invoices, entities), in different
 // orders, must not deadlock:

@@ -5,9 +5,9 @@ import { type Claim, claimBatch, claimDocument } from '../../services/core/inbox
 import { CLAIM_STATEMENT_NAME } from '../../services/core/inbox/claim-sql.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { startBoss } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
-import { startBoss } from '../support/apply.ts';
 import { workerConfig } from '../support/worker-harness.ts';
 
 // The claim is a named prepared statement: each gateway connection plans it once, usually while

@@ -2,9 +2,9 @@ import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { startBoss } from '../support/apply.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';
 import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
 

@@ -5,9 +5,9 @@ import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
+import { startBoss } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
-import { startBoss } from '../support/apply.ts';
 import { waitFor, workerConfig } from '../support/worker-harness.ts';
 
 // On this class of machine a round trip to PostgreSQL costs more than the SQL it carries, so the

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { startBoss } from '../support/apply.ts';
 import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type Delivery, post, type Reply, standardWebhook } from '../support/deliveries.ts';
-import { startBoss } from '../support/apply.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 
 let db: TestDatabase;

@@ -6,8 +6,17 @@ import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
 import { outboxQueue } from '../../services/core/queue/names.ts';
 import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
+import { applyJobs } from '../../services/worker/apply.ts';
+import {
+  applyEvent,
+  claimEvents,
+  fetchWaiting,
+  ONE_ATTEMPT,
+  silentLogger,
+  startBoss,
+  stripeEvent,
+} from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 
 const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
 
@@ -95,12 +104,30 @@ describe('billing: invoices', () => {
     expect(await notifications(id)).toBe(1);
   });
 
-  it('the same event applied from 8 connections at once books one ledger row', async () => {
-    const event = paid(id);
+  /**
+   * The same payment under 8 event ids, each claimed alone (its own job), applied at once on 8
+   * connections through the worker's path, each in its own transaction.
+   */
+  async function eightAtOnce(
+    handler: Handler,
+    events = Array.from({ length: 8 }, (_, n) => paid(id, `evt_${n}_${id}`)),
+  ): Promise<string[]> {
+    for (const event of events) await claimEvents(db.pool, boss, [event]);
+    const jobs = await fetchWaiting(boss, 'stripe');
+    expect(jobs).toHaveLength(8);
     const clients = await Promise.all(Array.from({ length: 8 }, () => wide.connect()));
     // Warm the pool so that the 8 applies start at once, each on its own connection.
     for (const c of clients) c.release();
-    const outcomes = await Promise.all(Array.from({ length: 8 }, () => apply(event, billing, wide)));
+    const results = await Promise.all(
+      jobs.map((job) =>
+        applyJobs({ pool: wide, boss, logger: silentLogger }, 'stripe', handler, [job], ONE_ATTEMPT),
+      ),
+    );
+    return results.flat().map((result) => result.outcome);
+  }
+
+  it('the same payment under 8 event ids applied from 8 connections at once books one ledger row', async () => {
+    const outcomes = await eightAtOnce(billing);
     expect(outcomes.filter((o) => o === 'processed')).toHaveLength(1);
     expect(outcomes.filter((o) => o === 'ignored')).toHaveLength(7);
     expect(await ledgerRows(id)).toHaveLength(1);
@@ -110,26 +137,25 @@ describe('billing: invoices', () => {
 
   it('8 concurrent transactions holding their writes open until all have applied → one ledger row', async () => {
     await apply(created(id));
-    const event = paid(id);
-    // Each transaction begins, then all start applying together; the row lock on the invoice
-    // makes the other seven wait for the first commit, then re-check and find it paid.
+    // Each transaction begins and locks its inbox row, then all start writing together; the row
+    // lock on the invoice makes the other seven wait for the first commit, then re-check and find
+    // it paid.
     let arrived = 0;
     let release!: () => void;
     const barrier = new Promise<void>((resolve) => {
       release = resolve;
     });
-    const outcomes = await Promise.all(
-      Array.from({ length: 8 }, () =>
-        applyEvent(wide, boss, billing, event, {
-          afterBegin: async (client) => {
-            await client.query('SELECT 1');
-            arrived += 1;
-            if (arrived === 8) release();
-            await barrier;
-          },
-        }),
-      ),
-    );
+    const held: Handler = {
+      name: 'billing',
+      async applyBatch(context, events) {
+        await context.tx.query('SELECT 1');
+        arrived += 1;
+        if (arrived === 8) release();
+        await barrier;
+        return billing.applyBatch!(context, events);
+      },
+    };
+    const outcomes = await eightAtOnce(held);
     expect(outcomes.sort()).toEqual([
       'ignored',
       'ignored',
@@ -186,7 +212,7 @@ describe('billing: invoices', () => {
   it('voided and paid racing on 8 connections → either paid and booked once, or void and unbooked', async () => {
     await apply(created(id));
     const events = Array.from({ length: 8 }, (_, i) => (i % 2 === 0 ? paid(id) : voided(id)));
-    await Promise.all(events.map((event) => apply(event, billing, wide)));
+    await eightAtOnce(billing, events);
     const final = await status(id);
     const booked = await ledgerRows(id);
     if (final === 'paid') {

@@ -6,8 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HookgateError } from '../../services/core/errors.ts';
 import { createHandler } from '../../services/core/handlers/index.ts';
 import type { InboxEvent } from '../../services/core/handlers/types.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;
 let boss: PgBoss;

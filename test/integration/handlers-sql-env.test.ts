@@ -4,8 +4,8 @@ import { parseConfig } from '../../services/core/config/load.ts';
 import { HookgateError } from '../../services/core/errors.ts';
 import { createSqlHandler } from '../../services/core/handlers/sql.ts';
 import type { InboxEvent } from '../../services/core/handlers/types.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // `${ENV}` in a sql: statement is bound as a parameter, never pasted into the SQL text.
 let db: TestDatabase;

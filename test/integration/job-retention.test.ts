@@ -1,18 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
-import {
-  applyQueue,
-  deadLetterQueue,
-  jobIdFor,
-  outboxJobIdFor,
-  outboxQueue,
-} from '../../services/core/queue/names.ts';
+import { applyQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
 import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
+import { silentLogger } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { silentLogger } from '../support/apply.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';
 import {
   Claimer,
@@ -24,8 +18,8 @@ import {
 
 // Finished jobs are deleted by pg-boss's own maintenance (run by the supervising worker) soon
 // after they finish, with retention windows shortened to a second here. The inbox row and the
-// outbox delivery record stay; dead-letter copies keep their longer retention. Whatever the job's
-// state, a redelivery is a duplicate while the row exists and is applied once the row is pruned.
+// outbox delivery record stay. Whatever the job's state, a redelivery is a duplicate while the
+// row exists and is applied once the row is pruned (in a job of its own).
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const DAY = 86_400_000;
@@ -76,6 +70,24 @@ async function row(endpoint: string, eventId: string) {
   return rows[0] as { status: string; attempts: number } | undefined;
 }
 
+/** The job that carries (or last carried) an event: the one its row names. */
+async function jobOfRow(endpoint: string, eventId: string): Promise<string> {
+  const { rows } = await db.pool.query(
+    'SELECT dispatch_job::text AS id FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
+    [endpoint, eventId],
+  );
+  return (rows[0] as { id: string }).id;
+}
+
+/** Every job (of any state) that names the event. */
+async function jobsNaming(endpoint: string, eventId: string): Promise<number> {
+  const { rows } = await db.pool.query(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->'eventIds' ? $2`,
+    [applyQueue(endpoint), eventId],
+  );
+  return (rows[0] as { n: number }).n;
+}
+
 /** The job under an id, whatever its queue (null once deleted). */
 async function job(id: string) {
   const { rows } = await db.pool.query(
@@ -114,11 +126,10 @@ describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
   it('the queues carry the configured retention', async () => {
     const { rows } = await db.pool.query(
       `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name = ANY($1::text[]) ORDER BY name COLLATE "C"`,
-      [[applyQueue('redo'), deadLetterQueue('redo'), outboxQueue('notify'), `${outboxQueue('notify')}.dead`]],
+      [[applyQueue('redo'), outboxQueue('notify'), `${outboxQueue('notify')}.dead`]],
     );
     expect(rows).toEqual([
       { name: applyQueue('redo'), deletion_seconds: 1, retention_seconds: 90 * 86_400 },
-      { name: deadLetterQueue('redo'), deletion_seconds: 14 * 86_400, retention_seconds: 14 * 86_400 },
       { name: outboxQueue('notify'), deletion_seconds: 1, retention_seconds: 14 * 86_400 },
       {
         name: `${outboxQueue('notify')}.dead`,
@@ -129,30 +140,28 @@ describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
   });
 
   it('a completed apply job is deleted by maintenance; a redelivery then is a duplicate and creates no job', async () => {
-    const id = jobIdFor('redo', 'soon_1');
     expect((await deliver('soon_1')).json.status).toBe('accepted');
     await processed('redo', 'soon_1');
-    await gone(id, 'the completed apply job');
+    await gone(await jobOfRow('redo', 'soon_1'), 'the completed apply job');
 
     const reply = await deliver('soon_1');
     expect(reply.status).toBe(200);
     expect(reply.json.status).toBe('duplicate');
-    expect(await job(id)).toBeNull();
+    expect(await jobsNaming('redo', 'soon_1')).toBe(0);
     expect(await row('redo', 'soon_1')).toMatchObject({ status: 'processed', attempts: 1 });
   });
 
   it('once the row is pruned as well, a redelivery is accepted, applied, and its new job goes the same way', async () => {
-    const id = jobIdFor('redo', 'soon_2');
     expect((await deliver('soon_2')).json.status).toBe('accepted');
     await processed('redo', 'soon_2');
-    await gone(id, 'the completed apply job');
+    await gone(await jobOfRow('redo', 'soon_2'), 'the completed apply job');
     await pruneRow('redo', 'soon_2');
     expect(await row('redo', 'soon_2')).toBeUndefined();
 
     expect((await deliver('soon_2')).json.status).toBe('accepted');
     await processed('redo', 'soon_2');
     expect(await row('redo', 'soon_2')).toMatchObject({ status: 'processed', attempts: 1 });
-    await gone(id, 'the second completed apply job');
+    await gone(await jobOfRow('redo', 'soon_2'), 'the second completed apply job');
     expect((await deliver('soon_2')).json.status).toBe('duplicate');
   });
 
@@ -190,22 +199,14 @@ describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
     expect(rows).toEqual([{ status: 'nowhere' }]);
   });
 
-  it('a dead-lettered event: the failed apply job goes, its dead-letter copy keeps the longer retention', async () => {
-    const id = jobIdFor('kids', 'early_1');
+  it('an event that ends parked: every job that carried it is completed and deleted, the row stays parked', async () => {
     await claimer.claim('kids', [
       { eventId: 'early_1', eventType: 'thing.updated', entityType: 'thing', entityId: 'k1', version: 2 },
     ]);
     await waitFor('early_1 parked', async () => (await row('kids', 'early_1'))?.status === 'parked', 30_000);
-    const { rows } = await db.pool.query(`SELECT id FROM pgboss.job WHERE name = $1 AND source_id = $2`, [
-      deadLetterQueue('kids'),
-      id,
-    ]);
-    expect(rows).toHaveLength(1);
-    const deadId = (rows[0] as { id: string }).id;
-    await gone(id, 'the failed apply job');
-    // Two more maintenance passes: the dead-letter copy, completed by the settlement, stays.
-    await new Promise((resolve) => setTimeout(resolve, 3_000));
-    expect(await job(deadId)).toMatchObject({ state: 'completed', deletion_seconds: 14 * 86_400 });
+    // The premise: it was tried more than once (each retry in a job of its own).
+    expect((await row('kids', 'early_1'))?.attempts).toBeGreaterThan(1);
+    await waitFor('its jobs deleted', async () => (await jobsNaming('kids', 'early_1')) === 0, 30_000);
     expect(await row('kids', 'early_1')).toMatchObject({ status: 'parked' });
   });
 });

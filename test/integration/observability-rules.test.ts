@@ -60,6 +60,9 @@ describe('Prometheus rules', () => {
   });
 });
 
+/** Joined onto unprefixed standard metrics so the dashboard reads hookgate's processes only. */
+const HOOKGATE_TARGETS = ' and on (job, instance) group by (job, instance) (hookgate_backlog_events)';
+
 describe('Grafana dashboard', () => {
   interface Panel {
     readonly title: string;
@@ -97,7 +100,33 @@ describe('Grafana dashboard', () => {
         if (records.has(name)) continue;
         expect(reference, `${name} in ${expr}`).toContain(`\`${base}\``);
       }
-      if (/hookgate_backlog_/.test(expr)) expect(expr, expr).toMatch(/max by/);
+      // The join that keeps hookgate's targets reads no backlog value, so it is not an aggregation.
+      const values = expr.replace(HOOKGATE_TARGETS, '');
+      if (/hookgate_backlog_/.test(values)) expect(expr, expr).toMatch(/max by/);
+    }
+  });
+
+  it('works without the recording rules (metrics.prometheusRule off): it queries raw series only', () => {
+    const records = rules.flatMap((r) => (r.record ? [r.record] : []));
+    const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    for (const expr of exprs) {
+      for (const record of records) expect(expr, expr).not.toContain(record);
+      expect(expr, expr).not.toMatch(/hookgate:/);
+    }
+  });
+
+  it("reads prom-client's standard process metrics by their standard names, only from hookgate's targets", () => {
+    const reference = readFileSync(join(ROOT, 'docs/observability.md'), 'utf8');
+    const exprs = panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    const standard = exprs.filter((expr) => /\b(process|nodejs)_/.test(expr));
+    expect(standard.length).toBeGreaterThanOrEqual(3);
+    for (const expr of standard) {
+      expect(expr).not.toMatch(/hookgate_(process|nodejs)_/);
+      // Unprefixed names are exported by every Node.js (and Go, …) target: keep hookgate's.
+      expect(expr).toContain(HOOKGATE_TARGETS);
+      for (const [name] of expr.matchAll(/\b(process|nodejs)_[a-z0-9_]+/g)) {
+        expect(reference, name).toContain(`\`${name}\``);
+      }
     }
   });
 });

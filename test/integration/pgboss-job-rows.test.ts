@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSERT_JOB_ROWS, PGBOSS_JOB_ROWS_VERSION } from '../../services/core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
 import { DEFAULT_RETRY_POLICY, ensureQueues, outboxPolicyFrom } from '../../services/core/queue/queues.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { startBoss } from '../support/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { REPO_ROOT, workerConfig } from '../support/worker-harness.ts';
 
 // The claim writes pg-boss's job rows with its own SQL (services/core/queue/job-rows.ts), a copy

@@ -5,15 +5,15 @@ import { pruneCommand } from '../../services/cli/commands/prune.ts';
 import { collectStats } from '../../services/cli/commands/stats.ts';
 import { registerBacklogMetrics } from '../../services/core/backlog.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
-import { requeue, requeueOrphans } from '../../services/core/inbox/requeue.ts';
+import { findOrphans, requeue, requeueOrphans } from '../../services/core/inbox/requeue.ts';
 import { createRegistry } from '../../services/core/metrics.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
+import { silentLogger } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { silentLogger } from '../support/apply.ts';
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
 import { type AuditTarget, auditTargets, PreparedTarget } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
@@ -106,7 +106,9 @@ beforeAll(async () => {
     registerBacklogMetrics(registry, { db: db.pool, endpoints: Object.keys(config.endpoints) });
     await registry.metrics();
     await requeue(db.pool, worker.boss, { endpoint: 'fails', statuses: ['dead'] });
-    await requeueOrphans(db.pool, worker.boss, 'rec');
+    await requeueOrphans(db.pool, worker.boss, 'rec', { maxAttempts: config.worker.retryLimit + 1 });
+    // The sweeper's own statements, as a worker runs them (grace 0: every pending row is looked at).
+    await findOrphans(db.pool, worker.boss, 'rec', { maxAttempts: config.worker.retryLimit + 1 });
     await waitFor('the requeued events dead again', async () => (await unsettled()) === 0, 60_000);
     await cliCommands();
     await prune(db.pool, { inboxOlderThanMs: 0, deliveriesOlderThanMs: 0, chunk: 5 });

@@ -6,9 +6,9 @@ import { createBoss } from '../../services/core/queue/boss.ts';
 import { outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
 import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 import { waitFor } from '../support/worker-harness.ts';
 
 // Two attempts of one downstream delivery overlap for real: attempt A's relay is starved of

@@ -5,9 +5,9 @@ import type { InboxEvent } from '../../services/core/handlers/types.ts';
 import { outboxDeadLetterQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
 import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 
 const ENDPOINT = 'orders';
 const deps = { endpoint: ENDPOINT, logger: silentLogger, configDir: process.cwd() };

@@ -6,9 +6,9 @@ import { outboxDeadLetterQueue, outboxJobIdFor, outboxQueue } from '../../servic
 import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { createRelayMetrics, type RelayMetrics, startRelays } from '../../services/worker/relay.ts';
+import { applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 
 const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
 const QUEUES: OutboxQueueSettings = {

@@ -6,9 +6,9 @@ import { outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts'
 import type { OutboxQueueSettings } from '../../services/core/queue/queues.ts';
 import { startRelays } from '../../services/worker/relay.ts';
 import { retryAfterSeconds } from '../../services/worker/relay-http.ts';
+import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { applyEvent, silentLogger, startBoss } from '../support/apply.ts';
 
 // A downstream that answers 429 (or 503) with Retry-After gets its next try no sooner than it
 // asked, whatever the queue's backoff says (here 1 s), capped at the queue's longest backoff.

@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
 import { createHandler } from '../../services/core/handlers/index.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
-import { type ApplyJob, applyBatch } from '../../services/worker/apply.ts';
+import { applyQueue, eventIdsOf } from '../../services/core/queue/names.ts';
+import { applyJobs, type FetchedJob, type JobPolicy } from '../../services/worker/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   effectCounts,
@@ -64,7 +64,7 @@ async function statusOf(endpoint: string, eventId: string) {
   return result.rows[0] as { status: string; attempts: number; last_error: string | null };
 }
 
-/** A job for an event that already has one, as a redelivery would present it. */
+/** Jobs for an event that already has one (in the shape jobs had before batches): jobs the row does not name. */
 async function extraJobs(endpoint: string, eventId: string, n: number): Promise<string[]> {
   const ids = Array.from({ length: n }, () => randomUUID());
   await claimer.boss.insert(
@@ -75,17 +75,31 @@ async function extraJobs(endpoint: string, eventId: string, n: number): Promise<
 }
 
 /** Fetches jobs one at a time, the way separate workers would each hold one. */
-async function fetchEach(endpoint: string, n: number): Promise<ApplyJob[]> {
-  const jobs: ApplyJob[] = [];
+async function fetchEach(endpoint: string, n: number): Promise<FetchedJob[]> {
+  const jobs: FetchedJob[] = [];
   for (let i = 0; i < n; i += 1) {
-    const [job] = await claimer.boss.fetch<{ eventId: string }>(applyQueue(endpoint), { batchSize: 1 });
+    const [job] = await claimer.boss.fetch(applyQueue(endpoint), { batchSize: 1 });
     if (!job) break;
-    jobs.push({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId });
+    jobs.push({ id: job.id, retryCount: job.retryCount, eventIds: eventIdsOf(job.data) });
   }
   return jobs;
 }
 
+/** Every job waiting in the endpoint's queue, as one worker fetch. */
+async function fetchAll(endpoint: string): Promise<FetchedJob[]> {
+  return (await claimer.boss.fetch(applyQueue(endpoint), { batchSize: 100 })).map((job) => ({
+    id: job.id,
+    retryCount: job.retryCount,
+    eventIds: eventIdsOf(job.data),
+  }));
+}
+
 const logger = createLogger('silent');
+const policy: JobPolicy = {
+  maxAttempts: config.worker.retryLimit + 1,
+  retryDelaySeconds: config.worker.retryDelay / 1000,
+  retryDelayMaxSeconds: config.worker.retryDelayMax / 1000,
+};
 
 describe('worker apply', { timeout: 90_000 }, () => {
   it('applies a backlog with the record and project handlers and completes every job', async () => {
@@ -141,11 +155,12 @@ describe('worker apply', { timeout: 90_000 }, () => {
     } finally {
       await Promise.all(claimers.map((c) => c.stop()));
     }
-    const jobs = await db.pool.query(`SELECT count(*)::int AS n FROM pgboss.job WHERE id = $1`, [
-      jobIdFor('proj', eventId),
-    ]);
+    const jobs = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->'eventIds' ? $2`,
+      [applyQueue('proj'), eventId],
+    );
     expect(jobs.rows[0].n).toBe(1);
-    // And 8 deliveries of its job applied at once on 8 connections.
+    // And 8 jobs naming it applied at once on 8 connections: its own, and 7 it does not name.
     await extraJobs('proj', eventId, 7);
     const fetched = await fetchEach('proj', 8);
     expect(fetched).toHaveLength(8);
@@ -159,22 +174,24 @@ describe('worker apply', { timeout: 90_000 }, () => {
     try {
       const handler = await createHandler('project', {}, { endpoint: 'proj', logger, configDir: '.' });
       const results = await Promise.all(
-        fetched.map((job) => applyBatch({ pool, boss: claimer.boss, logger }, 'proj', handler, [job])),
+        fetched.map((job) => applyJobs({ pool, boss: claimer.boss, logger }, 'proj', handler, [job], policy)),
       );
-      const outcomes = results.flatMap((r) => r.events.map((e) => e.outcome)).sort();
+      const outcomes = results.flatMap((r) => r.map((e) => e.outcome)).sort();
       expect(outcomes.filter((o) => o === 'processed')).toHaveLength(1);
-      expect(outcomes.filter((o) => o === 'already_settled')).toHaveLength(7);
+      // Whichever took the row lock after it: settled; the jobs the row does not name: not theirs.
+      expect(outcomes.filter((o) => o === 'already_settled' || o === 'superseded')).toHaveLength(7);
     } finally {
       await pool.end();
     }
     expect((await effectCounts(db.pool, 'proj')).get(eventId)).toBe(1);
   });
 
-  it('first attempt fails mid-apply while a second waits: the second applies, one effect', async () => {
+  it('first attempt fails mid-apply while a later try of its job waits: the failure sends it again, the later try skips it, one effect', async () => {
     const eventId = 'fail_then_wait';
     await claimer.claim('proj', [entity(eventId, 'e_fw', 1)]);
-    await extraJobs('proj', eventId, 1);
-    const [first, second] = await fetchEach('proj', 2);
+    const [first] = await fetchEach('proj', 1);
+    // The same job as pg-boss hands it to a second worker once the first one's try expired.
+    const second: FetchedJob = { ...first!, retryCount: first!.retryCount + 1 };
     await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
     const holder = new pg.Client({ connectionString: db.url });
     await holder.connect();
@@ -195,17 +212,31 @@ describe('worker apply', { timeout: 90_000 }, () => {
     });
     try {
       const handler = await createHandler('project', {}, { endpoint: 'proj', logger, configDir: '.' });
-      const a = applyBatch({ pool: failing, boss: claimer.boss, logger }, 'proj', handler, [first!]);
+      const a = applyJobs({ pool: failing, boss: claimer.boss, logger }, 'proj', handler, [first!], policy);
       await waitFor('A stalled mid-apply', async () => (await stalledBackends(db.pool)).length === 1);
-      const b = applyBatch({ pool: waiting, boss: claimer.boss, logger }, 'proj', handler, [second!]);
+      const b = applyJobs({ pool: waiting, boss: claimer.boss, logger }, 'proj', handler, [second], policy);
       await waitFor(
         'B waiting on the row',
         async () => (await rowLockWaiters(db.pool, 'test-waiting')) === 1,
       );
       await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
       const [ra, rb] = await Promise.all([a, b]);
-      expect(ra.events[0]?.outcome).toBe('failed');
-      expect(rb.events[0]?.outcome).toBe('processed');
+      expect(ra[0]?.outcome).toBe('retry');
+      // A's failure sent the event again in a new job: B's try is not the job the row names.
+      expect(rb[0]?.outcome).toBe('superseded');
+      await db.pool.query('DELETE FROM public.stall_control WHERE event_id = $1', [eventId]);
+      const again = await waitFor('the new job ready', async () => {
+        const jobs = await fetchAll('proj');
+        return jobs.length > 0 ? jobs : null;
+      });
+      const [rc] = await applyJobs(
+        { pool: waiting, boss: claimer.boss, logger },
+        'proj',
+        handler,
+        again,
+        policy,
+      );
+      expect(rc?.outcome).toBe('processed');
     } finally {
       await holder.end();
       await failing.end();
@@ -321,9 +352,7 @@ describe('worker apply', { timeout: 90_000 }, () => {
       };\n`,
     );
     await claimer.claim('swallow', [{ eventId: 'neighbour' }, { eventId: 'swallowed' }]);
-    const jobs = (
-      await claimer.boss.fetch<{ eventId: string }>(applyQueue('swallow'), { batchSize: 10 })
-    ).map((job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }));
+    const jobs = await fetchAll('swallow');
     const handler = await createHandler(
       'module:swallow.mjs',
       {},
@@ -337,9 +366,9 @@ describe('worker apply', { timeout: 90_000 }, () => {
       applicationName: 'test-swallow',
     });
     try {
-      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'swallow', handler, jobs);
-      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
-      expect(outcomes).toEqual({ neighbour: 'processed', swallowed: 'failed' });
+      const result = await applyJobs({ pool, boss: claimer.boss, logger }, 'swallow', handler, jobs, policy);
+      const outcomes = Object.fromEntries(result.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes).toEqual({ neighbour: 'processed', swallowed: 'retry' });
     } finally {
       await pool.end();
     }
@@ -354,10 +383,9 @@ describe('worker apply', { timeout: 90_000 }, () => {
       entity('batch_c', 'b_c', 1),
     ]);
     await db.pool.query('INSERT INTO public.fail_control VALUES ($1)', ['batch_b']);
-    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('batchy'), { batchSize: 10 })).map(
-      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
-    );
-    expect(jobs).toHaveLength(3);
+    const jobs = await fetchAll('batchy');
+    // One claim, one job carrying its three events.
+    expect(jobs.flatMap((job) => job.eventIds).sort()).toEqual(['batch_a', 'batch_b', 'batch_c']);
     const handler = await createHandler('project', {}, { endpoint: 'batchy', logger, configDir: '.' });
     const pool = createPool({
       connectionString: db.url,
@@ -367,9 +395,9 @@ describe('worker apply', { timeout: 90_000 }, () => {
       applicationName: 'test-batch',
     });
     try {
-      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'batchy', handler, jobs);
-      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
-      expect(outcomes).toEqual({ batch_a: 'processed', batch_b: 'failed', batch_c: 'processed' });
+      const result = await applyJobs({ pool, boss: claimer.boss, logger }, 'batchy', handler, jobs, policy);
+      const outcomes = Object.fromEntries(result.map((e) => [e.eventId, e.outcome]));
+      expect(outcomes).toEqual({ batch_a: 'processed', batch_b: 'retry', batch_c: 'processed' });
     } finally {
       await pool.end();
     }

@@ -3,8 +3,8 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { createHandler } from '../../services/core/handlers/index.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { applyQueue, outboxQueue } from '../../services/core/queue/names.ts';
-import { applyBatch } from '../../services/worker/apply.ts';
+import { applyQueue, eventIdsOf, outboxQueue } from '../../services/core/queue/names.ts';
+import { applyJobs, type FetchedJob } from '../../services/worker/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
@@ -16,6 +16,17 @@ const config = workerConfig({
   half: { handler: 'record' },
 });
 const logger = createLogger('silent');
+/** The worker's policy for these tests: a failed event is sent again (not ended) at once. */
+const POLICY = { maxAttempts: 8, retryDelaySeconds: 0, retryDelayMaxSeconds: 0 };
+
+/** Every job waiting in the endpoint's queue, as one worker fetch. */
+async function fetchAll(endpoint: string): Promise<FetchedJob[]> {
+  return (await claimer.boss.fetch(applyQueue(endpoint), { batchSize: 100 })).map((job) => ({
+    id: job.id,
+    retryCount: job.retryCount,
+    eventIds: eventIdsOf(job.data),
+  }));
+}
 
 let db: TestDatabase;
 let claimer: Claimer;
@@ -62,14 +73,9 @@ describe('outbox effects in a batch', () => {
         body: { id: 'evt_bad', type: 'invoice.paid', data: {} },
       },
     ]);
-    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('bill'), { batchSize: 10 })).map(
-      (job) => ({
-        id: job.id,
-        retryCount: job.retryCount,
-        eventId: job.data.eventId,
-      }),
-    );
-    expect(jobs).toHaveLength(4);
+    const jobs = await fetchAll('bill');
+    // One claim: one job carrying its 4 events.
+    expect(jobs.flatMap((job) => job.eventIds)).toHaveLength(4);
     const handler = await createHandler('billing', {}, { endpoint: 'bill', logger, configDir: '.' });
     const pool = createPool({
       connectionString: db.url,
@@ -79,8 +85,8 @@ describe('outbox effects in a batch', () => {
       applicationName: 'test-outbox',
     });
     try {
-      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'bill', handler, jobs);
-      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      const result = await applyJobs({ pool, boss: claimer.boss, logger }, 'bill', handler, jobs, POLICY);
+      const outcomes = Object.fromEntries(result.map((e) => [e.eventId, e.outcome]));
       expect(outcomes).toEqual({
         evt_a: 'processed',
         evt_b: 'processed',
@@ -101,10 +107,8 @@ describe('outbox effects in a batch', () => {
       { eventId: 'm_bad', eventType: 't', body: { id: 'm_bad' } },
       { eventId: 'm_good_2', eventType: 't', body: { id: 'm_good_2' } },
     ]);
-    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('mod'), { batchSize: 10 })).map(
-      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
-    );
-    expect(jobs).toHaveLength(3);
+    const jobs = await fetchAll('mod');
+    expect(jobs.flatMap((job) => job.eventIds)).toHaveLength(3);
     // A module handler's mistake: m_bad asks for an `email` effect, which has no queue.
     const handler: Handler = {
       name: 'test-outbox-kinds',
@@ -122,8 +126,8 @@ describe('outbox effects in a batch', () => {
       applicationName: 'test-outbox-kinds',
     });
     try {
-      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'mod', handler, jobs);
-      const outcomes = Object.fromEntries(result.events.map((e) => [e.eventId, e.outcome]));
+      const result = await applyJobs({ pool, boss: claimer.boss, logger }, 'mod', handler, jobs, POLICY);
+      const outcomes = Object.fromEntries(result.map((e) => [e.eventId, e.outcome]));
       expect(outcomes.m_good_1).toBe('processed');
       expect(outcomes.m_good_2).toBe('processed');
       expect(outcomes.m_bad).not.toBe('processed');
@@ -142,29 +146,27 @@ describe('outbox effects in a batch', () => {
       { eventId: 'h2', eventType: 't', body: { id: 'h2' } },
       { eventId: 'h3', eventType: 't', body: { id: 'h3' } },
     ]);
-    const jobs = (await claimer.boss.fetch<{ eventId: string }>(applyQueue('half'), { batchSize: 10 })).map(
-      (job) => ({ id: job.id, retryCount: job.retryCount, eventId: job.data.eventId }),
-    );
-    expect(jobs).toHaveLength(3);
+    const jobs = await fetchAll('half');
+    expect(jobs.flatMap((job) => job.eventIds)).toHaveLength(3);
     let batchCalls = 0;
     const handler: Handler = {
       name: 'test-half-batch',
-      async apply(context, event) {
-        await context.tx.query('INSERT INTO public.test_writes VALUES ($1)', [event.eventId]);
-        await context.outbox.enqueue({ kind: 'notify', key: `half:${event.eventId}`, payload: {} });
-        return undefined;
-      },
+      // Writes and queues effects for every event, then fails when given more than one: the
+      // engine rolls the batch back and applies each event again as a batch of one.
       async applyBatch(context, events) {
         batchCalls++;
         await context.tx.query('INSERT INTO public.test_writes SELECT unnest($1::text[])', [
           events.map((e) => e.eventId),
         ]);
         for (const event of events) {
-          await context
-            .outbox(event)
-            .enqueue({ kind: 'notify', key: `half-batch:${event.eventId}`, payload: {} });
+          await context.outbox(event).enqueue({
+            kind: 'notify',
+            key: `half${events.length > 1 ? '-batch' : ''}:${event.eventId}`,
+            payload: {},
+          });
         }
-        throw new Error('the set-based form fails after writing');
+        if (events.length > 1) throw new Error('the set-based form fails after writing');
+        return events.map(() => undefined);
       },
     };
     const pool = createPool({
@@ -175,12 +177,12 @@ describe('outbox effects in a batch', () => {
       applicationName: 'test-half-batch',
     });
     try {
-      const result = await applyBatch({ pool, boss: claimer.boss, logger }, 'half', handler, jobs);
-      expect(result.events.map((e) => e.outcome)).toEqual(['processed', 'processed', 'processed']);
+      const result = await applyJobs({ pool, boss: claimer.boss, logger }, 'half', handler, jobs, POLICY);
+      expect(result.map((e) => e.outcome)).toEqual(['processed', 'processed', 'processed']);
     } finally {
       await pool.end();
     }
-    expect(batchCalls).toBe(1);
+    expect(batchCalls).toBe(4);
     const writes = await db.pool.query('SELECT event_id FROM public.test_writes ORDER BY 1');
     expect(writes.rows.map((r) => r.event_id)).toEqual(['h1', 'h2', 'h3']);
     const keys = await notifyJobs();

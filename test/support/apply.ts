@@ -6,7 +6,7 @@ import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { applyQueue, eventIdsOf, PGBOSS_SCHEMA } from '../../services/core/queue/names.ts';
 import { ensureApplyQueues } from '../../services/core/queue/queues.ts';
-import { applyJobs, type JobPolicy } from '../../services/worker/apply.ts';
+import { applyJobs, type FetchedJob, type JobPolicy } from '../../services/worker/apply.ts';
 
 // Handler tests go through the real path: the event is claimed as the gateway claims it (inbox
 // row, apply job), the job is fetched as a worker fetches it, and the worker's apply (the apply
@@ -30,7 +30,7 @@ export async function startBoss(url: string): Promise<PgBoss> {
 }
 
 /** One attempt per event, no backoff: a failed attempt ends the event (the error is thrown). */
-const ONE_ATTEMPT: JobPolicy = { maxAttempts: 1, retryDelaySeconds: 0, retryDelayMaxSeconds: 0 };
+export const ONE_ATTEMPT: JobPolicy = { maxAttempts: 1, retryDelaySeconds: 0, retryDelayMaxSeconds: 0 };
 
 const queues = new WeakMap<PgBoss, Set<string>>();
 
@@ -74,6 +74,12 @@ export async function claimEvents(pool: pg.Pool, boss: PgBoss, events: readonly 
   if (failed && !failed.ok) throw failed.error;
 }
 
+/** Every job waiting in the endpoint's queue, as a worker's fetch hands them over. */
+export async function fetchWaiting(boss: PgBoss, endpoint: string): Promise<FetchedJob[]> {
+  const fetched = await boss.fetch(applyQueue(endpoint), { batchSize: 1_000, includeMetadata: true });
+  return fetched.map((job) => ({ id: job.id, retryCount: job.retryCount, eventIds: eventIdsOf(job.data) }));
+}
+
 /**
  * Fetches every job waiting in the endpoint's queue and applies them as the worker does, in one
  * transaction. Returns each event's result.
@@ -85,25 +91,22 @@ export async function applyWaiting(
   handler: Handler,
   policy: JobPolicy = ONE_ATTEMPT,
 ): Promise<EventResult[]> {
-  const fetched = await boss.fetch(applyQueue(endpoint), { batchSize: 1_000, includeMetadata: true });
-  if (fetched.length === 0) return [];
-  return applyJobs(
-    { pool, boss, logger: silentLogger },
-    endpoint,
-    handler,
-    fetched.map((job) => ({ id: job.id, retryCount: job.retryCount, eventIds: eventIdsOf(job.data) })),
-    policy,
-  );
+  const jobs = await fetchWaiting(boss, endpoint);
+  if (jobs.length === 0) return [];
+  return applyJobs({ pool, boss, logger: silentLogger }, endpoint, handler, jobs, policy);
 }
 
 /** A failed attempt, as the handler test sees it: its `code: message`. */
 export class ApplyFailed extends Error {
   readonly result: EventResult;
+  /** The failure's code (`billing_payload_invalid`, `sqlstate_P0001`, …). */
+  readonly code: string;
 
   constructor(result: EventResult) {
     super(result.error ?? `${result.eventId} ended ${result.outcome}`);
     this.name = 'ApplyFailed';
     this.result = result;
+    this.code = result.failureCode ?? '';
   }
 }
 

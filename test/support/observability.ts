@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { stringify } from 'yaml';
+import { createApplyMetrics } from '../../services/core/apply/metrics.ts';
 import { registerBacklogMetrics } from '../../services/core/backlog.ts';
 import type { Config } from '../../services/core/config/schema.ts';
 import { createPool } from '../../services/core/db/pool.ts';
@@ -60,7 +61,15 @@ export async function startObservedHookgate(databaseUrl: string, config: Config)
   registerPoolMetrics(registry, { gateway: pool, worker: workerPool });
   // No cache: the test reads the database and the metrics back to back.
   registerBacklogMetrics(registry, { db: pool, endpoints: Object.keys(config.endpoints), cacheMs: 0 });
-  const worker = await startWorker({ config, pool: workerPool, boss, logger, configDir: '.', registry });
+  const applyMetrics = createApplyMetrics(registry);
+  const worker = await startWorker({
+    config,
+    pool: workerPool,
+    boss,
+    logger,
+    configDir: '.',
+    metrics: applyMetrics,
+  });
   const relays = await startRelays({
     boss,
     pool: workerPool,
@@ -75,6 +84,7 @@ export async function startObservedHookgate(databaseUrl: string, config: Config)
     boss,
     logger,
     metrics: createGatewayMetrics(registry),
+    applyMetrics,
     port: 0,
     host: '127.0.0.1',
   });

@@ -58,6 +58,13 @@ describe('configuration: hostile or mistaken values', () => {
     expect(problem({ server: { listenAddress: 'localhost' }, endpoints })).toContain(
       'server.listenAddress: must be an IP address',
     );
+    // The metrics listener has its own address (loopback unless set).
+    expect(
+      parseConfig({ server: { metricsListenAddress: '0.0.0.0' }, endpoints }, {}).server.metricsListenAddress,
+    ).toBe('0.0.0.0');
+    expect(problem({ server: { metricsListenAddress: 'localhost' }, endpoints })).toContain(
+      'server.metricsListenAddress: must be an IP address',
+    );
   });
 
   it('knows every fallback secret hookgate.example.yaml publishes, and finds them in a config', () => {

@@ -61,6 +61,35 @@ describe('configuration', () => {
     );
   });
 
+  it('says a bound in the units the user wrote, never in milliseconds or bytes', () => {
+    const at = (extra: Record<string, unknown>) => problem({ endpoints: { pay: { ...endpoint, ...extra } } });
+    expect(at({ tolerance: '48h' })).toContain('endpoints.pay.tolerance: 48h is longer than the 24h maximum');
+    expect(at({ tolerance: '2d' })).toContain('endpoints.pay.tolerance: 2d is longer than the 1d maximum');
+    expect(at({ tolerance: '500ms' })).toContain(
+      'endpoints.pay.tolerance: 500ms is shorter than the 1s minimum',
+    );
+    const config = (section: string, values: Record<string, unknown>) =>
+      problem({ endpoints: { pay: endpoint }, [section]: values });
+    expect(config('relay', { expireIn: '1m' })).toContain(
+      'relay.expireIn: 1m is shorter than the 130s minimum',
+    );
+    expect(config('worker', { retryDelayMax: '3d' })).toContain(
+      'worker.retryDelayMax: 3d is longer than the 1d maximum',
+    );
+    expect(config('claim', { maxBatchBytes: '32kb' })).toContain(
+      'claim.maxBatchBytes: 32kb is smaller than the 64kb minimum',
+    );
+    expect(config('server', { maxBufferedBytes: '512kib' })).toContain(
+      'server.maxBufferedBytes: 512kib is smaller than the 1mib minimum',
+    );
+    expect(config('database', { poolSize: 500 })).toContain(
+      'database.poolSize: 500 is more than the 200 maximum',
+    );
+    for (const message of [at({ tolerance: '48h' }), config('server', { maxBufferedBytes: '512kib' })]) {
+      expect(message).not.toMatch(/Too (big|small)|expected number|86400000|1048576/);
+    }
+  });
+
   it('names a bad duration', () => {
     expect(problem({ endpoints: { pay: { ...endpoint, tolerance: '5 minutes' } } })).toMatch(
       /endpoints\.pay\.tolerance: "5 minutes" is not a duration/,
@@ -69,7 +98,7 @@ describe('configuration', () => {
 
   it('names an unknown provider and lists the known ones', () => {
     expect(problem({ endpoints: { pay: { ...endpoint, provider: 'paypal' } } })).toMatch(
-      /endpoints\.pay\.provider: unknown provider; use one of standard-webhooks, .*stripe/,
+      /endpoints\.pay\.provider: unknown provider "paypal"; use one of standard-webhooks, .*stripe/,
     );
   });
 

@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { createApplyMetrics } from '../../services/core/apply/metrics.ts';
 import { createRegistry, OTHER_LABEL_VALUE } from '../../services/core/metrics.ts';
-import { createWorkerMetrics } from '../../services/worker/metrics.ts';
 
 describe('event_type label bound', () => {
   it('300 invented event types add at most 100 series per endpoint; long ones become (other)', async () => {
     const registry = createRegistry();
-    const metrics = createWorkerMetrics(registry);
+    const metrics = createApplyMetrics(registry);
     for (let i = 0; i < 300; i += 1) {
       metrics.eventsApplied.inc({ endpoint: 'shop', event_type: `forged/${i}`, outcome: 'applied' });
     }

@@ -77,9 +77,22 @@ app.kubernetes.io/component: {{ .component }}
 
 {{- define "hookgate.configPath" -}}/etc/hookgate/hookgate.yaml{{- end }}
 
-{{/* The first endpoint (sorted), for NOTES and `helm test`. */}}
+{{/*
+The endpoint `helm test` sends its sample event to: tests.endpoint, or the only endpoint. Never
+a guess among several, since the event is processed by that endpoint's handler.
+*/}}
 {{- define "hookgate.testEndpoint" -}}
-{{- default (first (keys .Values.config.endpoints | sortAlpha)) .Values.tests.endpoint }}
+{{- $names := keys .Values.config.endpoints | sortAlpha }}
+{{- if .Values.tests.endpoint }}
+{{- if not (has .Values.tests.endpoint $names) }}
+{{- fail (printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names)) }}
+{{- end }}
+{{- .Values.tests.endpoint }}
+{{- else if eq (len $names) 1 }}
+{{- first $names }}
+{{- else }}
+{{- fail (printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names)) }}
+{{- end }}
 {{- end }}
 
 {{/* Seconds of a hookgate duration (ms, s, m, h), rounded up; used for render-time checks. */}}
@@ -179,11 +192,18 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 
-{{/* Render-time checks: values that would install something broken fail with a sentence. */}}
-{{- define "hookgate.validate" -}}
-{{- if and .Values.worker.keda.enabled .Values.worker.autoscaling.enabled }}
-{{- fail "worker.keda.enabled and worker.autoscaling.enabled are both true: choose one autoscaler for the worker (KEDA scales on the backlog, the HPA on CPU)." }}
+{{/* hookgate.yaml as the ConfigMap carries it (also what checksum/config hashes). */}}
+{{- define "hookgate.configMapData" -}}
+hookgate.yaml: |
+  {{- toYaml .Values.config | nindent 2 }}
 {{- end }}
+
+{{/*
+Render-time checks: values that would install something broken fail with a sentence. Each
+check runs in the template of the object it is about, so Helm's error names that template.
+These are about secrets and endpoints (configmap.yaml).
+*/}}
+{{- define "hookgate.validate" -}}
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.databaseUrl) }}
 {{- fail "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
 {{- end }}
@@ -203,15 +223,57 @@ topologySpreadConstraints:
 {{- end }}
 {{- end }}
 {{- end }}
+{{- end }}
+
+{{/* Seconds the longest drain takes: serve's last-resort exit waits for the longer shutdownTimeout. */}}
+{{- define "hookgate.drainSeconds" -}}
 {{- $shutdown := include "hookgate.durationSeconds" (default "15s" (dig "server" "shutdownTimeout" "" .Values.config)) | atoi }}
 {{- $workerShutdown := include "hookgate.durationSeconds" (default "15s" (dig "worker" "shutdownTimeout" "" .Values.config)) | atoi }}
-{{- $drain := max $shutdown $workerShutdown }}
-{{- $gatewayNeeds := add .Values.gateway.preStopSleepSeconds $drain 10 }}
+{{- max $shutdown $workerShutdown }}
+{{- end }}
+
+{{/* The gateway's grace period (gateway-deployment.yaml). */}}
+{{- define "hookgate.validateGateway" -}}
+{{- $gatewayNeeds := add .Values.gateway.preStopSleepSeconds (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds) }}
 {{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
 {{- end }}
-{{- $workerNeeds := add $drain 10 }}
+{{- end }}
+
+{{/* The worker's grace period (worker-deployment.yaml). */}}
+{{- define "hookgate.validateWorker" -}}
+{{- $workerNeeds := add (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds) }}
 {{- fail (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
 {{- end }}
+{{- end }}
+
+{{/*
+The most PostgreSQL connections the release may hold at once, as JSON (load/README.md,
+"Connections"): every pod at its largest replica count plus the rolling update's surge (25 %,
+rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
+Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares):
+gateway: config.database.poolSize + 2 (pg-boss); worker: the larger of config.worker.poolSize
+and endpoints × (worker.concurrency + 1) + 2 × relay.concurrency + 1, plus 6 (pg-boss) and 1 (its
+wake-up listener).
+*/}}
+{{- define "hookgate.connections" -}}
+{{- $c := .Values.config }}
+{{- $endpoints := len $c.endpoints }}
+{{- $loops := add (mul $endpoints (add (int (dig "worker" "concurrency" 2 $c)) 1)) (mul 2 (int (dig "relay" "concurrency" 2 $c))) 1 }}
+{{- $gatewayPerPod := add (int (dig "database" "poolSize" 10 $c)) 2 }}
+{{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) 6 1 }}
+{{- $gatewayReplicas := ternary .Values.gateway.autoscaling.maxReplicas .Values.gateway.replicaCount .Values.gateway.autoscaling.enabled | int }}
+{{- $workerReplicas := .Values.worker.replicaCount | int }}
+{{- if .Values.worker.keda.enabled }}
+{{- $workerReplicas = .Values.worker.keda.maxReplicaCount | int }}
+{{- else if .Values.worker.autoscaling.enabled }}
+{{- $workerReplicas = .Values.worker.autoscaling.maxReplicas | int }}
+{{- end }}
+{{- $gatewayPods := add $gatewayReplicas (div (add $gatewayReplicas 3) 4) }}
+{{- $workerPods := add $workerReplicas (div (add $workerReplicas 3) 4) }}
+{{- $migrations := ternary 2 0 .Values.migrations.enabled }}
+{{- $keda := ternary 1 0 .Values.worker.keda.enabled }}
+{{- $total := add (mul $gatewayPods $gatewayPerPod) (mul $workerPods $workerPerPod) $migrations $keda }}
+{{- dict "gatewayPods" $gatewayPods "gatewayPerPod" $gatewayPerPod "workerPods" $workerPods "workerPerPod" $workerPerPod "migrations" $migrations "keda" $keda "total" $total | toJson }}
 {{- end }}

@@ -5,21 +5,25 @@ import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { type Config, listenAddress } from '../../core/config/schema.ts';
+import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
-import { untilReachable } from '../../core/db/wait-for-database.ts';
+import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
+import { OutageLog } from '../../core/outage-log.ts';
 import { createBoss } from '../../core/queue/boss.ts';
-import { ensureQueues, OUTBOX_KINDS, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
-import { openDatabase, runMigrations } from '../database.ts';
-import { databaseHost } from '../support/exit.ts';
+import { databaseAddress, openDatabase, runMigrations } from '../database.ts';
+import { refuseDemoSecrets } from '../support/config-checks.ts';
+import { claimEmbeddedServe } from '../support/embedded-lock.ts';
+import { databaseHost, databaseUnreachable } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
@@ -37,50 +41,43 @@ function envPort(name: string, fallback: number): number {
   return parsed.data;
 }
 
+function envAddress(name: string): string | undefined {
+  const value = process.env[name]?.trim();
+  if (!value) return undefined;
+  const parsed = listenAddress.safeParse(value);
+  if (!parsed.success) throw new HookgateError('env_invalid', `${name}="${value}" is not an IP address.`);
+  return parsed.data;
+}
+
 /**
- * Where to listen: LISTEN_ADDRESS, else `server.listenAddress`, else all interfaces when a real
- * database is configured (a container must be reachable) and loopback for the embedded demo
- * (a laptop must not expose a demo with public secrets to its network).
+ * Where the gateway listens: LISTEN_ADDRESS, else `server.listenAddress`, else all interfaces
+ * when a real database is configured (a container must be reachable) and loopback for the
+ * embedded demo (a laptop must not expose a demo with public secrets to its network).
  */
 export function resolveListenAddress(config: Config, embedded: boolean): string {
-  const value = process.env.LISTEN_ADDRESS?.trim();
-  if (value) {
-    const parsed = listenAddress.safeParse(value);
-    if (!parsed.success)
-      throw new HookgateError('env_invalid', `LISTEN_ADDRESS="${value}" is not an IP address.`);
-    return parsed.data;
-  }
-  return config.server.listenAddress ?? (embedded ? '127.0.0.1' : '0.0.0.0');
+  return envAddress('LISTEN_ADDRESS') ?? config.server.listenAddress ?? (embedded ? '127.0.0.1' : '0.0.0.0');
 }
 
 /**
- * The example config's fallback secrets are public. With a real database that is a deployment
- * anyone can send forged events to: refuse. The embedded demo may use them, loudly (see below).
+ * Where /metrics (and the worker's probes) listen: METRICS_LISTEN_ADDRESS, else
+ * `server.metricsListenAddress`, else loopback, whatever the database. The metrics name
+ * endpoints and event types and nothing outside the host needs them unless the operator says
+ * so (the chart does: the kubelet and Prometheus reach pods on their pod IP).
  */
-function refuseDemoSecrets(paths: readonly string[], embedded: boolean): void {
-  if (paths.length === 0 || embedded) return;
-  throw new HookgateError(
-    'config_invalid',
-    `The configuration uses a published demo secret (from hookgate.example.yaml) at ${paths.join(', ')}: anyone can sign deliveries with it. Set the endpoint's real secret (e.g. DEMO_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET).`,
-  );
+export function resolveMetricsListenAddress(config: Config): string {
+  return envAddress('METRICS_LISTEN_ADDRESS') ?? config.server.metricsListenAddress ?? '127.0.0.1';
 }
 
-/**
- * Every apply and dead-letter loop holds a connection while it works, as do the relay's loops
- * and the backlog query: a smaller pool would make loops time out waiting for one after they
- * have fetched (and so spent an attempt of) their jobs.
- */
+/** The worker's pool size (see workerPoolSize); a configured size below its loops' need is raised. */
 function workerPoolSizeFor(config: Config, logger: Logger): number {
-  const endpoints = Object.keys(config.endpoints).length;
-  const needed =
-    endpoints * (config.worker.concurrency + 1) + OUTBOX_KINDS.length * config.relay.concurrency + 1;
-  if (config.worker.poolSize === undefined) return needed;
-  if (config.worker.poolSize >= needed) return config.worker.poolSize;
-  logger.warn(
-    { configured: config.worker.poolSize, using: needed },
-    'worker.poolSize is below what the worker loops need; using the larger size',
-  );
-  return needed;
+  const size = workerPoolSize(config);
+  if (config.worker.poolSize !== undefined && config.worker.poolSize < size) {
+    logger.warn(
+      { configured: config.worker.poolSize, using: size },
+      'worker.poolSize is below what the worker loops need; using the larger size',
+    );
+  }
+  return size;
 }
 
 export async function serveCommand(raw: unknown): Promise<void> {
@@ -97,6 +94,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const demoPaths = demoSecretPaths(config);
   refuseDemoSecrets(demoPaths, embedded);
   const host = resolveListenAddress(config, embedded);
+  const metricsHost = resolveMetricsListenAddress(config);
 
   // Until the shutdown below is in place (starting may wait up to database.startupTimeout for
   // PostgreSQL), a signal would end the process without its buffered log lines, the very lines
@@ -107,7 +105,16 @@ export async function serveCommand(raw: unknown): Promise<void> {
   };
   process.once('SIGTERM', stopBeforeServing);
   process.once('SIGINT', stopBeforeServing);
+  // Node's default for SIGHUP (a closed terminal, a supervisor's "reload") is to exit at once,
+  // with no log line and no drain. The configuration is read at start only: say so, keep serving.
+  process.on('SIGHUP', () =>
+    logger.warn(
+      { signal: 'SIGHUP' },
+      'SIGHUP ignored: the configuration is read at start only; restart hookgate (a rollout) to apply changes',
+    ),
+  );
 
+  if (embedded) claimEmbeddedServe();
   const database = await openDatabase(logger);
   if (demoPaths.length > 0) {
     logger.warn(
@@ -135,9 +142,9 @@ export async function serveCommand(raw: unknown): Promise<void> {
     where: databaseHost(database.url),
   }).catch(async (error: Error) => {
     await pool.end().catch(() => {});
-    throw new HookgateError('database_unreachable', `Cannot reach PostgreSQL: ${error.message}`, {
-      cause: error,
-    });
+    // Worded as every one-shot command words it (support/exit.ts): `database_unreachable … at
+    // HOST:PORT (CODE)` while it cannot be reached, `database_refused` with the host when it answers no.
+    throw isUnreachable(error) ? databaseUnreachable(error, database.url) : error;
   });
   if (pending) {
     await pool.end();
@@ -151,7 +158,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // keeps stalled jobs moving; a gateway-only process does not.
   const boss = createBoss({
     connectionString: database.url,
-    max: runsWorker ? 6 : 2,
+    max: runsWorker ? QUEUE_CONNECTIONS.worker : QUEUE_CONNECTIONS.gateway,
     supervise: runsWorker,
     superviseIntervalSeconds: Math.max(1, Math.round(config.worker.superviseInterval / 1000)),
     maintenanceIntervalSeconds: Math.round(config.worker.maintenanceInterval / 1000),
@@ -162,11 +169,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // the shutdown, not news. Their loggers go quiet below error (queue errors: to debug).
   let interrupted = false;
   const loopLogger = logger.child({});
-  boss.on('error', (error) =>
-    interrupted
-      ? logger.debug({ err: error }, 'queue error during shutdown')
-      : logger.error({ err: error }, 'queue error'),
-  );
+  // One line when the database goes away, a summary while it stays away, one when it is back.
+  const outage = new OutageLog(logger, { where: databaseAddress(database.url) });
+  boss.on('error', (error) => {
+    if (interrupted) logger.debug({ err: error }, 'queue error during shutdown');
+    else if (!outage.failed('queue', error)) logger.error({ err: error }, 'queue error');
+  });
   await boss.start();
   await ensureQueues(
     boss,
@@ -198,18 +206,22 @@ export async function serveCommand(raw: unknown): Promise<void> {
   registerBacklogMetrics(registry, {
     db: pool,
     endpoints: Object.keys(config.endpoints),
-    onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
+    onError: (error) => {
+      if (!outage.failed('backlog metrics', error))
+        logger.warn({ err: error }, 'backlog metrics: query failed');
+    },
   });
   let stopping = false;
   // The worker role has no webhook port: its probes live on the metrics listener (every role).
-  const metricsServer = await startMetricsServer(registry, metricsPort, host, {
+  const metricsServer = await startMetricsServer(registry, metricsPort, metricsHost, {
     ready: async () => {
       if (stopping) return 'shutting down';
       try {
         await pool.query('SELECT 1');
+        outage.recovered();
         return null;
       } catch (error) {
-        logger.warn({ err: error }, 'readiness check failed');
+        if (!outage.failed('readiness', error)) logger.warn({ err: error }, 'readiness check failed');
         return 'database unreachable';
       }
     },
@@ -217,6 +229,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
+  // The gateway binds its port first: a port in use ends the start before any worker has started
+  // (and said so).
+  if (runsGateway) {
+    const metrics = createGatewayMetrics(registry);
+    gateway = await startGateway({ config, pool, boss, logger, metrics, applyMetrics, port, host, configDir });
+  }
   if (runsWorker) {
     worker = await startWorker({
       config,
@@ -225,6 +243,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
       logger: loopLogger,
       configDir,
       metrics: applyMetrics,
+      outage,
     });
     relays = await startRelays({
       boss,
@@ -237,22 +256,14 @@ export async function serveCommand(raw: unknown): Promise<void> {
       queues: outboxPolicyFrom(config.relay),
     });
   }
-  if (runsGateway) {
-    const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({
-      config,
-      pool,
-      boss,
-      logger,
-      metrics,
-      applyMetrics,
-      port,
-      host,
-      configDir,
-    });
-  }
   logger.info(
-    { role: options.role, host, port: gateway?.port ?? null, metricsPort: metricsServer.port },
+    {
+      role: options.role,
+      host,
+      port: gateway?.port ?? null,
+      metrics_host: metricsHost,
+      metrics_port: metricsServer.port,
+    },
     'hookgate is serving',
   );
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { loadConfig } from '../../core/config/load.ts';
 import { withCommandPool } from '../database.ts';
+import { terminalJson, writeOut } from '../support/terminal-text.ts';
 import { type EndpointRoles, verifyRun } from '../verify/checks.ts';
 import { renderReport } from '../verify/render.ts';
 import { readSentFile } from '../verify/sent-file.ts';
@@ -39,6 +40,6 @@ export async function verifyCommand(raw: unknown): Promise<void> {
   const roles = rolesFrom(options.config ?? (process.env.HOOKGATE_CONFIG?.trim() || undefined));
   const sent = await readSentFile(options.sent);
   const report = await withCommandPool('verify', 120_000, (pool) => verifyRun(pool, sent, roles));
-  process.stdout.write(options.json ? `${JSON.stringify(report)}\n` : renderReport(options.sent, report));
+  writeOut(options.json ? `${terminalJson(JSON.stringify(report))}\n` : renderReport(options.sent, report));
   if (!report.ok) process.exitCode = 1;
 }

@@ -1,3 +1,5 @@
+import { terminalJson, terminalText } from './terminal-text.ts';
+
 /** `3m12s`, `2h05m`, `4d03h`, `850ms`: an age an operator reads at a glance. */
 export function age(seconds: number | null | undefined): string {
   if (seconds === null || seconds === undefined || !Number.isFinite(seconds)) return '-';
@@ -22,8 +24,12 @@ export function percent(ratio: number | null): string {
 
 const NUMERIC = /^-?[\d.,]+(ms|s|m|h|d|%)?[\d]*[smhd]?$/;
 
-/** An aligned text table: numbers right-aligned, text left-aligned, two spaces between columns. */
-export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+/**
+ * An aligned text table: numbers right-aligned, text left-aligned, two spaces between columns.
+ * Cells are escaped for the terminal (terminalText), so none can break a row or act on the screen.
+ */
+export function table(headers: readonly string[], rawRows: readonly (readonly string[])[]): string {
+  const rows = rawRows.map((row) => row.map(terminalText));
   const widths = headers.map((header, column) =>
     Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
   );
@@ -40,5 +46,5 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 
 /** One value on stdout for scripts: pretty enough to read, valid for `jq`. */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${terminalJson(JSON.stringify(value, null, 2))}\n`);
 }

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
+import { isTestEvent } from '../handlers/test-event.ts';
 import type { ApplyOutcome, BatchEventResult, Handler, InboxEvent } from '../handlers/types.ts';
 import {
   type Applied,
@@ -202,14 +203,27 @@ export async function applyEvents(
       });
     }
   }
-  pending.sort((a, b) => byEntity(a.row, b.row));
-
   const applied: Applied[] = [];
   const failed: FailedAttempt[] = [];
   const outbox: OutboxJob[] = [];
-  if (pending.length > 0) {
-    const passes = await runPasses(tx, deps, request, pending);
-    for (const [n, { row, attempts }] of pending.entries()) {
+  // Test deliveries never reach the handler: settled `ignored`, nothing else written.
+  const real = pending.filter(({ row, attempts }) => {
+    if (!isTestEvent({ eventType: row.event_type })) return true;
+    applied.push({ eventId: row.event_id, status: 'ignored', attempts });
+    results.push({
+      eventId: row.event_id,
+      eventType: row.event_type,
+      outcome: 'ignored',
+      attempts,
+      receivedAt: row.received_at,
+      traceparent: row.traceparent,
+    });
+    return false;
+  });
+  real.sort((a, b) => byEntity(a.row, b.row));
+  if (real.length > 0) {
+    const passes = await runPasses(tx, deps, request, real);
+    for (const [n, { row, attempts }] of real.entries()) {
       const pass = passes[n]!;
       const base = {
         eventId: row.event_id,

@@ -38,3 +38,49 @@ export const byteSize = z.union([z.number().int().positive(), z.string()]).trans
   const [, amount, unit] = match;
   return Number(amount) * SIZE_UNITS[unit!.toLowerCase() as keyof typeof SIZE_UNITS];
 });
+
+const DURATION_UNIT = /^\s*\d+(?:\.\d+)?(ms|s|m|h|d)\s*$/;
+const SIZE_UNIT = /^\s*\d+\s*(b|kb|kib|mb|mib)\s*$/i;
+
+/**
+ * `value` in `unit`, when it is a short figure there: at most 3 decimals, below 1 000 (so 1 000 ms
+ * reads 1s and 1 024 KiB 1mib), else undefined.
+ */
+function exactly(value: number, unit: number): string | undefined {
+  const amount = value / unit;
+  const rounded = Math.round(amount * 1000) / 1000;
+  return Math.abs(rounded * unit - value) < 1e-6 && rounded < 1000 ? String(rounded) : undefined;
+}
+
+/**
+ * A millisecond figure as a duration, in the unit of `like` (what the user wrote, e.g. `48h`)
+ * when it is a short figure there (`24h`), else in the largest unit it is whole in (`130s`).
+ */
+export function formatDuration(ms: number, like?: string): string {
+  const unit = like === undefined ? undefined : DURATION_UNIT.exec(like)?.[1];
+  if (unit) {
+    const amount = exactly(ms, UNIT_MS[unit as keyof typeof UNIT_MS]);
+    if (amount !== undefined) return `${amount}${unit}`;
+  }
+  for (const name of ['d', 'h', 'm', 's'] as const) {
+    if (ms >= UNIT_MS[name] && ms % UNIT_MS[name] === 0) return `${ms / UNIT_MS[name]}${name}`;
+  }
+  return `${ms}ms`;
+}
+
+/** A byte figure in the unit of `like` (`512kib`) when it is short and whole there, else the largest whole unit. */
+export function formatSize(bytes: number, like?: string | number): string {
+  const unit = typeof like === 'string' ? SIZE_UNIT.exec(like)?.[1]?.toLowerCase() : undefined;
+  if (unit) {
+    const amount = exactly(bytes, SIZE_UNITS[unit as keyof typeof SIZE_UNITS]);
+    if (amount !== undefined && !amount.includes('.')) return `${amount}${unit}`;
+  }
+  if (bytes >= 1024 ** 2 && bytes % 1024 ** 2 === 0) return `${bytes / 1024 ** 2}mib`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024}kib`;
+  return `${bytes} bytes`;
+}
+
+/** Whether `text` is written as a duration / a size with a unit (for messages). */
+export const isDurationText = (text: unknown): text is string =>
+  typeof text === 'string' && DURATION_UNIT.test(text);
+export const isSizeText = (text: unknown): text is string => typeof text === 'string' && SIZE_UNIT.test(text);

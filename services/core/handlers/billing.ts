@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
-import { HookgateError } from '../errors.ts';
 import {
   BOOK_PAYMENTS,
   INSERT_INVOICES_IF_ABSENT,
@@ -15,6 +14,7 @@ import {
 } from './billing-sql.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
+import { withUrlResolved } from './relay-url.ts';
 import { createSubscriptionSource, type SubscriptionSource } from './stripe-refetch.ts';
 import {
   type ApplyContext,
@@ -62,7 +62,13 @@ const invoiceSchema = z.looseObject({
   status_transitions: z.looseObject({ paid_at: epochSeconds, voided_at: epochSeconds }).nullish(),
 });
 
-const subscriptionRefSchema = z.looseObject({ id: z.string().min(1), customer: customerRef });
+// `object` is checked: the re-fetch reads /v1/subscriptions/<id>, and an event of this family
+// carrying another object (a malformed or mislabelled event) must not store a fetch under its id.
+const subscriptionRefSchema = z.looseObject({
+  id: z.string().min(1),
+  object: z.literal('subscription', { error: "must be 'subscription'" }),
+  customer: customerRef,
+});
 
 const eventSchema = <T extends z.ZodType>(object: T) => z.looseObject({ data: z.looseObject({ object }) });
 
@@ -151,7 +157,7 @@ function createdStatus(invoice: Invoice): string {
   return invoice.status && INVOICE_STATUSES.has(invoice.status) ? invoice.status : 'draft';
 }
 
-/** invoice.created's parameters (INSERT_INVOICE_IF_ABSENT's order). */
+/** invoice.created's parameters (INSERT_INVOICES_IF_ABSENT's columns). */
 function createdValues(invoice: Invoice, event: InboxEvent) {
   const status = createdStatus(invoice);
   return [
@@ -185,8 +191,15 @@ function markValues(invoice: Invoice, event: InboxEvent, at: number | null | und
  * terminal states; subscriptions are re-fetched from the API under a per-entity lock, because
  * Stripe's `created` (whole seconds) cannot order events.
  */
-export function createBillingHandler(options: unknown, deps: HandlerDeps): Handler {
-  const settings = parseHandlerOptions(billingOptionsSchema, options, deps.endpoint);
+export function createBillingHandler(
+  options: unknown,
+  deps: HandlerDeps,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Handler {
+  // The notification URL is queued as written; the relay resolves its references (relay-url.ts).
+  const notify = withUrlResolved(options, 'notifyUrl', deps.endpoint, env);
+  const settings = parseHandlerOptions(billingOptionsSchema, notify.options, deps.endpoint);
+  const notifyUrl = settings.notifyUrl === undefined ? null : (notify.asWritten ?? settings.notifyUrl);
   const subscriptions: SubscriptionSource | null = settings.stripeApiKey
     ? createSubscriptionSource({
         apiKey: settings.stripeApiKey,
@@ -194,6 +207,13 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
         timeoutMs: settings.stripeTimeout,
       })
     : null;
+  if (!subscriptions) {
+    // Once per process at start: an endpoint that never gets subscription events is fine.
+    deps.logger.warn(
+      { endpoint: deps.endpoint, option: 'stripeApiKey', code: 'option_missing' },
+      'billing: options.stripeApiKey is not set; customer.subscription.* events will end dead at once with option_missing (set it and requeue them); invoice events are not affected',
+    );
+  }
 
   function notification(event: InboxEvent, invoice: Invoice, entry: BookedEntry): OutboxMessage {
     const key = `${invoice.id}:paid`;
@@ -201,7 +221,7 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
       kind: 'notify',
       key,
       payload: {
-        url: settings.notifyUrl ?? null,
+        url: notifyUrl,
         idempotencyKey: key,
         endpoint: event.endpoint,
         eventId: event.eventId,
@@ -220,14 +240,19 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
     };
   }
 
+  /**
+   * Without the API key a subscription event can never apply, however often it is retried: it
+   * ends `dead` at its first attempt with `option_missing`, to be requeued once the key is set.
+   */
+  const missingKey = (event: InboxEvent): EventUnusable =>
+    new EventUnusable(
+      'option_missing',
+      `${deps.endpoint}.options.stripeApiKey is not set, so ${event.eventType} cannot re-fetch its subscription; set it, restart, and requeue (hookgate requeue --endpoint ${deps.endpoint} --status dead --type ${event.eventType}).`,
+    );
+
   async function subscriptionChanged({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
+    if (!subscriptions) throw missingKey(event);
     const ref = objectOf(subscriptionRefSchema, event);
-    if (!subscriptions) {
-      throw new HookgateError(
-        'handler_options_invalid',
-        `${deps.endpoint}.options.stripeApiKey is not set, so subscription ${ref.id} cannot be re-fetched; set it and requeue the event.`,
-      );
-    }
     // Lock first, fetch second: whoever writes later also fetched later.
     await tx.query(LOCK_SUBSCRIPTION, [SUBSCRIPTION_LOCK_CLASS, ref.id]);
     const fetchedAt = new Date();
@@ -240,6 +265,13 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
         sourceOf(event),
       ]);
       return 'processed';
+    }
+    // What the API returned is stored whole, so it must be the subscription asked for.
+    if (current.object !== 'subscription' || current.id !== ref.id) {
+      throw new EventUnusable(
+        'billing_payload_invalid',
+        `The re-fetch of subscription ${ref.id} for ${event.eventType} event ${event.eventId} returned ${typeof current.object === 'string' ? `a ${current.object}` : 'no object type'} with id ${String(current.id)}, not that subscription.`,
+      );
     }
     const customer = customerRef.safeParse(current.customer);
     await tx.query(STORE_SUBSCRIPTION, [
@@ -282,6 +314,9 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
           // Nothing was written for it: it fails alone, like a throw in its own savepoint.
           results[index] = { error };
         }
+      } else if (event.eventType.startsWith('customer.subscription.') && !subscriptions) {
+        // Nothing is written for it: it fails alone, without undoing the batch.
+        results[index] = { error: missingKey(event) };
       } else if (event.eventType.startsWith('customer.subscription.')) {
         results[index] = await subscriptionChanged(
           { tx, outbox: context.outbox(event), logger: context.logger },
@@ -333,7 +368,7 @@ export function createBillingHandler(options: unknown, deps: HandlerDeps): Handl
         const changed = changedPaid.has(op.invoice.id);
         if (!changed && row.status === 'void') {
           context.logger.info(
-            { invoice: op.invoice.id, eventId: op.event.eventId },
+            { invoice: op.invoice.id, event_id: op.event.eventId },
             'invoice.paid on a void invoice: ignored',
           );
           results[op.index] = 'ignored';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
+import { withUrlResolved } from './relay-url.ts';
 import type { Handler } from './types.ts';
 
 export const forwardOptionsSchema = z.strictObject({
@@ -18,10 +19,17 @@ export const forwardOptionsSchema = z.strictObject({
 
 /**
  * Queues each event for delivery downstream. The outbox job exists only if the apply commits;
- * the relay sends it with `Idempotency-Key: <endpoint>:<event_id>` and records the result.
+ * the relay sends it with `Idempotency-Key: <endpoint>:<event_id>` and records the result. The
+ * URL is queued as written in the config: the relay resolves its `${NAME}` references.
  */
-export function createForwardHandler(options: unknown, deps: HandlerDeps): Handler {
-  const settings = parseHandlerOptions(forwardOptionsSchema, options, deps.endpoint);
+export function createForwardHandler(
+  options: unknown,
+  deps: HandlerDeps,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Handler {
+  const url = withUrlResolved(options, 'url', deps.endpoint, env);
+  const settings = parseHandlerOptions(forwardOptionsSchema, url.options, deps.endpoint);
+  const queuedUrl = url.asWritten ?? settings.url;
   return {
     name: 'forward',
     async apply({ outbox }, event) {
@@ -30,7 +38,7 @@ export function createForwardHandler(options: unknown, deps: HandlerDeps): Handl
         kind: 'forward',
         key,
         payload: {
-          url: settings.url,
+          url: queuedUrl,
           idempotencyKey: key,
           endpoint: event.endpoint,
           eventId: event.eventId,

@@ -16,7 +16,8 @@ export interface HandlerDeps {
 
 /**
  * Builds an endpoint's handler from its `handler` spec and `options`. Each factory validates
- * its own options with a schema and throws a HookgateError naming the bad option.
+ * its own options with a schema and throws a HookgateError naming the bad option. Whatever the
+ * handler, test events (`hookgate.test`) never reach it: the engine settles them (test-event.ts).
  */
 export async function createHandler(spec: string, options: unknown, deps: HandlerDeps): Promise<Handler> {
   if (spec === 'record') return createRecordHandler(options, deps);

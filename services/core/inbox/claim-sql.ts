@@ -3,9 +3,21 @@ import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
 import { SETTLED_SQL } from './status.ts';
 
 /**
+ * The body digest of providers whose event id travels in an unsigned header (migrations 0005 and
+ * 0008): SHA-256 of the stored payload's jsonb text, computed by PostgreSQL in the statement that
+ * stores the row. Not of the bytes received: `hookgate replay` gets an event back from the
+ * provider's API as parsed JSON, never as the bytes delivered, and only a canonical form both
+ * paths reach gives the same digest. jsonb's text is one (keys sorted, whitespace and escapes
+ * normalised, a repeated key's last value kept), and PostgreSQL computes it the same way for the
+ * gateway, the replay and migration 0008 without an extra round trip. `payload` names a jsonb
+ * column of the statement, never input.
+ */
+export const bodyDigestOf = (payload: string): string => `sha256(convert_to((${payload})::text, 'UTF8'))`;
+
+/**
  * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
- * primary key, or the body digest of providers whose id header is unsigned — see migration
- * 0005) makes a duplicate a no-op
+ * primary key, or the body digest of providers whose id header is unsigned, computed here when
+ * $11 says so — see bodyDigestOf) makes a duplicate a no-op
  * that still waits for a concurrent claim of the same key to commit or roll back, so a
  * duplicate is only acknowledged once the original is durable. RETURNING names the rows
  * this statement created; everything else in the batch was a duplicate.
@@ -14,11 +26,13 @@ export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
     (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent,
      body_digest, received_via, dispatch_job)
-  SELECT *
+  SELECT endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
+         traceparent, CASE WHEN digest_body THEN ${bodyDigestOf('payload')} END, received_via, dispatch_job
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::bytea[], $12::text[], $13::uuid[]
-  )
+    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::boolean[], $12::text[], $13::uuid[]
+  ) AS t(endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
+         traceparent, digest_body, received_via, dispatch_job)
   ON CONFLICT DO NOTHING
   RETURNING endpoint, event_id`;
 
@@ -85,11 +99,12 @@ export const CLAIM_STATEMENT_NAME = 'hookgate_claim';
 export const CLAIM_IN_ONE_STATEMENT = `
   WITH input AS (
     SELECT x.endpoint, x.event_id, x.provider, x.event_type, x.entity_type, x.entity_id, x.entity_version,
-           x.payload, x.headers, x.traceparent, decode(x.body_digest, 'hex') AS body_digest, x.received_via,
+           x.payload, x.headers, x.traceparent,
+           CASE WHEN x.digest_body THEN ${bodyDigestOf('x.payload')} END AS body_digest, x.received_via,
            x.queue, x.dispatch_job, x.ord
       FROM json_to_recordset($1::json) AS x(
              endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
-             entity_version bigint, payload jsonb, headers jsonb, traceparent text, body_digest text,
+             entity_version bigint, payload jsonb, headers jsonb, traceparent text, digest_body boolean,
              received_via text, queue text, dispatch_job uuid, ord int)
   ), rows AS (
     INSERT INTO hookgate.inbox

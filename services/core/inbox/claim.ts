@@ -26,8 +26,6 @@ export interface Claim {
    */
   readonly body: string;
   readonly traceparent: string | null;
-  /** SHA-256 of the signed body, set when the event id is unsigned (see migration 0005). */
-  readonly bodyDigest?: Buffer | null;
   /** Set when the row did not come as a signed provider delivery (migration 0006). */
   readonly receivedVia?: 'replay_token' | 'api_replay' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
@@ -93,7 +91,8 @@ function columns(claims: readonly Claim[], jobs: DispatchJobs): unknown[] {
     claims.map((c) => c.body),
     claims.map((c) => JSON.stringify(c.event.headers)),
     claims.map((c) => c.traceparent),
-    claims.map((c) => c.bodyDigest ?? null),
+    // The id is unsigned: the row also gets its body digest (claim-sql.ts, bodyDigestOf).
+    claims.map((c) => c.event.idUnsigned === true),
     claims.map((c) => c.receivedVia ?? null),
     claims.map((c) => jobs.get(c.endpoint) ?? null),
   ];
@@ -131,13 +130,13 @@ export function claimDocument(
       if (endpointFields.size >= 1024) endpointFields.clear();
       endpointFields.set(key, fixed);
     }
-    // The job id is hex digits and dashes (a UUID), the digest hex: nothing to escape in either.
+    // The job id is hex digits and dashes (a UUID): nothing to escape.
     const job = jobs.get(c.endpoint) ?? null;
     parts.push(
       `{"payload":${c.body},"ord":${ord},"endpoint":${fixed.endpoint},"event_id":${json(e.eventId)},"provider":${fixed.provider},` +
         `"event_type":${json(e.eventType)},"entity_type":${jsonOrNull(e.entityType)},"entity_id":${jsonOrNull(e.entityId)},` +
         `"entity_version":${jsonOrNull(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${jsonOrNull(c.traceparent)},` +
-        `"body_digest":${c.bodyDigest ? `"${c.bodyDigest.toString('hex')}"` : 'null'},` +
+        `"digest_body":${e.idUnsigned === true},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
         `"queue":${fixed.queue},"dispatch_job":${job === null ? 'null' : `"${job}"`}}`,
     );

@@ -125,10 +125,15 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
   }
 }
 
+/** What `requeue --orphans` did, or would do: the events sent again, and those ended. */
+export interface OrphansResult {
+  readonly redispatched: string[];
+  readonly ended: string[];
+}
+
 /**
  * `requeue --orphans`: the sweeper's work, now, for one endpoint and whatever the rows' age —
- * pending rows whose job is finished or gone get a new job (or end, out of attempts). Returns
- * the events sent again and those ended.
+ * pending rows whose job is finished or gone get a new job (or end, out of attempts).
  */
 export async function requeueOrphans(
   pool: pg.Pool,
@@ -136,14 +141,44 @@ export async function requeueOrphans(
   endpoint: string,
   policy: Pick<SweepPolicy, 'maxAttempts'>,
   limit = 10_000,
-): Promise<{ redispatched: string[]; ended: string[] }> {
-  return withTransaction(pool, async (client) => {
-    const result = await sweepOrphans(client, boss, endpoint, {
-      maxAttempts: policy.maxAttempts,
-      graceSeconds: 0,
-      pageSize: Math.min(1_000, limit),
-      maxPages: Math.ceil(limit / Math.min(1_000, limit)),
-    });
-    return { redispatched: result.redispatched, ended: result.ended.map((row) => row.eventId) };
+): Promise<OrphansResult> {
+  return withTransaction(pool, (client) => sweep(client, boss, endpoint, policy, limit));
+}
+
+/**
+ * `requeue --orphans --dry-run`: the same sweep in a transaction that is rolled back, so what it
+ * reports is exactly what a real run would do now, and nothing changes.
+ */
+export async function findOrphans(
+  pool: pg.Pool,
+  boss: PgBoss,
+  endpoint: string,
+  policy: Pick<SweepPolicy, 'maxAttempts'>,
+  limit = 10_000,
+): Promise<OrphansResult> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    return await sweep(client, boss, endpoint, policy, limit);
+  } finally {
+    await client.query('ROLLBACK').catch(() => {});
+    client.release();
+  }
+}
+
+async function sweep(
+  client: pg.PoolClient,
+  boss: PgBoss,
+  endpoint: string,
+  policy: Pick<SweepPolicy, 'maxAttempts'>,
+  limit: number,
+): Promise<OrphansResult> {
+  const pageSize = Math.min(1_000, limit);
+  const result = await sweepOrphans(client, boss, endpoint, {
+    maxAttempts: policy.maxAttempts,
+    graceSeconds: 0,
+    pageSize,
+    maxPages: Math.ceil(limit / pageSize),
   });
+  return { redispatched: result.redispatched, ended: result.ended.map((row) => row.eventId) };
 }

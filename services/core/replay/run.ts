@@ -3,6 +3,8 @@ import type { PgBoss } from 'pg-boss';
 import type { EndpointConfig } from '../config/schema.ts';
 import { HookgateError } from '../errors.ts';
 import { type Claim, claimBatch } from '../inbox/claim.ts';
+import { bodyDigestOf } from '../inbox/claim-sql.ts';
+import { identityProblem } from '../inbox/identity-checks.ts';
 import { createProvider } from '../providers/index.ts';
 import type { ReplaySource, ReplayWindow } from './types.ts';
 
@@ -11,7 +13,10 @@ export interface ReplayReport {
   readonly fetched: number;
   /** Stored now: they were missing, and are applied like any delivery. */
   readonly new: number;
-  /** Already in the inbox (or a redelivery of one fetched earlier): absorbed. */
+  /**
+   * Already in the inbox under its id, or (ids in unsigned headers) under its body's digest, or a
+   * redelivery of one fetched earlier: absorbed.
+   */
   readonly alreadyPresent: number;
   /** Returned by the API but without what hookgate needs to store it (an id, a type). */
   readonly unusable: number;
@@ -19,8 +24,19 @@ export interface ReplayReport {
   readonly problems: readonly string[];
 }
 
+/**
+ * For a dry run: per fetched event (in order), its body digest when its id is unsigned (as the
+ * claim would store it) and whether the inbox already holds it under its id or its digest, so
+ * the count is what the real run would absorb. Two index lookups per event (the primary key and
+ * inbox_body_digest_key).
+ */
 const PRESENT = `
-  SELECT event_id FROM hookgate.inbox WHERE endpoint = $1 AND event_id = ANY($2::text[])`;
+  SELECT i.ord::int AS ord, i.digest,
+         EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.event_id = i.event_id)
+         OR EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.body_digest = i.digest) AS present
+    FROM (SELECT t.ord, t.event_id, CASE WHEN t.digest_body THEN ${bodyDigestOf('t.payload')} END AS digest
+            FROM unnest($2::text[], $3::jsonb[], $4::boolean[]) WITH ORDINALITY AS t(event_id, payload, digest_body, ord)) i
+   ORDER BY i.ord`;
 
 export interface ReplayOptions {
   readonly dryRun?: boolean;
@@ -29,8 +45,9 @@ export interface ReplayOptions {
 
 /**
  * Pulls the window's events from the provider's API and feeds them through the gateway's claim
- * (claimBatch): the inbox's key absorbs what is already there, the rest is stored with its job
- * and flagged `received_via = 'api_replay'`. A dry run only counts.
+ * (claimBatch): the inbox's keys absorb what is already there (the id, and for ids in unsigned
+ * headers the body digest, which the claim computes from the JSON as the gateway's does), the
+ * rest is stored with its job and flagged `received_via = 'api_replay'`. A dry run only counts.
  */
 export async function replayEvents(
   pool: pg.Pool,
@@ -59,11 +76,17 @@ export async function replayEvents(
         body = undefined;
       }
       const identity = body === undefined ? null : provider.identify({ headers: item.headers, body });
-      if (!identity?.ok || !('event' in identity)) {
+      // The gateway's rules for ids and types hold for replayed events too.
+      const refused = identity?.ok && 'event' in identity ? identityProblem(identity.event) : null;
+      if (!identity?.ok || !('event' in identity) || refused) {
         unusable += 1;
         if (problems.length < 20)
           problems.push(
-            identity && !identity.ok ? identity.message : 'the API returned no usable JSON event',
+            refused
+              ? refused.message
+              : identity && !identity.ok
+                ? identity.message
+                : 'the API returned no usable JSON event',
           );
         continue;
       }
@@ -77,17 +100,19 @@ export async function replayEvents(
       });
     }
     if (options.dryRun || !boss) {
-      const ids = [...new Set(claims.map((claim) => claim.event.eventId))].filter((id) => !seen.has(id));
-      const found = new Set(
-        (await pool.query<{ event_id: string }>(PRESENT, [endpointName, ids])).rows.map(
-          (row) => row.event_id,
-        ),
-      );
-      for (const claim of claims) {
-        const id = claim.event.eventId;
-        if (found.has(id) || seen.has(id)) present += 1;
+      const found = await pool.query<{ ord: number; digest: Buffer | null; present: boolean }>(PRESENT, [
+        endpointName,
+        claims.map((claim) => claim.event.eventId),
+        claims.map((claim) => claim.body),
+        claims.map((claim) => claim.event.idUnsigned === true),
+      ]);
+      for (const row of found.rows) {
+        const id = `id:${claims[row.ord - 1]!.event.eventId}`;
+        const digest = row.digest ? `digest:${row.digest.toString('hex')}` : null;
+        if (row.present || seen.has(id) || (digest !== null && seen.has(digest))) present += 1;
         else fresh += 1;
         seen.add(id);
+        if (digest !== null) seen.add(digest);
       }
     } else if (claims.length > 0) {
       const results = await claimBatch(pool, boss, claims);

@@ -1,0 +1,41 @@
+import type { Config } from '../config/schema.ts';
+import { OUTBOX_KINDS } from '../queue/queues.ts';
+
+/**
+ * How many PostgreSQL connections each hookgate process may hold at most. `serve` sizes its
+ * pools from these, and the chart's render-time connection check (NOTES.txt) repeats the
+ * arithmetic; a test keeps the two equal.
+ */
+
+/** pg-boss's own pool per process: a worker polls, supervises and maintains; a gateway only sends. */
+export const QUEUE_CONNECTIONS = { gateway: 2, worker: 6 } as const;
+
+/** A worker's own client that LISTENs for the gateways' wake-ups (services/worker/wakeup-listener.ts). */
+export const WAKEUP_LISTENER_CONNECTIONS = 1;
+
+/** `hookgate migrate`: its migration client, plus pg-boss's one while it installs its schema. */
+export const MIGRATION_CONNECTIONS = 2;
+
+/**
+ * What the worker's loops hold at once: each apply and dead-letter loop a connection while it
+ * works (concurrency + 1 per endpoint), each relay loop one, and the backlog query one.
+ */
+export function workerLoopConnections(config: Config): number {
+  const endpoints = Object.keys(config.endpoints).length;
+  return endpoints * (config.worker.concurrency + 1) + OUTBOX_KINDS.length * config.relay.concurrency + 1;
+}
+
+/** The worker's apply pool: worker.poolSize, but never below what its loops need. */
+export function workerPoolSize(config: Config): number {
+  return Math.max(config.worker.poolSize ?? 0, workerLoopConnections(config));
+}
+
+/** The most connections one `serve --role <role>` process may open (its pools at their maximum). */
+export function processConnections(config: Config, role: 'gateway' | 'worker' | 'all'): number {
+  const gateway = config.database.poolSize + QUEUE_CONNECTIONS.gateway;
+  const worker = workerPoolSize(config) + QUEUE_CONNECTIONS.worker + WAKEUP_LISTENER_CONNECTIONS;
+  if (role === 'gateway') return gateway;
+  if (role === 'worker') return worker;
+  // `all`: the gateway's and the worker's pools, one pg-boss (the worker's) and the listener.
+  return config.database.poolSize + worker;
+}
