@@ -99,7 +99,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     // A sync claim is always a batch of one (`alone`).
     const hooks = claims.length === 1 && isSync(claims[0]!) ? syncHooks : options.hooks;
     const wakeup = wakeups.take(new Set(claims.map((claim) => claim.endpoint)));
-    const results = await claimBatch(pool, boss, claims, hooks, { wakeup });
+    const results = await claimBatch(pool, boss, claims, hooks, {
+      wakeup,
+      eventsPerJob: config.worker.batchSize,
+    });
     if (!wakeup) {
       const accepted = new Set<string>();
       results.forEach((result, index) => {

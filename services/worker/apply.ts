@@ -18,6 +18,16 @@ export interface FetchedJob {
   readonly eventIds: readonly string[];
 }
 
+/**
+ * Part of a fetched job applied in one transaction: some or all of its events, and whether that
+ * transaction completes the job (its last part). A job larger than the worker's batch is applied
+ * in parts; if the worker dies between them, pg-boss tries the job again and the parts already
+ * committed are skipped (their rows are settled).
+ */
+export interface JobPart extends FetchedJob {
+  readonly completes: boolean;
+}
+
 export interface JobPolicy extends BackoffPolicy {
   /** Attempts an event may make (worker.retryLimit + 1). */
   readonly maxAttempts: number;
@@ -40,10 +50,9 @@ export async function applyJobs(
   deps: ApplyJobsDeps,
   endpoint: string,
   handler: Handler,
-  jobs: readonly FetchedJob[],
+  /** Whole jobs (completed here), or parts of jobs (completed with their last part). */
+  jobs: readonly (FetchedJob | JobPart)[],
   policy: JobPolicy,
-  /** False leaves the jobs active (a lost job's events applied one at a time: completed after the last). */
-  complete = true,
 ): Promise<EventResult[]> {
   return withTransaction(deps.pool, async (tx) => {
     const results = await applyEvents(tx, deps, {
@@ -55,13 +64,15 @@ export async function applyJobs(
       maxAttempts: policy.maxAttempts,
     });
     await redispatchFailed(deps.boss, tx, endpoint, results, policy);
-    if (!complete) return results;
-    await deps.boss.complete(
-      applyQueue(endpoint),
-      jobs.map(({ id, retryCount }) => ({ id, retryCount })),
-      null,
-      { db: executorFor(tx) },
-    );
+    const done = jobs.filter((job) => !('completes' in job) || job.completes);
+    if (done.length > 0) {
+      await deps.boss.complete(
+        applyQueue(endpoint),
+        done.map(({ id, retryCount }) => ({ id, retryCount })),
+        null,
+        { db: executorFor(tx) },
+      );
+    }
     return results;
   });
 }
@@ -87,4 +98,49 @@ async function redispatchFailed(
   for (const [attempt, events] of byAttempt) {
     await dispatchEvents(boss, tx, endpoint, events, { delaySeconds: retryDelaySeconds(attempt, policy) });
   }
+}
+
+/**
+ * Keeps, of the fetched jobs, at most `batchSize` events (in fetch order, each job's in its own
+ * order) and sends the others back in new jobs with their attempts as they were, in one
+ * transaction; a job left with nothing is completed there. Returns the jobs trimmed to what was
+ * kept (the rows of what was handed back name their new job, so these jobs no longer apply them).
+ */
+export async function keepWithinBatch<J extends FetchedJob>(
+  deps: ApplyJobsDeps,
+  endpoint: string,
+  jobs: readonly J[],
+  batchSize: number,
+): Promise<J[]> {
+  let room = batchSize;
+  const kept: J[] = [];
+  const back: { job: J; eventIds: readonly string[] }[] = [];
+  for (const job of jobs) {
+    const take = job.eventIds.slice(0, Math.max(0, room));
+    room -= take.length;
+    if (take.length > 0) kept.push({ ...job, eventIds: take });
+    if (take.length < job.eventIds.length) back.push({ job, eventIds: job.eventIds.slice(take.length) });
+  }
+  if (back.length === 0) return [...jobs];
+  await withTransaction(deps.pool, async (tx) => {
+    for (const { job, eventIds } of back) {
+      await dispatchEvents(
+        deps.boss,
+        tx,
+        endpoint,
+        eventIds.map((eventId) => ({ eventId, attempts: 0, fromJob: job.id })),
+        { keepAttempts: true },
+      );
+    }
+    const emptied = back.filter(({ job }) => !kept.some((k) => k.id === job.id)).map(({ job }) => job);
+    if (emptied.length > 0) {
+      await deps.boss.complete(
+        applyQueue(endpoint),
+        emptied.map(({ id, retryCount }) => ({ id, retryCount })),
+        null,
+        { db: executorFor(tx) },
+      );
+    }
+  });
+  return kept;
 }

@@ -13,7 +13,7 @@ import type { OutageLog } from '../core/outage-log.ts';
 import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
-import { applyJobs, type FetchedJob, type JobPolicy } from './apply.ts';
+import { applyJobs, type FetchedJob, type JobPart, type JobPolicy, keepWithinBatch } from './apply.ts';
 import { startSweeper } from './sweeper.ts';
 import { Waker } from './waker.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
@@ -55,39 +55,23 @@ interface Fetched extends FetchedJob {
  * mean of events per job.
  */
 class JobsPerFetch {
-  #mean = 1;
+  // Starts as if jobs were full (one job first): events fetched beyond a batch are handed back.
+  #mean: number;
   readonly #batchSize: number;
 
   constructor(batchSize: number) {
     this.#batchSize = batchSize;
+    this.#mean = batchSize;
   }
 
   get count(): number {
-    return Math.max(1, Math.min(this.#batchSize, Math.round(this.#batchSize / this.#mean)));
+    return Math.max(1, Math.min(this.#batchSize, Math.floor(this.#batchSize / this.#mean)));
   }
 
   observe(jobs: readonly FetchedJob[]): void {
     const events = jobs.reduce((sum, job) => sum + job.eventIds.length, 0);
-    this.#mean = 0.8 * this.#mean + 0.2 * Math.max(1, events / jobs.length);
+    this.#mean = 0.5 * this.#mean + 0.5 * Math.max(1, events / jobs.length);
   }
-}
-
-/** Whole jobs in groups of at most `batchSize` events (a larger job is a group of its own). */
-function groups(jobs: readonly Fetched[], batchSize: number): Fetched[][] {
-  const out: Fetched[][] = [];
-  let current: Fetched[] = [];
-  let events = 0;
-  for (const job of jobs) {
-    if (current.length > 0 && events + job.eventIds.length > batchSize) {
-      out.push(current);
-      current = [];
-      events = 0;
-    }
-    current.push(job);
-    events += job.eventIds.length;
-  }
-  if (current.length > 0) out.push(current);
-  return out;
 }
 
 export async function startWorker(options: WorkerOptions): Promise<RunningWorker> {
@@ -157,11 +141,10 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const applyGroup = async (
     endpoint: string,
     handler: Handler,
-    jobs: readonly FetchedJob[],
-    complete = true,
+    jobs: readonly (FetchedJob | JobPart)[],
   ): Promise<EventResult[] | null> => {
     try {
-      return await applyJobs(deps, endpoint, handler, jobs, policy, complete);
+      return await applyJobs(deps, endpoint, handler, jobs, policy);
     } catch (error) {
       const events = jobs.flatMap((job) =>
         job.eventIds.map((eventId) => ({ eventId, retryCount: job.retryCount })),
@@ -240,7 +223,9 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           logger.warn({ err: error, endpoint, event_id: eventId }, 'could not mark a lone apply');
           return async () => {};
         });
-        const result = await applyGroup(endpoint, handler, [{ ...job, eventIds: [eventId] }], false);
+        const result = await applyGroup(endpoint, handler, [
+          { ...job, eventIds: [eventId], completes: false },
+        ]);
         await unmark().catch((error: unknown) =>
           logger.warn({ err: error, endpoint, event_id: eventId }, 'could not clear a lone-apply mark'),
         );
@@ -272,13 +257,19 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     }));
     sizing.observe(jobs);
     await holding(queue, jobs, async () => {
-      for (const group of groups(
-        jobs.filter((job) => !job.lost),
-        batchSize,
-      )) {
-        await applyGroup(endpoint, handler, group);
-      }
-      for (const job of jobs.filter((candidate) => candidate.lost)) await applyAlone(endpoint, handler, job);
+      // A worker holds no more events than one batch: a lost worker then costs an attempt only
+      // to the events it had in flight. Any beyond go back in new jobs, charged nothing.
+      const kept = await keepWithinBatch(deps, endpoint, jobs, batchSize).catch((error: unknown) => {
+        if (!options.outage?.failed('worker apply', error))
+          logger.warn(
+            { err: error, endpoint },
+            'could not hand back the events beyond one batch; applying all',
+          );
+        return jobs;
+      });
+      const together = kept.filter((job) => !job.lost);
+      if (together.length > 0) await applyGroup(endpoint, handler, together);
+      for (const job of kept.filter((candidate) => candidate.lost)) await applyAlone(endpoint, handler, job);
     });
     return fetched.length >= wanted;
   };

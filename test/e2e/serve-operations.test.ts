@@ -184,7 +184,7 @@ describe('serve, as operated', () => {
         data: { object: 'thing', id: 'thing_1', version: 1 },
       });
       expect((await post(`http://127.0.0.1:${port}/webhooks/alpha`, delivery)).status).toBe(200);
-      await server.waitFor(/event ran out of attempts/, 30_000);
+      await server.waitFor(/failed on its last attempt/, 30_000);
       const failures = lines(server.output()).filter((line) => line.event_id === 'msg_always_fails');
       const messages = failures.map((line) => line.msg);
       // retryLimit 1: two attempts; only the first has a retry left.

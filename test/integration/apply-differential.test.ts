@@ -253,7 +253,13 @@ async function run(side: Side, batch: Batch): Promise<void> {
       const carried = new Set(job.eventIds);
       const events = batch[endpoint].filter((event) => carried.has(event.eventId)).sort(engineOrder);
       for (const event of events) {
-        await applyJobs(deps, endpoint, handler, [{ ...job, eventIds: [event.eventId] }], POLICY, false);
+        await applyJobs(
+          deps,
+          endpoint,
+          handler,
+          [{ ...job, eventIds: [event.eventId], completes: false }],
+          POLICY,
+        );
       }
       await side.claimer.boss.complete(applyQueue(endpoint), [{ id: job.id, retryCount: job.retryCount }]);
     }

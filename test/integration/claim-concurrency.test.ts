@@ -3,6 +3,7 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, type ClaimResult, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { jobsNaming } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -91,9 +92,6 @@ describe('a duplicate racing an uncommitted original', () => {
     original.finish('fail');
     expect(await settle(original.result)).toBe('error:database_unavailable');
     expect(await settle(second)).toBe('accepted');
-    const jobs = await db.pool.query(
-      `SELECT count(*)::int AS n FROM pgboss.job WHERE data->>'eventId' = 'race_rollback'`,
-    );
-    expect(jobs.rows[0].n).toBe(1);
+    expect(await jobsNaming(db.pool, ['race_rollback'])).toBe(1);
   });
 });

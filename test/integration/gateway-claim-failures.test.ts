@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
-import { startBoss } from '../support/apply.ts';
+import { jobsNaming, startBoss } from '../support/apply.ts';
 import { claimGate } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type Delivery, post, type Reply, standardWebhook } from '../support/deliveries.ts';
@@ -26,11 +26,7 @@ async function stored(eventIds: readonly string[]): Promise<{ rows: number; jobs
   const rows = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.inbox WHERE event_id = ANY($1)', [
     eventIds,
   ]);
-  const jobs = await db.pool.query(
-    `SELECT count(*)::int AS n FROM pgboss.job WHERE data->>'eventId' = ANY($1)`,
-    [eventIds],
-  );
-  return { rows: rows.rows[0].n, jobs: jobs.rows[0].n };
+  return { rows: rows.rows[0].n, jobs: await jobsNaming(db.pool, eventIds) };
 }
 
 /**

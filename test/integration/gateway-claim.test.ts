@@ -35,7 +35,7 @@ async function rows(eventId: string): Promise<number> {
 
 async function jobs(endpoint: string, eventId: string): Promise<number> {
   const result = await db.pool.query(
-    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'eventId' = $2`,
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->'eventIds' ? $2`,
     [applyQueue(endpoint), eventId],
   );
   return result.rows[0].n;

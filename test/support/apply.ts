@@ -161,3 +161,17 @@ export function stripeEvent(
     traceparent: null,
   };
 }
+
+/**
+ * How many apply jobs name each of these events (any state). A claimed event is named by exactly
+ * one: the job of its claim batch.
+ */
+export async function jobsNaming(pool: pg.Pool, eventIds: readonly string[]): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n
+       FROM pgboss.job j CROSS JOIN LATERAL jsonb_array_elements_text(j.data->'eventIds') AS e(event_id)
+      WHERE j.name LIKE 'hookgate.apply.%' AND e.event_id = ANY ($1::text[])`,
+    [eventIds],
+  );
+  return rows[0]!.n;
+}

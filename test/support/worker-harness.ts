@@ -28,6 +28,7 @@ export const FAST_WORKER = {
   expireIn: '3s',
   superviseInterval: '1s',
   shutdownTimeout: '5s',
+  sweepInterval: '2s',
 } as const;
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
@@ -76,10 +77,13 @@ export interface TestEvent {
 export class Claimer {
   readonly pool: pg.Pool;
   readonly boss: PgBoss;
+  /** As the gateway: no job carries more events than a worker applies at once. */
+  readonly eventsPerJob: number;
 
-  private constructor(pool: pg.Pool, boss: PgBoss) {
+  private constructor(pool: pg.Pool, boss: PgBoss, eventsPerJob: number) {
     this.pool = pool;
     this.boss = boss;
+    this.eventsPerJob = eventsPerJob;
   }
 
   static async start(url: string, config: Config): Promise<Claimer> {
@@ -104,7 +108,7 @@ export class Claimer {
       retryPolicyFrom(config.worker),
       outboxPolicyFrom(config.relay),
     );
-    return new Claimer(pool, boss);
+    return new Claimer(pool, boss, config.worker.batchSize);
   }
 
   async claim(endpoint: string, events: readonly TestEvent[]): Promise<void> {
@@ -123,7 +127,15 @@ export class Claimer {
       traceparent: null,
     }));
     for (let i = 0; i < claims.length; i += 200) {
-      const results = await claimBatch(this.pool, this.boss, claims.slice(i, i + 200));
+      const results = await claimBatch(
+        this.pool,
+        this.boss,
+        claims.slice(i, i + 200),
+        {},
+        {
+          eventsPerJob: this.eventsPerJob,
+        },
+      );
       const failed = results.find((r) => !r.ok);
       if (failed && !failed.ok) throw failed.error;
     }

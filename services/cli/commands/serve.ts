@@ -233,7 +233,17 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // (and said so).
   if (runsGateway) {
     const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({ config, pool, boss, logger, metrics, applyMetrics, port, host, configDir });
+    gateway = await startGateway({
+      config,
+      pool,
+      boss,
+      logger,
+      metrics,
+      applyMetrics,
+      port,
+      host,
+      configDir,
+    });
   }
   if (runsWorker) {
     worker = await startWorker({

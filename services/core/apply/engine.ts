@@ -82,6 +82,8 @@ export interface EventResult {
   readonly error?: string;
   /** The code of a failed attempt (`entity_not_yet_known` parks, anything else is dead). */
   readonly failureCode?: string;
+  /** Ended because its attempts ran out (not because retrying could never help). */
+  readonly lastAttempt?: boolean;
   readonly traceparent: string | null;
 }
 
@@ -199,6 +201,7 @@ export async function applyEvents(
         receivedAt: row.received_at,
         error: lastErrorOf(failure),
         failureCode: failure.code,
+        lastAttempt: true,
         traceparent: row.traceparent,
       });
     }
@@ -243,7 +246,13 @@ export async function applyEvents(
       if (last) {
         const status = !pass.failure.permanent && pass.failure.code === PARKING_CODE ? 'parked' : 'dead';
         ended.push({ eventId: row.event_id, status, attempts, lastError: error });
-        results.push({ ...base, outcome: status, error, failureCode: pass.failure.code });
+        results.push({
+          ...base,
+          outcome: status,
+          error,
+          failureCode: pass.failure.code,
+          lastAttempt: !pass.failure.permanent,
+        });
       } else {
         failed.push({ eventId: row.event_id, attempts, lastError: error });
         results.push({ ...base, outcome: 'retry', error, failureCode: pass.failure.code });
@@ -274,10 +283,14 @@ function report(deps: EngineDeps, endpoint: string, results: readonly EventResul
       attempt: event.attempts,
       trace_id: traceIdOf(event.traceparent),
     };
-    if (outcome === 'retried')
-      deps.logger.warn({ ...line, last_error: event.error }, 'apply failed; will retry');
+    if (outcome === 'retried') deps.logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
+    else if (event.lastAttempt)
+      deps.logger.warn(
+        { ...line, error: event.error, last_attempt: true },
+        `apply failed on its last attempt; the event is ${outcome}`,
+      );
     else if (outcome === 'dead' || outcome === 'parked')
-      deps.logger.warn({ ...line, last_error: event.error }, `apply failed for good; event is ${outcome}`);
+      deps.logger.warn({ ...line, error: event.error }, `apply failed for good; the event is ${outcome}`);
     else deps.logger.info(line, 'event applied');
   }
 }
@@ -295,16 +308,18 @@ async function runPasses(
   if (handler.lockBatch) await handler.lockBatch(tx, events);
   await tx.query('SAVEPOINT apply_batch');
   let failure: unknown = null;
-  let results: PassResult[] | null = await applyTogether(tx, deps, request, events).catch((error: unknown) => {
-    failure = error;
-    if (events.length > 1) {
-      deps.logger.warn(
-        { endpoint, events: events.length, err: error },
-        'batch apply failed; applying the batch event by event',
-      );
-    }
-    return null;
-  });
+  let results: PassResult[] | null = await applyTogether(tx, deps, request, events).catch(
+    (error: unknown) => {
+      failure = error;
+      if (events.length > 1) {
+        deps.logger.warn(
+          { endpoint, events: events.length, err: error },
+          'batch apply failed; applying the batch event by event',
+        );
+      }
+      return null;
+    },
+  );
   // A handler that swallowed an SQL error leaves the transaction aborted; RELEASE then fails, and
   // the batch is redone event by event so that only that event fails.
   if (results !== null) {

@@ -4,7 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
-import { dispatchEvents } from '../queue/dispatch.ts';
+import { dispatchEvents, EVENTS_PER_JOB } from '../queue/dispatch.ts';
 import { type ApplyJobData, applyQueue } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
@@ -51,6 +51,12 @@ export interface ClaimHooks {
 
 export interface ClaimOptions {
   /**
+   * Most events one apply job carries (default 100): the workers' `worker.batchSize`, so that a
+   * worker holds no more events than it applies in one transaction (a lost worker costs an
+   * attempt only to the events it had in flight).
+   */
+  readonly eventsPerJob?: number;
+  /**
    * Whether the one-statement claim wakes the workers with its commit (default true). False
    * leaves the wake-up to the caller, who must send one after the commit (the gateway's
    * WakeupThrottle). The transactional claim always sends its own.
@@ -66,15 +72,29 @@ function byKey(a: Claim, b: Claim): number {
   return a.event.eventId < b.event.eventId ? -1 : 1;
 }
 
-/** One apply job per endpoint of a batch: the id its rows carry (null: applied in the claim). */
-type DispatchJobs = ReadonlyMap<string, string | null>;
+/** Each claim's apply job: the id its row carries (null: applied in the claim). */
+type DispatchJobs = ReadonlyMap<Claim, string | null>;
 
-function dispatchJobsFor(claims: readonly Claim[], hooks: ClaimHooks): DispatchJobs {
-  const jobs = new Map<string, string | null>();
+/**
+ * The batch's apply jobs: per endpoint, one for every `perJob` of its claims (so that no job
+ * carries more events than a worker applies in one transaction), none for endpoints applied in
+ * the claim.
+ */
+function dispatchJobsFor(claims: readonly Claim[], hooks: ClaimHooks, perJob: number): DispatchJobs {
+  const jobs = new Map<Claim, string | null>();
+  const current = new Map<string, { id: string; count: number }>();
   for (const claim of claims) {
-    if (!jobs.has(claim.endpoint)) {
-      jobs.set(claim.endpoint, hooks.appliesInClaim?.(claim.endpoint) ? null : randomUUID());
+    if (hooks.appliesInClaim?.(claim.endpoint)) {
+      jobs.set(claim, null);
+      continue;
     }
+    let job = current.get(claim.endpoint);
+    if (!job || job.count >= perJob) {
+      job = { id: randomUUID(), count: 0 };
+      current.set(claim.endpoint, job);
+    }
+    job.count += 1;
+    jobs.set(claim, job.id);
   }
   return jobs;
 }
@@ -94,7 +114,7 @@ function columns(claims: readonly Claim[], jobs: DispatchJobs): unknown[] {
     // The id is unsigned: the row also gets its body digest (claim-sql.ts, bodyDigestOf).
     claims.map((c) => c.event.idUnsigned === true),
     claims.map((c) => c.receivedVia ?? null),
-    claims.map((c) => jobs.get(c.endpoint) ?? null),
+    claims.map((c) => jobs.get(c) ?? null),
   ];
 }
 
@@ -117,7 +137,7 @@ const endpointFields = new Map<string, { endpoint: string; provider: string; que
  */
 export function claimDocument(
   claims: readonly Claim[],
-  jobs: DispatchJobs = dispatchJobsFor(claims, {}),
+  jobs: DispatchJobs = dispatchJobsFor(claims, {}, EVENTS_PER_JOB),
 ): string {
   const parts: string[] = [];
   for (const [ord, c] of claims.entries()) {
@@ -131,7 +151,7 @@ export function claimDocument(
       endpointFields.set(key, fixed);
     }
     // The job id is hex digits and dashes (a UUID): nothing to escape.
-    const job = jobs.get(c.endpoint) ?? null;
+    const job = jobs.get(c) ?? null;
     parts.push(
       `{"payload":${c.body},"ord":${ord},"endpoint":${fixed.endpoint},"event_id":${json(e.eventId)},"provider":${fixed.provider},` +
         `"event_type":${json(e.eventType)},"entity_type":${jsonOrNull(e.entityType)},"entity_id":${jsonOrNull(e.entityId)},` +
@@ -190,20 +210,18 @@ async function insertApplyJobs(
   accepted: readonly Claim[],
   jobs: DispatchJobs,
 ): Promise<void> {
-  const byEndpoint = new Map<string, string[]>();
+  const byJob = new Map<string, { endpoint: string; eventIds: string[] }>();
   for (const claim of accepted) {
-    if (!jobs.get(claim.endpoint)) continue;
-    const list = byEndpoint.get(claim.endpoint) ?? [];
-    list.push(claim.event.eventId);
-    byEndpoint.set(claim.endpoint, list);
+    const id = jobs.get(claim);
+    if (!id) continue;
+    const job = byJob.get(id) ?? { endpoint: claim.endpoint, eventIds: [] };
+    job.eventIds.push(claim.event.eventId);
+    byJob.set(id, job);
   }
   const db = executorFor(client);
-  for (const [endpoint, eventIds] of byEndpoint) {
+  for (const [id, { endpoint, eventIds }] of byJob) {
     const data: ApplyJobData = { endpoint, eventIds };
-    const created = await boss.insert(applyQueue(endpoint), [{ id: jobs.get(endpoint)!, data }], {
-      db,
-      returnId: true,
-    });
+    const created = await boss.insert(applyQueue(endpoint), [{ id, data }], { db, returnId: true });
     if ((created ?? []).length !== 1) {
       throw new HookgateError(
         'job_insert_skipped',
@@ -227,11 +245,12 @@ async function claimInOneStatement(
   client: pg.PoolClient,
   sorted: readonly Claim[],
   wakeup: boolean,
+  perJob: number,
 ): Promise<Set<string>> {
   const result = await client.query<{ endpoint: string; event_id: string }>({
     name: CLAIM_STATEMENT_NAME,
     text: CLAIM_IN_ONE_STATEMENT,
-    values: [claimDocument(sorted, dispatchJobsFor(sorted, {})), sorted.length, wakeup],
+    values: [claimDocument(sorted, dispatchJobsFor(sorted, {}, perJob)), sorted.length, wakeup],
   });
   return new Set(result.rows.map((row) => keyOf(row.endpoint, row.event_id)));
 }
@@ -247,10 +266,11 @@ async function claimInTransaction(
   boss: PgBoss,
   sorted: readonly Claim[],
   hooks: ClaimHooks,
+  perJob: number,
 ): Promise<Claimed> {
   const failed = new Map<string, HookgateError>();
   let inserted: Set<string>;
-  const jobs = dispatchJobsFor(sorted, hooks);
+  const jobs = dispatchJobsFor(sorted, hooks, perJob);
   try {
     await client.query('BEGIN');
     inserted = await insertRows(client, sorted, jobs);
@@ -285,7 +305,7 @@ async function claimInTransaction(
   const results = resultsFor(sorted, inserted, failed);
   const redispatched = await redispatchObserved(boss, client, sorted, results);
   await countDeliveries(client, sorted, results);
-  const dispatched = firsts.filter((claim) => jobs.get(claim.endpoint)).map((claim) => claim.endpoint);
+  const dispatched = firsts.filter((claim) => jobs.get(claim)).map((claim) => claim.endpoint);
   await client.query(commitWithWakeup([...dispatched, ...redispatched]));
   return { inserted, failed };
 }
@@ -333,6 +353,7 @@ export async function claimBatch(
 ): Promise<ClaimResult[]> {
   // A fixed lock order across concurrent batches prevents deadlocks on shared keys.
   const sorted = [...claims].sort(byKey);
+  const perJob = options.eventsPerJob ?? EVENTS_PER_JOB;
   let client: pg.PoolClient;
   try {
     client = await pool.connect();
@@ -343,7 +364,7 @@ export async function claimBatch(
   let broken = false;
   try {
     if (!hooks.beforeCommit && sorted.every(fitsOneStatement)) {
-      const inserted = await claimInOneStatement(client, sorted, options.wakeup ?? true).catch(
+      const inserted = await claimInOneStatement(client, sorted, options.wakeup ?? true, perJob).catch(
         (error: unknown) => {
           // A row's data, or the guard: the transactional claim decides, row by row if need be.
           if (isRowError(error)) return null;
@@ -352,7 +373,7 @@ export async function claimBatch(
       );
       if (inserted) return resultsFor(claims, inserted, new Map());
     }
-    const { inserted, failed } = await claimInTransaction(client, boss, sorted, hooks);
+    const { inserted, failed } = await claimInTransaction(client, boss, sorted, hooks, perJob);
     return resultsFor(claims, inserted, failed);
   } catch (error) {
     broken = true;

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { PARKING_CODE } from '../apply/failure.ts';
+import { failureFromOutput, PARKING_CODE } from '../apply/failure.ts';
 import { dispatchEvents } from '../queue/dispatch.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { type Ended, settleBatch } from './rows.ts';
@@ -31,7 +31,7 @@ const OLD_PENDING_PAGE = `
 
 /** The jobs of one queue under these ids, by primary key. */
 const JOBS_BY_ID = `
-  SELECT id::text AS id, state::text AS state, retry_count
+  SELECT id::text AS id, state::text AS state, retry_count, output
     FROM pgboss.job
    WHERE name = $1 AND id = ANY ($2::uuid[])`;
 
@@ -67,6 +67,8 @@ export interface SweepResult {
 
 const LOST =
   'dispatch_lost: the job carrying this event finished or was deleted while the event was still pending';
+const WORKER_LOST =
+  'worker_lost: the worker ended during each of its last attempts (killed, crashed, or stalled past worker.expireIn); the event may be what crashes it';
 
 /**
  * Finds one endpoint's orphans in the caller's transaction and sends each again in a new job
@@ -98,10 +100,10 @@ export async function sweepOrphans(
     const last = rows[rows.length - 1]!;
     cursor = { receivedAt: last.received_at, eventId: last.event_id };
     const jobOf = (row: PendingRow) => row.dispatch_job ?? jobIdFor(endpoint, row.event_id);
-    const jobs = await client.query<{ id: string; state: string; retry_count: number }>(JOBS_BY_ID, [
-      queue,
-      [...new Set(rows.map(jobOf))],
-    ]);
+    const jobs = await client.query<{ id: string; state: string; retry_count: number; output: unknown }>(
+      JOBS_BY_ID,
+      [queue, [...new Set(rows.map(jobOf))]],
+    );
     const byId = new Map(jobs.rows.map((job) => [job.id, job]));
     const again: { eventId: string; attempts: number; fromJob: string | null }[] = [];
     const over: Ended[] = [];
@@ -114,12 +116,15 @@ export async function sweepOrphans(
         again.push({ eventId: row.event_id, attempts, fromJob: row.dispatch_job });
         continue;
       }
+      // The job's last try never reported (pg-boss expired it, or its heartbeat stopped): the
+      // worker died with it, every time. The event may be what kills it.
+      const lost = job?.state === 'failed' && failureFromOutput(job.output) === null;
       const reported = /^([a-z0-9_]+): /.exec(row.last_error ?? '')?.[1];
       over.push({
         eventId: row.event_id,
-        status: reported === PARKING_CODE ? 'parked' : 'dead',
+        status: !lost && reported === PARKING_CODE ? 'parked' : 'dead',
         attempts,
-        lastError: row.last_error ?? LOST,
+        lastError: lost ? WORKER_LOST : (row.last_error ?? LOST),
       });
     }
     redispatched.push(...(await dispatchEvents(boss, client, endpoint, again)));

@@ -30,12 +30,14 @@ export interface Redispatch {
  */
 const DISPATCH_ROWS = `
   UPDATE hookgate.inbox i
-     SET dispatch_job = $2::uuid, dispatched_attempts = u.attempts,
+     SET dispatch_job = $2::uuid,
+         dispatched_attempts = CASE WHEN $9::boolean THEN i.dispatched_attempts ELSE u.attempts END,
          requeued_attempts = CASE WHEN $8::boolean THEN u.attempts ELSE i.requeued_attempts END,
          next_attempt_at = CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END
     FROM unnest($4::text[], $5::int[], $6::boolean[], $7::uuid[]) AS u(event_id, attempts, checked, from_job)
    WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'
-     AND (NOT u.checked OR i.dispatch_job IS NOT DISTINCT FROM u.from_job)
+     -- A row claimed before dispatch jobs existed names none: its job was the one derived from it.
+     AND (NOT u.checked OR i.dispatch_job IS NOT DISTINCT FROM u.from_job OR i.dispatch_job IS NULL)
   RETURNING i.event_id`;
 
 export interface DispatchOptions {
@@ -47,6 +49,11 @@ export interface DispatchOptions {
    * budget goes on.
    */
   readonly restart?: boolean;
+  /**
+   * Leaves each row's attempts as they were (the `attempts` given are not used): events a worker
+   * hands back unapplied, beyond what it applies in one batch, were charged nothing.
+   */
+  readonly keepAttempts?: boolean;
 }
 
 /**
@@ -76,6 +83,7 @@ export async function dispatchEvents(
       chunk.map((event) => event.fromJob !== undefined),
       chunk.map((event) => event.fromJob ?? null),
       options.restart ?? false,
+      options.keepAttempts ?? false,
     ]);
     if (moved.rows.length === 0) continue;
     const eventIds = moved.rows.map((row) => row.event_id);
