@@ -88,15 +88,19 @@ async function redispatchFailed(
   results: readonly EventResult[],
   policy: BackoffPolicy,
 ): Promise<void> {
-  const byAttempt = new Map<number, { eventId: string; attempts: number }[]>();
+  const byAttempt = new Map<number, { eventId: string; attempts: number; left: number }[]>();
   for (const result of results) {
     if (result.outcome !== 'retry') continue;
     const list = byAttempt.get(result.attempts) ?? [];
-    list.push({ eventId: result.eventId, attempts: result.attempts });
+    list.push({ eventId: result.eventId, attempts: result.attempts, left: result.attemptsLeft ?? 1 });
     byAttempt.set(result.attempts, list);
   }
   for (const [attempt, events] of byAttempt) {
-    await dispatchEvents(boss, tx, endpoint, events, { delaySeconds: retryDelaySeconds(attempt, policy) });
+    await dispatchEvents(boss, tx, endpoint, events, {
+      delaySeconds: retryDelaySeconds(attempt, policy),
+      // Its tries that never report may not take the events past what they have left.
+      retryLimit: Math.min(...events.map((event) => event.left)) - 1,
+    });
   }
 }
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../support/cli.ts';
+import { jobsNaming } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 import { effectCounts, installEffects } from '../support/worker-effects.ts';
@@ -156,13 +157,11 @@ describe('hookgate requeue', () => {
       dry_run: true,
       would_requeue: 1,
       event_ids: ['evt_orphan'],
+      would_end: [],
     });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await statusOf('evt_orphan')).toBe('pending');
-    const jobs = await db.pool.query(
-      `SELECT count(*)::int AS n FROM pgboss.job WHERE data->>'eventId' = 'evt_orphan'`,
-    );
-    expect(jobs.rows[0].n).toBe(0);
+    expect(await jobsNaming(db.pool, ['evt_orphan'])).toBe(0);
 
     const real = await runCliInProcess(
       ['requeue', '--endpoint', 'ops', '--orphans', '--config', configFile],

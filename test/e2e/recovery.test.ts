@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
 import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
@@ -120,8 +120,8 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
       version: 1,
     }));
     // Every event stalls inside its business write, so nothing of the claim can commit before the
-    // kill: the worker's two loops may split the 20 jobs between two batches (both fetch at once
-    // when woken), and a batch without a stalling event would commit on its own.
+    // kill: were the claim's job split over two batches, a batch without a stalling event would
+    // commit on its own.
     await db.pool.query('INSERT INTO public.stall_control SELECT unnest($1::text[])', [
       events.map((event) => event.eventId),
     ]);
@@ -129,14 +129,16 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     await claimer.claim('crash', events);
     const victim = spawnWorker();
     await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length >= 1);
-    // The premise: all 20 events are held by the victim (in one batch or two, each stalled; the
-    // second loop's fetch may still be under way when the first batch stalls).
-    await waitFor('all 20 jobs held by the victim', async () => {
-      const active = await db.pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'active' AND retry_count = 0`,
+    // The premise: all 20 events are held by the victim (every job that carries them is active,
+    // on its first try).
+    await waitFor('all 20 events held by the victim', async () => {
+      const held = await db.pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n
+           FROM hookgate.inbox i JOIN pgboss.job j ON j.name = $1 AND j.id = i.dispatch_job
+          WHERE i.endpoint = 'crash' AND j.state = 'active' AND j.retry_count = 0`,
         [applyQueue('crash')],
       );
-      return active.rows[0]!.n === 20;
+      return held.rows[0]!.n === 20;
     });
 
     const rescuer = spawnWorker();
@@ -197,7 +199,10 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     const b = spawnWorker();
     await workersListening(2);
     await claimer.claim('slow', [{ eventId: 'slow_1' }]);
-    const jobId = jobIdFor('slow', 'slow_1');
+    const { rows: carried } = await db.pool.query<{ id: string }>(
+      `SELECT dispatch_job::text AS id FROM hookgate.inbox WHERE endpoint = 'slow' AND event_id = 'slow_1'`,
+    );
+    const jobId = carried[0]!.id;
     const started = await waitFor('the slow job taken', async () => {
       const { rows } = await db.pool.query<{ started_on: Date }>(
         `SELECT started_on FROM pgboss.job WHERE id = $1 AND state = 'active'`,

@@ -5,8 +5,8 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch, claimDocument } from '../../services/core/inbox/claim.ts';
 import { CLAIM_IN_ONE_STATEMENT, COUNT_DELIVERIES } from '../../services/core/inbox/claim-sql.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
-import { jobIdFor } from '../../services/core/queue/names.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
+import { jobsNaming } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -80,35 +80,22 @@ describe('delivery counts', () => {
     });
   });
 
-  it('a batch the one statement cannot claim (an earlier job holds an id) is counted once, by the transactional claim', async () => {
-    // A redelivery after prune whose earlier job is retained, finished: the one statement's guard
-    // leaves the batch to the transactional claim (which replaces the job), neighbour included, a
-    // duplicate. Neither may be counted twice or lost (the aborted statement counted nothing).
-    expect((await claimBatch(pool, boss, [claim('a', 'r1')]))[0]).toEqual({ ok: true, outcome: 'accepted' });
-    await db.pool.query(`UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE id = $1`, [
-      jobIdFor('a', 'r1'),
-    ]);
-    await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'a' AND event_id = 'r1'`);
+  it('a batch the one statement cannot store (a payload jsonb cannot hold) is counted once, by the transactional claim', async () => {
+    // The one statement fails on r1's data and commits nothing (its counts included); the
+    // transactional claim refuses r1 alone and counts its neighbour, a duplicate, once.
     const before = await counts('a');
-    const results = await claimBatch(pool, boss, [claim('a', 'r1'), claim('a', 'e1')]);
-    expect(results.map((r) => r.ok && r.outcome)).toEqual(['accepted', 'duplicate']);
-    const job = await db.pool.query(`SELECT state::text FROM pgboss.job WHERE id = $1`, [
-      jobIdFor('a', 'r1'),
-    ]);
-    expect(job.rows).toEqual([{ state: 'created' }]);
-    expect(await counts('a')).toEqual({ accepted: before.accepted + 1, duplicate: before.duplicate + 1 });
+    const unstorable = { ...claim('a', 'r1'), body: '{"note":"\\u0000"}' };
+    const results = await claimBatch(pool, boss, [unstorable, claim('a', 'e1')]);
+    expect(results[0]).toMatchObject({ ok: false, error: { code: 'payload_unstorable' } });
+    expect(results[1]).toEqual({ ok: true, outcome: 'duplicate' });
+    expect(await counts('a')).toEqual({ accepted: before.accepted, duplicate: before.duplicate + 1 });
   });
 
   it('when one delivery of a batch fails in the transactional claim, its neighbour keeps its answer and count', async () => {
-    // r2 sends the batch to the transactional claim (its finished job is retained), where r2 fails
-    // on a trigger; n2 is stored behind its own savepoint with its job and count: it must be
+    // r2 fails on a trigger, in the one statement (nothing commits) and then in the transactional
+    // claim, where n2 is stored behind its own savepoint with its job and count: it must be
     // answered accepted, not refused (a refused delivery that is in fact stored would be re-sent and
     // counted again as a duplicate; a 4xx would tell the sender to give up on a stored event).
-    expect((await claimBatch(pool, boss, [claim('a', 'r2')]))[0]).toEqual({ ok: true, outcome: 'accepted' });
-    await db.pool.query(`UPDATE pgboss.job SET state = 'completed', completed_on = now() WHERE id = $1`, [
-      jobIdFor('a', 'r2'),
-    ]);
-    await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'a' AND event_id = 'r2'`);
     await db.pool.query(`CREATE FUNCTION hookgate.refuse_r2() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.event_id = 'r2' THEN RAISE EXCEPTION 'refused for the test'; END IF; RETURN NEW; END $$`);
     await db.pool.query(
@@ -126,10 +113,7 @@ describe('delivery counts', () => {
       `SELECT event_id FROM hookgate.inbox WHERE endpoint = 'a' AND event_id IN ('n2', 'r2') ORDER BY 1`,
     );
     expect(rows.rows).toEqual([{ event_id: 'n2' }]);
-    const job = await db.pool.query(`SELECT state::text FROM pgboss.job WHERE id = $1`, [
-      jobIdFor('a', 'n2'),
-    ]);
-    expect(job.rows).toEqual([{ state: 'created' }]);
+    expect(await jobsNaming(db.pool, ['n2'])).toBe(1);
     expect(await counts('a')).toEqual({ accepted: before.accepted + 1, duplicate: before.duplicate });
   });
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
 import { startBoss } from '../support/apply.ts';
@@ -61,16 +61,20 @@ async function counting<T>(fn: () => Promise<T>): Promise<{ result: T; statement
   return { result, statements: statements - before };
 }
 
+/** The states of the apply jobs that name these events, one entry per job. */
 async function jobs(eventIds: readonly string[]) {
-  const { rows } = await db.pool.query<{ state: string }>(
-    `SELECT state::text FROM pgboss.job WHERE name = $1 AND id = ANY($2::uuid[])`,
-    [applyQueue(ENDPOINT), eventIds.map((id) => jobIdFor(ENDPOINT, id))],
+  const { rows } = await db.pool.query<{ state: string; events: number }>(
+    `SELECT j.state::text AS state, count(*)::int AS events
+       FROM pgboss.job j CROSS JOIN LATERAL jsonb_array_elements_text(j.data->'eventIds') AS e(event_id)
+      WHERE j.name = $1 AND e.event_id = ANY($2::text[])
+      GROUP BY j.id, j.state ORDER BY 1`,
+    [applyQueue(ENDPOINT), eventIds],
   );
-  return rows.map((r) => r.state);
+  return rows;
 }
 
 describe('the claim', () => {
-  it('stores a batch of new deliveries, their jobs and the wake-up in one round trip', async () => {
+  it('stores a batch of new deliveries, one job carrying them and the wake-up in one round trip', async () => {
     const ids = Array.from({ length: 20 }, (_, n) => `new_${n}`);
     wakeups.length = 0;
     const { result, statements: sent } = await counting(() => claimBatch(pool, boss, ids.map(claim)));
@@ -81,17 +85,28 @@ describe('the claim', () => {
       [ids],
     );
     expect(rows.rows[0].n).toBe(20);
-    expect(await jobs(ids)).toEqual(Array(20).fill('created'));
+    expect(await jobs(ids)).toEqual([{ state: 'created', events: 20 }]);
     await waitFor('the wake-up', async () => wakeups.includes(ENDPOINT), 5_000);
+  });
+
+  it("splits an endpoint's rows into jobs of at most eventsPerJob (a worker's batch)", async () => {
+    const ids = Array.from({ length: 25 }, (_, n) => `split_${n}`);
+    const { result, statements: sent } = await counting(() =>
+      claimBatch(pool, boss, ids.map(claim), {}, { eventsPerJob: 10 }),
+    );
+    expect(result.every((r) => r.ok && r.outcome === 'accepted')).toBe(true);
+    expect(sent).toBe(1);
+    expect((await jobs(ids)).map((job) => job.events).sort()).toEqual([10, 10, 5]);
   });
 
   it('answers duplicates (also of events whose job has finished) in one round trip, changing nothing', async () => {
     await claimBatch(pool, boss, [claim('done')]);
-    const [job] = (await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 })).filter(
-      (j) => j.id === jobIdFor(ENDPOINT, 'done'),
+    const fetched = await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 });
+    await boss.complete(
+      applyQueue(ENDPOINT),
+      fetched.map((j) => j.id),
     );
-    await boss.complete(applyQueue(ENDPOINT), job!.id);
-    expect(await jobs(['done'])).toEqual(['completed']);
+    expect(await jobs(['done'])).toEqual([{ state: 'completed', events: 1 }]);
     const { result, statements: sent } = await counting(() =>
       claimBatch(pool, boss, [claim('done'), claim('new_1'), claim('fresh')]),
     );
@@ -101,22 +116,12 @@ describe('the claim', () => {
       { ok: true, outcome: 'accepted' },
     ]);
     expect(sent).toBe(1);
-    expect(await jobs(['done', 'fresh'])).toEqual(expect.arrayContaining(['completed', 'created']));
+    // The duplicates got no job; the new event one of its own.
+    expect(await jobs(['done'])).toEqual([{ state: 'completed', events: 1 }]);
+    expect(await jobs(['fresh'])).toEqual([{ state: 'created', events: 1 }]);
   });
 
-  it('keeps a job still waiting under the same id (no row yet): the transactional claim, one job', async () => {
-    await boss.insert(applyQueue(ENDPOINT), [
-      { id: jobIdFor(ENDPOINT, 'waiting'), data: { endpoint: ENDPOINT, eventId: 'waiting' } },
-    ]);
-    // The one statement reads no job table (its plan must not depend on the table's size): its
-    // guard sends this rare case to the transactional claim, which finds the waiting job and keeps it.
-    const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('waiting')]));
-    expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
-    expect(sent).toBeGreaterThan(1);
-    expect(await jobs(['waiting'])).toEqual(['created']);
-  });
-
-  it('hands an event whose earlier job has finished (row pruned) to the transactional claim, which inserts a fresh job', async () => {
+  it('a redelivery after prune is a new row with a new job, in one round trip, whatever became of the first job', async () => {
     await claimBatch(pool, boss, [claim('pruned')]);
     const fetched = await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 });
     await boss.complete(
@@ -126,8 +131,11 @@ describe('the claim', () => {
     await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = $1 AND event_id = 'pruned'`, [ENDPOINT]);
     const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('pruned')]));
     expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
-    expect(sent).toBeGreaterThan(1);
-    expect(await jobs(['pruned'])).toEqual(['created']);
+    expect(sent).toBe(1);
+    expect(await jobs(['pruned'])).toEqual([
+      { state: 'completed', events: 1 },
+      { state: 'created', events: 1 },
+    ]);
   });
 
   it('a body that is not one JSON value cannot add rows of its own to the one statement', async () => {
@@ -135,7 +143,7 @@ describe('the claim', () => {
     const injected =
       '1},{"ord":1,"endpoint":"trips","event_id":"injected","provider":"x","event_type":"x",' +
       '"entity_type":null,"entity_id":null,"entity_version":null,"headers":{},"traceparent":null,' +
-      '"body_digest":null,"queue":"hookgate.apply.trips","job_id":"00000000-0000-8000-8000-000000000001","payload":1';
+      '"digest_body":false,"queue":"hookgate.apply.trips","dispatch_job":"00000000-0000-8000-8000-000000000001","payload":1';
     const results = await claimBatch(pool, boss, [
       { ...claim('victim'), body: injected },
       claim('neighbour'),

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { installEffects } from '../support/worker-effects.ts';
 import {
@@ -23,15 +23,15 @@ const config = workerConfig({
 
 /**
  * Test-only fault, in this test database: once a row of `commit_fail` has been attempted twice,
- * any transaction that writes it while it is still pending fails at COMMIT (a deferred
- * constraint trigger). So its apply batch fails as a whole, and so does the separate statement
- * that would record that batch failure on the row; settling it parked/dead still works.
+ * any transaction that writes it other than to end it dead fails at COMMIT (a deferred
+ * constraint trigger). So its apply batches fail as a whole, and so does the separate statement
+ * that would record that batch failure on the row; ending it dead still works.
  */
 const INSTALL_COMMIT_FAULT = `
   CREATE TABLE public.commit_fail (event_id text PRIMARY KEY);
   CREATE FUNCTION public.commit_fail() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN
-    IF NEW.status = 'pending' AND NEW.attempts >= 2
+    IF NEW.status <> 'dead' AND NEW.attempts >= 2
        AND EXISTS (SELECT 1 FROM public.commit_fail WHERE event_id = NEW.event_id) THEN
       RAISE EXCEPTION 'injected commit failure for %', NEW.event_id;
     END IF;
@@ -82,8 +82,15 @@ const settled = (endpoint: string, eventId: string, timeoutMs = 30_000) =>
     timeoutMs,
   );
 
+/** The job the row names (the last one that carried it). */
 async function jobOf(endpoint: string, eventId: string) {
-  return claimer.boss.getJobById(applyQueue(endpoint), jobIdFor(endpoint, eventId));
+  const { rows } = await db.pool.query(
+    `SELECT j.state::text AS state, j.retry_count AS "retryCount", j.output FROM hookgate.inbox i
+       JOIN pgboss.job j ON j.name = $3 AND j.id = i.dispatch_job
+      WHERE i.endpoint = $1 AND i.event_id = $2`,
+    [endpoint, eventId, applyQueue(endpoint)],
+  );
+  return rows[0] as { state: string; retryCount: number; output: unknown } | undefined;
 }
 
 describe('how failing events end', { timeout: 60_000 }, () => {
@@ -94,9 +101,10 @@ describe('how failing events end', { timeout: 60_000 }, () => {
     ]);
     const ended = await settled('kids', 'orphan_upd');
     // The premise: the row's own text is stale from attempt 1, and the job's last output is the
-    // batch failure (the statement that would have recorded it on the row failed too).
+    // batch failure (the statement that would have recorded it on the row failed too); the
+    // sweeper ended the row from that output.
     const job = await jobOf('kids', 'orphan_upd');
-    expect(job?.output).toMatchObject({ code: 'batch_failed' });
+    expect(job).toMatchObject({ state: 'failed', output: { code: 'batch_failed' } });
     expect(ended).toMatchObject({ status: 'dead', attempts: config.worker.retryLimit + 1 });
     expect(ended.last_error).toMatch(/^batch_failed: .*injected commit failure for orphan_upd/);
   });

@@ -85,8 +85,8 @@ export const eventsShowOptionsSchema = z.strictObject({
 
 export const SHOW_EVENT = `
   SELECT endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version::text AS entity_version,
-         status, attempts, requeued_attempts, last_error, received_at, processed_at, received_via,
-         traceparent, headers, payload
+         status, attempts, requeued_attempts, dispatched_attempts, dispatch_job::text AS dispatch_job,
+         next_attempt_at, last_error, received_at, processed_at, received_via, traceparent, headers, payload
     FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = $2`;
 
@@ -111,6 +111,10 @@ export interface ShownEvent {
   status: string;
   attempts: number;
   requeued_attempts: number;
+  dispatched_attempts: number;
+  /** The job that carries it now, or last did (null: applied in its claim, or claimed before dispatch jobs). */
+  dispatch_job: string | null;
+  next_attempt_at: Date | null;
   last_error: string | null;
   received_at: Date;
   processed_at: Date | null;
@@ -133,9 +137,9 @@ export interface Delivery {
 }
 
 /**
- * The event's current apply job (its id derives from the event), while pg-boss keeps it: when it
- * was dispatched (at receipt, or by the last requeue), when its latest attempt started, when the
- * next one is due and when it finished. A primary-key lookup.
+ * The event's current apply job (the one its row names), while pg-boss keeps it: when it was
+ * dispatched (at receipt, after a failed attempt, by the last requeue), when its latest try
+ * started, when it is due and when it finished. A primary-key lookup.
  */
 export const APPLY_JOB_TIMES = `
   SELECT state::text AS state, retry_count, created_on, started_on, completed_on, start_after
@@ -170,18 +174,18 @@ export function timeline(
   const entries: { at: Date | null; what: string }[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
   ];
-  // A job created after the receipt is a later dispatch: the requeue (or a settled duplicate under
-  // `dedupe: observe`) that gave the event its fresh retry budget.
-  const redispatched = job !== null && job.created_on.getTime() > event.received_at.getTime();
+  // The requeue (or a settled duplicate under `dedupe: observe`) that gave the event a fresh
+  // budget of attempts; its time is known while its job is the current one.
+  const requeuedNow = event.requeued_attempts > 0 && event.requeued_attempts === event.dispatched_attempts;
   if (event.requeued_attempts > 0) {
     entries.push({
-      at: redispatched ? job.created_on : null,
+      at: requeuedNow && job && job.created_on > event.received_at ? job.created_on : null,
       what: `requeued after ${event.requeued_attempts} attempt(s), with a fresh job`,
     });
   }
   const lastError = event.last_error ? `: ${event.last_error}` : '';
   if (job?.started_on) {
-    const attempt = event.requeued_attempts + job.retry_count + 1;
+    const attempt = event.dispatched_attempts + job.retry_count + 1;
     entries.push({ at: job.started_on, what: `attempt ${attempt} started` });
     if (job.state === 'retry')
       entries.push({
@@ -190,7 +194,11 @@ export function timeline(
       });
     if (job.state === 'active') entries.push({ at: null, what: `attempt ${attempt} is running now` });
   } else if (event.status === 'pending' && event.attempts > 0) {
-    entries.push({ at: null, what: `${event.attempts} attempt(s) so far${lastError}` });
+    // A failed attempt was sent again in a new job, waiting for its backoff.
+    entries.push({
+      at: event.next_attempt_at,
+      what: `attempt ${event.attempts + 1} due (attempt ${event.attempts} failed${lastError})`,
+    });
   }
   if (event.processed_at) {
     entries.push({
@@ -240,9 +248,10 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   }
   const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
     .rows;
+  // Rows claimed before dispatch jobs existed name none: theirs was the one derived from the event.
+  const jobId = event.dispatch_job ?? jobIdFor(endpoint, eventId);
   const job =
-    (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobIdFor(endpoint, eventId)]))
-      .rows[0] ?? null;
+    (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
   return { event, deliveries, job };
 }
 

@@ -84,6 +84,8 @@ export interface EventResult {
   readonly failureCode?: string;
   /** Ended because its attempts ran out (not because retrying could never help). */
   readonly lastAttempt?: boolean;
+  /** Attempts it has left after this one (a `retry`). */
+  readonly attemptsLeft?: number;
   readonly traceparent: string | null;
 }
 
@@ -255,7 +257,13 @@ export async function applyEvents(
         });
       } else {
         failed.push({ eventId: row.event_id, attempts, lastError: error });
-        results.push({ ...base, outcome: 'retry', error, failureCode: pass.failure.code });
+        results.push({
+          ...base,
+          outcome: 'retry',
+          error,
+          failureCode: pass.failure.code,
+          attemptsLeft: row.requeued_attempts + request.maxAttempts - attempts,
+        });
       }
     }
   }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { failureFromOutput, PARKING_CODE } from '../apply/failure.ts';
+import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../apply/failure.ts';
 import { dispatchEvents } from '../queue/dispatch.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
 import { type Ended, settleBatch } from './rows.ts';
@@ -116,15 +116,18 @@ export async function sweepOrphans(
         again.push({ eventId: row.event_id, attempts, fromJob: row.dispatch_job });
         continue;
       }
-      // The job's last try never reported (pg-boss expired it, or its heartbeat stopped): the
-      // worker died with it, every time. The event may be what kills it.
-      const lost = job?.state === 'failed' && failureFromOutput(job.output) === null;
-      const reported = /^([a-z0-9_]+): /.exec(row.last_error ?? '')?.[1];
+      // How the job's last try ended decides, where it says: a failure it reported (a batch whose
+      // transaction failed), or none (pg-boss expired it, or its heartbeat stopped: the worker died
+      // with it, every time, and the event may be what kills it). Otherwise the row's last error.
+      const reported = job?.state === 'failed' ? failureFromOutput(job.output) : null;
+      const lost = job?.state === 'failed' && reported === null;
+      const lastError = reported ? lastErrorOf(reported) : lost ? WORKER_LOST : (row.last_error ?? LOST);
+      const code = /^([a-z0-9_]+): /.exec(lastError)?.[1];
       over.push({
         eventId: row.event_id,
-        status: !lost && reported === PARKING_CODE ? 'parked' : 'dead',
+        status: code === PARKING_CODE ? 'parked' : 'dead',
         attempts,
-        lastError: lost ? WORKER_LOST : (row.last_error ?? LOST),
+        lastError,
       });
     }
     redispatched.push(...(await dispatchEvents(boss, client, endpoint, again)));

@@ -54,6 +54,12 @@ export interface DispatchOptions {
    * hands back unapplied, beyond what it applies in one batch, were charged nothing.
    */
   readonly keepAttempts?: boolean;
+  /**
+   * The jobs' own retry limit, for tries that never report (a lost worker, a batch whose
+   * transaction failed): what the events have left of their budget, so that those tries cannot
+   * carry them past it. Unset: the queue's.
+   */
+  readonly retryLimit?: number;
 }
 
 /**
@@ -90,7 +96,14 @@ export async function dispatchEvents(
     const data: ApplyJobData = { endpoint, eventIds };
     await boss.insert(
       applyQueue(endpoint),
-      [{ id, data, ...(delaySeconds > 0 ? { startAfter: Math.ceil(delaySeconds) } : {}) }],
+      [
+        {
+          id,
+          data,
+          ...(delaySeconds > 0 ? { startAfter: Math.ceil(delaySeconds) } : {}),
+          ...(options.retryLimit === undefined ? {} : { retryLimit: Math.max(0, options.retryLimit) }),
+        },
+      ],
       { db },
     );
     dispatched.push(...eventIds);
