@@ -31,7 +31,6 @@ export function refuse(code: GatewayErrorCode, message: string): Answer {
 const RETRY_LATER: Partial<Record<GatewayErrorCode, string>> = {
   database_unavailable: 'The event could not be stored right now; it was not accepted. Retry later.',
   apply_failed: 'The event could not be applied right now; it was not accepted. Retry later.',
-  job_busy: 'An earlier attempt for this event is still running; it was not accepted. Retry later.',
   overloaded: 'Too many deliveries are waiting to be stored; this one was not accepted. Retry later.',
 };
 

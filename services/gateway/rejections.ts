@@ -10,7 +10,6 @@ export type GatewayErrorCode =
   | 'payload_unstorable'
   | 'database_unavailable'
   | 'apply_failed'
-  | 'job_busy'
   | 'overloaded'
   | 'event_id_invalid'
   | 'event_type_invalid'
@@ -48,7 +47,6 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   payload_unstorable: 422,
   database_unavailable: 503,
   apply_failed: 503,
-  job_busy: 503,
   overloaded: 503,
 };
 

@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { type SweepCursor, sweepOrphans } from '../core/inbox/orphans.ts';
 import type { Ended } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import type { OutageLog } from '../core/outage-log.ts';
 
 /** Arbitrary fixed key ('swep') of the advisory lock that lets one worker at a time sweep. */
 const SWEEP_LOCK = 0x73776570;
@@ -16,6 +17,8 @@ export interface SweeperOptions {
   readonly intervalMs: number;
   readonly maxAttempts: number;
   readonly onEnded?: (endpoint: string, ended: readonly Ended[]) => void;
+  /** Counts failures while the database is unreachable, instead of a line each. */
+  readonly outage?: OutageLog | undefined;
 }
 
 /**
@@ -31,7 +34,14 @@ export function startSweeper(options: SweeperOptions): { stop(): Promise<void> }
   let stopped = false;
 
   const sweep = async (): Promise<void> => {
-    const client = await options.pool.connect();
+    let client: pg.PoolClient;
+    try {
+      client = await options.pool.connect();
+    } catch (error) {
+      if (!options.outage?.failed('worker sweeper', error))
+        options.logger.warn({ err: error }, 'could not sweep for events without a live job; trying again later');
+      return;
+    }
     let broken = false;
     try {
       await client.query('BEGIN');
@@ -66,13 +76,12 @@ export function startSweeper(options: SweeperOptions): { stop(): Promise<void> }
         }
       }
       await client.query('COMMIT');
+      options.outage?.recovered();
     } catch (error) {
       broken = true;
       await client.query('ROLLBACK').catch(() => {});
-      options.logger.warn(
-        { err: error },
-        'could not sweep for events without a live job; trying again later',
-      );
+      if (!options.outage?.failed('worker sweeper', error))
+        options.logger.warn({ err: error }, 'could not sweep for events without a live job; trying again later');
     } finally {
       client.release(broken);
     }

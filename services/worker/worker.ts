@@ -303,6 +303,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     endpoints: [...handlers.keys()],
     intervalMs: config.worker.sweepInterval,
     maxAttempts: policy.maxAttempts,
+    outage: options.outage,
     onEnded: (endpoint, ended) => {
       for (const row of ended) metrics?.eventsApplied.inc({ endpoint, event_type: '', outcome: row.status });
     },

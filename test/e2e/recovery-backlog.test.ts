@@ -82,15 +82,21 @@ describe('catching up on a backlog', { timeout: DRAIN_MS + 240_000 }, () => {
     );
     const drainSeconds = (Date.now() - drainStarted) / 1000;
     expect(await statusCounts(db.pool, 'catchup')).toEqual({ processed: EVENTS });
-    // Every event once, on its first attempt, every job completed.
+    // Every event once, on its first attempt; one job per claim batch of up to batchSize events,
+    // every job completed, and no event named by two jobs (none was handed back or sent again).
     const attempts = await db.pool.query(
       `SELECT attempts, count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'catchup' GROUP BY attempts`,
     );
     expect(attempts.rows).toEqual([{ attempts: 1, n: EVENTS }]);
-    const jobs = await db.pool.query<{ state: string; n: number }>(
-      `SELECT state, count(*)::int AS n FROM pgboss.job WHERE name = 'hookgate.apply.catchup' GROUP BY state`,
+    const jobs = await db.pool.query<{ state: string; jobs: number; named: number; distinct: number }>(
+      `SELECT j.state, count(DISTINCT j.id)::int AS jobs, count(*)::int AS named,
+              count(DISTINCT e.event_id)::int AS distinct
+         FROM pgboss.job j, jsonb_array_elements_text(j.data->'eventIds') AS e(event_id)
+        WHERE j.name = 'hookgate.apply.catchup' GROUP BY j.state`,
     );
-    expect(jobs.rows).toEqual([{ state: 'completed', n: EVENTS }]);
+    expect(jobs.rows).toEqual([
+      { state: 'completed', jobs: Math.ceil(EVENTS / worker.batchSize), named: EVENTS, distinct: EVENTS },
+    ]);
     // The gauges saw the backlog and return to zero (they are cached for 5 s).
     expect(backlogAtStart).toBeGreaterThan(0);
     await waitFor(

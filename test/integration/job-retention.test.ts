@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
@@ -24,15 +26,23 @@ import {
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const DAY = 86_400_000;
 
-const document = workerConfigDocument(
-  {
-    redo: { handler: 'record' },
-    billing: { handler: 'billing' },
-    kids: { handler: 'project', options: { createOn: ['thing.created'] } },
-  },
-  { completedJobRetention: '1s', maintenanceInterval: '1s' },
-);
-const config = parseConfig({ ...document, relay: { completedJobRetention: '1s' } }, {});
+// The notifications' receiver: billing queues a notification only where it has a URL to go to.
+const sink = createServer((request, response) => {
+  request.resume();
+  request.on('end', () => response.writeHead(200).end());
+});
+
+function configFor(notifyUrl: string) {
+  const document = workerConfigDocument(
+    {
+      redo: { handler: 'record' },
+      billing: { handler: 'billing', options: { notifyUrl } },
+      kids: { handler: 'project', options: { createOn: ['thing.created'] } },
+    },
+    { completedJobRetention: '1s', maintenanceInterval: '1s' },
+  );
+  return parseConfig({ ...document, relay: { completedJobRetention: '1s' } }, {});
+}
 
 let db: TestDatabase;
 let gateway: TestGateway;
@@ -41,6 +51,8 @@ let claimer: Claimer;
 let relays: { stop(): Promise<void> };
 
 beforeAll(async () => {
+  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
+  const config = configFor(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/paid`);
   db = await createTestDatabase();
   gateway = await startTestGateway(db.url, config);
   worker = await startTestWorker(db.url, config);
@@ -60,6 +72,7 @@ afterAll(async () => {
   await claimer?.stop();
   await gateway?.stop();
   await db?.drop();
+  sink.close();
 });
 
 async function row(endpoint: string, eventId: string) {
@@ -183,20 +196,20 @@ describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
     await processed('billing', 'evt_paid_1');
     const key = `${invoice}:paid`;
     const outboxId = outboxJobIdFor('notify', key);
-    // The premise: the apply queued the effect, and the relay settled it (no URL: nowhere).
+    // The premise: the apply queued the effect, and the relay delivered it.
     await waitFor('the delivery settled', async () => {
       const { rows } = await db.pool.query(
         `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
         [key],
       );
-      return rows[0]?.status === 'nowhere';
+      return rows[0]?.status === 'delivered';
     });
     await gone(outboxId, 'the completed outbox job');
     const { rows } = await db.pool.query(
       `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
       [key],
     );
-    expect(rows).toEqual([{ status: 'nowhere' }]);
+    expect(rows).toEqual([{ status: 'delivered' }]);
   });
 
   it('an event that ends parked: every job that carried it is completed and deleted, the row stays parked', async () => {

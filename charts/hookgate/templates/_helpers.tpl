@@ -254,13 +254,13 @@ The most PostgreSQL connections the release may hold at once, as JSON (load/READ
 rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
 Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares):
 gateway: config.database.poolSize + 2 (pg-boss); worker: the larger of config.worker.poolSize
-and endpoints × (worker.concurrency + 1) + 2 × relay.concurrency + 1, plus 6 (pg-boss) and 1 (its
+and endpoints × worker.concurrency + 2 × relay.concurrency + 2, plus 6 (pg-boss) and 1 (its
 wake-up listener).
 */}}
 {{- define "hookgate.connections" -}}
 {{- $c := .Values.config }}
 {{- $endpoints := len $c.endpoints }}
-{{- $loops := add (mul $endpoints (add (int (dig "worker" "concurrency" 2 $c)) 1)) (mul 2 (int (dig "relay" "concurrency" 2 $c))) 1 }}
+{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" 2 $c))) (mul 2 (int (dig "relay" "concurrency" 2 $c))) 2 }}
 {{- $gatewayPerPod := add (int (dig "database" "poolSize" 10 $c)) 2 }}
 {{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) 6 1 }}
 {{- $gatewayReplicas := ternary .Values.gateway.autoscaling.maxReplicas .Values.gateway.replicaCount .Values.gateway.autoscaling.enabled | int }}

@@ -338,7 +338,7 @@ export const configSchema = z
         concurrency: z.number().int().min(1).max(16).default(2),
         /**
          * Connections per worker process for apply transactions. Unset: what the worker's loops
-         * need (endpoints × (concurrency + 1) + relay loops + 1), so no configuration starts short.
+         * need (endpoints × concurrency + relay loops + 2), so no configuration starts short.
          */
         poolSize: z.number().int().min(2).max(200).optional(),
         /** How long an idle loop waits before fetching again (a full batch fetches again at once). */

@@ -17,12 +17,12 @@ export const WAKEUP_LISTENER_CONNECTIONS = 1;
 export const MIGRATION_CONNECTIONS = 2;
 
 /**
- * What the worker's loops hold at once: each apply and dead-letter loop a connection while it
- * works (concurrency + 1 per endpoint), each relay loop one, and the backlog query one.
+ * What the worker's loops hold at once: each apply loop a connection while it works
+ * (concurrency per endpoint), each relay loop one, the sweeper one, and the backlog query one.
  */
 export function workerLoopConnections(config: Config): number {
   const endpoints = Object.keys(config.endpoints).length;
-  return endpoints * (config.worker.concurrency + 1) + OUTBOX_KINDS.length * config.relay.concurrency + 1;
+  return endpoints * config.worker.concurrency + OUTBOX_KINDS.length * config.relay.concurrency + 2;
 }
 
 /** The worker's apply pool: worker.poolSize, but never below what its loops need. */

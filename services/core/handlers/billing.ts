@@ -41,7 +41,7 @@ export const billingOptionsSchema = z.strictObject({
     .default('https://api.stripe.com'),
   /** Per-request timeout of a re-fetch (it runs inside the apply transaction). */
   stripeTimeout: durationMs.default(10_000),
-  /** Where the relay POSTs invoice-paid notifications; unset → recorded as delivered nowhere. */
+  /** Where the relay POSTs invoice-paid notifications; unset → no notification is queued. */
   notifyUrl: httpUrl.optional(),
   /** Per-request timeout of a notification delivery. */
   notifyTimeout: durationMs.default(10_000),
@@ -379,7 +379,8 @@ export function createBillingHandler(
             currency: row.currency,
             booked_at: row.booked_at!,
           };
-          await context.outbox(op.event).enqueue(notification(op.event, op.invoice, entry));
+          // Nowhere to send it: no job (a job per payment "delivered nowhere" cost a row each).
+          if (notifyUrl !== null) await context.outbox(op.event).enqueue(notification(op.event, op.invoice, entry));
           results[op.index] = 'processed';
         } else {
           results[op.index] = changed ? 'processed' : 'ignored';
