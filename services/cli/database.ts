@@ -4,6 +4,7 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { migrate, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
+import { refuseSharedSessions } from '../core/db/pooling-mode.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
 import { HookgateError } from '../core/errors.ts';
 import type { Logger } from '../core/logging.ts';
@@ -85,6 +86,20 @@ export async function openExistingDatabase(): Promise<ResolvedDatabase> {
 }
 
 export async function runMigrations(url: string, logger: Logger): Promise<readonly string[]> {
+  // The migration lock is a session's: through a pooler lending sessions per transaction it could
+  // be released on another backend and stay held. Refused before anything changes.
+  const probe = createPool({
+    connectionString: url,
+    max: 2,
+    statementTimeoutMs: 10_000,
+    connectTimeoutMs: 10_000,
+    applicationName: 'hookgate-migrate',
+  });
+  try {
+    await refuseSharedSessions(probe, databaseHost(url));
+  } finally {
+    await probe.end();
+  }
   const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
   await client.connect();
   try {

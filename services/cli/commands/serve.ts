@@ -7,6 +7,7 @@ import { type Config, listenAddress } from '../../core/config/schema.ts';
 import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
+import { refuseSharedSessions } from '../../core/db/pooling-mode.ts';
 import { untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
@@ -141,6 +142,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
       `The database is not ready for this version of hookgate (${pending}). Run "hookgate migrate" first.`,
     );
   }
+  await refuseSharedSessions(pool, databaseHost(database.url)).catch(async (error: unknown) => {
+    await pool.end().catch(() => {});
+    throw error;
+  });
 
   // Workers supervise pg-boss (expiry, dead-lettering of expired attempts), so any running worker
   // keeps stalled jobs moving; a gateway-only process does not.

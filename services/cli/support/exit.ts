@@ -19,6 +19,8 @@ const USAGE_CODES = new Set([
   'env_invalid',
   'database_url_invalid',
   'database_missing',
+  // A pooler lending sessions per transaction: retrying cannot change it (docs/kubernetes.md).
+  'database_pooling_unsupported',
   'credentials_missing',
   // verify's --sent file: the input the command was given is wrong.
   'sent_file_invalid',
