@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -20,9 +20,10 @@ run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
-## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major), and the chart
-## tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
-tools: chart-tools postgres-15
+## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major, standbys and
+## failovers), PgBouncer, ip and iptables (network faults), and the chart tools (Helm 4,
+## kubectl-validate, helm-unittest) built with `go install` into .tools/
+tools: chart-tools postgres-15 pgbouncer fault-tools
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -35,6 +36,23 @@ postgres-15:
 	@if [ ! -x $(PG15_BIN)/postgres ] || [ ! -x $(PG15_BIN)/initdb ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15; \
+	fi
+
+# The tests start PgBouncer processes of their own, on free ports, from temporary configuration
+# files (test/support/pgbouncer.ts); the package's own service is never used.
+PGBOUNCER := /usr/sbin/pgbouncer
+pgbouncer:
+	@if [ ! -x $(PGBOUNCER) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer; \
+	fi
+
+# The network-fault tests make network namespaces, veth pairs and iptables rules of their own
+# (test/support/netns.ts); they need root.
+fault-tools:
+	@if ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 iptables; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`
