@@ -4,8 +4,8 @@ import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { migrate, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
-import { refuseSharedSessions } from '../core/db/pooling-mode.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
+import { checkDatabaseServer } from '../core/db/server-checks.ts';
 import { HookgateError } from '../core/errors.ts';
 import type { Logger } from '../core/logging.ts';
 import { createBoss } from '../core/queue/boss.ts';
@@ -85,7 +85,11 @@ export async function openExistingDatabase(): Promise<ResolvedDatabase> {
   return database;
 }
 
-export async function runMigrations(url: string, logger: Logger): Promise<readonly string[]> {
+export async function runMigrations(
+  url: string,
+  logger: Logger,
+  options: { createRoles?: boolean } = {},
+): Promise<readonly string[]> {
   // The migration lock is a session's: through a pooler lending sessions per transaction it could
   // be released on another backend and stay held. Refused before anything changes.
   const probe = createPool({
@@ -96,16 +100,16 @@ export async function runMigrations(url: string, logger: Logger): Promise<readon
     applicationName: 'hookgate-migrate',
   });
   try {
-    await refuseSharedSessions(probe, databaseHost(url));
+    await checkDatabaseServer(probe, databaseHost(url));
   } finally {
     await probe.end();
   }
   const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
   await client.connect();
   try {
-    const report = await migrate(client, url);
+    const report = await migrate(client, url, options);
     logger.info(
-      { applied: report.applied },
+      { applied: report.applied, roles: report.roles },
       report.applied.length ? 'migrations applied' : 'schema is up to date',
     );
     return report.applied;

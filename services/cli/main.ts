@@ -81,11 +81,19 @@ addConfigOption(
       '--check-config',
       'first check the configuration as "config check" does; refuse to migrate if it fails',
     )
+    .option(
+      '--create-roles',
+      'also create the roles hookgate_runtime (rows only) and hookgate_readonly (reads only); needs CREATEROLE',
+    )
     .option('--json', 'print the result as JSON'),
 )
   .addHelpText(
     'after',
-    examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://… hookgate migrate']),
+    examples([
+      'hookgate migrate --dry-run',
+      'DATABASE_URL=postgres://… hookgate migrate',
+      'DATABASE_URL=postgres://owner@… hookgate migrate --create-roles',
+    ]),
   )
   .action((options: unknown) => migrateCommand(options));
 

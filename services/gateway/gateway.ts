@@ -146,6 +146,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
     bodyLimit: config.server.bodyLimit,
+    answerWithinMs: config.server.requestTimeout,
     bodyBudget: new BodyBudget(config.server.maxBufferedBytes),
     metrics,
     logger,

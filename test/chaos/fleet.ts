@@ -127,6 +127,12 @@ export interface LoadOptions {
   readonly runId: string;
   /** Longer than any bound the gateway promises, so a held connection shows as a slow answer. */
   readonly requestTimeoutMs?: number;
+  /**
+   * Connections per gateway. Providers open one per delivery in flight; with fewer, requests
+   * queue in the driver while the gateway holds the rest, and their wait is the driver's, not
+   * the gateway's. Default: enough for every request in flight for 15 s at the rate.
+   */
+  readonly connections?: number;
 }
 
 /** The load mix (unique events, later and concurrent duplicates) spread evenly over the gateways. */
@@ -145,7 +151,8 @@ export function startLoad(options: LoadOptions): {
           targets: LOAD_MIX_TARGETS,
           rate: options.rate / options.ports.length,
           seconds: options.seconds,
-          connections: 32,
+          connections:
+            options.connections ?? Math.max(32, Math.ceil((options.rate / options.ports.length) * 15)),
           maxInFlight: 4_000,
           requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
           mix: DEFAULT_MIX,

@@ -7,7 +7,7 @@ import { type Config, listenAddress } from '../../core/config/schema.ts';
 import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
-import { refuseSharedSessions } from '../../core/db/pooling-mode.ts';
+import { checkDatabaseServer } from '../../core/db/server-checks.ts';
 import { untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
@@ -142,7 +142,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
       `The database is not ready for this version of hookgate (${pending}). Run "hookgate migrate" first.`,
     );
   }
-  await refuseSharedSessions(pool, databaseHost(database.url)).catch(async (error: unknown) => {
+  await checkDatabaseServer(pool, databaseHost(database.url)).catch(async (error: unknown) => {
     await pool.end().catch(() => {});
     throw error;
   });

@@ -21,6 +21,8 @@ const USAGE_CODES = new Set([
   'database_missing',
   // A pooler lending sessions per transaction: retrying cannot change it (docs/kubernetes.md).
   'database_pooling_unsupported',
+  // A PostgreSQL older than hookgate supports (services/core/db/server-checks.ts).
+  'database_version_unsupported',
   'credentials_missing',
   // verify's --sent file: the input the command was given is wrong.
   'sent_file_invalid',

@@ -5,6 +5,7 @@ import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
+import { applyRoles } from './roles.ts';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
 
@@ -43,13 +44,25 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
 
 export interface MigrationReport {
   readonly applied: readonly string[];
+  /** Whether hookgate_runtime and hookgate_readonly exist (and were granted what exists now). */
+  readonly roles: boolean;
+}
+
+export interface MigrateOptions {
+  /** Create hookgate_runtime and hookgate_readonly if they do not exist (roles.ts). */
+  readonly createRoles?: boolean;
 }
 
 /**
- * Applies pending migrations and installs or upgrades pg-boss's schema. Concurrent migrators
- * serialise on one advisory lock: the second waits, then finds nothing left to do.
+ * Applies pending migrations and installs or upgrades pg-boss's schema, then grants the runtime
+ * and read-only roles what now exists (when they exist). Concurrent migrators serialise on one
+ * advisory lock: the second waits, then finds nothing left to do.
  */
-export async function migrate(client: pg.Client, connectionString: string): Promise<MigrationReport> {
+export async function migrate(
+  client: pg.Client,
+  connectionString: string,
+  options: MigrateOptions = {},
+): Promise<MigrationReport> {
   await client.query(LOCK, [MIGRATION_LOCK_KEY]);
   try {
     await client.query(CREATE_LEDGER);
@@ -75,7 +88,8 @@ export async function migrate(client: pg.Client, connectionString: string): Prom
       applied.push(`${migration.version}_${migration.name}`);
     }
     await installPgBoss(connectionString);
-    return { applied };
+    const roles = await applyRoles(client, options.createRoles === true);
+    return { applied, roles };
   } finally {
     await client.query(UNLOCK, [MIGRATION_LOCK_KEY]);
   }
