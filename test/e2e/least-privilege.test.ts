@@ -6,7 +6,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Fleet, settle, startFleet, startLoad } from '../chaos/fleet.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
