@@ -102,10 +102,13 @@ bench: $(DEPS)
 
 ## chaos: the full chaos run (>= 20 SIGKILLs of gateways and workers, PostgreSQL restarted once,
 ## under signed load with duplicates) on its own embedded PostgreSQL, then a 100 000-event backlog
-## catch-up; `make test` runs a short chaos run and a 20 000-event catch-up
-chaos: $(DEPS)
+## catch-up, then the database tier's long runs (PgBouncer, four failovers, partitions of 30 and
+## 120 s, a slow and lossy link; about 25 minutes, one JSON line of figures each); `make test`
+## runs a short chaos run, a 20 000-event catch-up and the database tier's short runs
+chaos: $(DEPS) postgres-15 pgbouncer fault-tools
 	node test/chaos/main.ts
 	CATCHUP_EVENTS=100000 CATCHUP_DRAIN_MS=600000 vitest run test/e2e/recovery-backlog.test.ts
+	node test/chaos/db-tier-main.ts
 
 clean:
 	rm -rf node_modules .hookgate bench/results

@@ -117,14 +117,33 @@ a guess among several, since the event is processed by that endpoint's handler.
     name: {{ include "hookgate.secretName" . }}
 {{- end }}
 
+{{/*
+Where a component's DATABASE_URL comes from: its own Secret when `secret.name` is set (the
+migration login, KEDA's and `helm test`'s read-only login: docs/kubernetes.md, "Roles"), else
+the pods' Secret. Call with (dict "ctx" $ "secret" .Values.migrations.databaseUrlSecret).
+*/}}
+{{- define "hookgate.databaseUrlRef" -}}
+{{- if .secret.name -}}
+name: {{ .secret.name }}
+key: {{ .secret.key }}
+{{- else -}}
+name: {{ include "hookgate.secretName" .ctx }}
+key: {{ .ctx.Values.secrets.databaseUrlKey }}
+{{- end -}}
+{{- end }}
+
 {{/* Call with (dict "ctx" $ "component" "gateway"). */}}
 {{- define "hookgate.env" -}}
 {{- $ctx := .ctx }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
+      {{- if eq .component "test" }}
+      {{- include "hookgate.databaseUrlRef" (dict "ctx" $ctx "secret" $ctx.Values.tests.databaseUrlSecret) | nindent 6 }}
+      {{- else }}
       name: {{ include "hookgate.secretName" $ctx }}
       key: {{ $ctx.Values.secrets.databaseUrlKey }}
+      {{- end }}
 - name: LOG_LEVEL
   value: {{ $ctx.Values.logLevel | quote }}
 - name: HOOKGATE_CONFIG
