@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import { percentile } from '../../load/driver/driver.ts';
 import { LOAD_MIX_CONFIG } from '../support/load-mix-endpoints.ts';
 import { startPgBouncer, type TestPgBouncer } from '../support/pgbouncer.ts';
 import { type SystemCluster, startStandby, startSystemCluster } from '../support/system-postgres.ts';
@@ -23,6 +24,7 @@ import {
   type FaultWindow,
   type Fleet,
   faultWindow,
+  fleetConnections,
   prepareDatabase,
   settle,
   startFleet,
@@ -54,6 +56,8 @@ export interface FailoverReport {
   readonly requests: number;
   readonly acknowledged: number;
   readonly statuses: Readonly<Record<string, number>>;
+  /** Acknowledgement time before the fault (what the replication mode costs each delivery), ms. */
+  readonly ackBeforeFault: { readonly p50: number; readonly p99: number };
   /** From the replication stall (or the crash) until PgBouncer pointed at the promoted standby. */
   readonly fault: FaultWindow & { readonly ms: number };
   /** pg_ctl promote, until the standby accepted writes. */
@@ -118,10 +122,13 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
       const [setting] = await query<{ synchronous_commit: string }>(primaryUrl, 'SHOW synchronous_commit');
       if (setting?.synchronous_commit !== 'on') throw new Error('synchronous_commit is not on');
     }
-    bouncer = await startPgBouncer(primaryUrl, { mode: 'session' });
-    const url = bouncer.url('postgres');
     const configFile = join(dir, 'hookgate.yaml');
     writeFileSync(configFile, LOAD_MIX_CONFIG);
+    bouncer = await startPgBouncer(primaryUrl, {
+      mode: 'session',
+      poolSize: fleetConnections(configFile, options.gateways, options.workers),
+    });
+    const url = bouncer.url('postgres');
     fleet = await startFleet({ url, configFile, gateways: options.gateways, workers: options.workers, log });
 
     const load = startLoad({
@@ -170,6 +177,12 @@ export async function runFailover(options: FailoverOptions): Promise<FailoverRep
       requests: done.results.reduce((n, r) => n + r.requests, 0),
       acknowledged: settled.acknowledged,
       statuses,
+      ackBeforeFault: (() => {
+        const acks = done.answers
+          .filter((a) => a.status !== null && a.status < 300 && a.answeredAt < faultFrom)
+          .map((a) => a.answeredAt - a.sentAt);
+        return { p50: percentile(acks, 50), p99: percentile(acks, 99) };
+      })(),
       fault: { ms: faultTo - faultFrom, ...faultWindow(done.answers, faultFrom, faultTo) },
       promotionMs: promoted - promoteStarted,
       acceptAgainMs: timeToAccept(done.answers, promoted),

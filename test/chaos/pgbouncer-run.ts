@@ -9,7 +9,7 @@ import { LOAD_MIX_CONFIG } from '../support/load-mix-endpoints.ts';
 import { type PoolMode, startPgBouncer } from '../support/pgbouncer.ts';
 import { runHookgate } from '../support/process.ts';
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';
-import { type Fleet, type Settlement, settle, startFleet, startLoad } from './fleet.ts';
+import { type Fleet, fleetConnections, type Settlement, settle, startFleet, startLoad } from './fleet.ts';
 
 export interface PgBouncerRunOptions {
   /** A database on the PostgreSQL behind PgBouncer, empty (the run migrates it through PgBouncer). */
@@ -34,7 +34,13 @@ export interface PgBouncerRunReport extends Omit<Settlement, 'verify'> {
 export async function runThroughPgBouncer(options: PgBouncerRunOptions): Promise<PgBouncerRunReport> {
   const dir = mkdtempSync(join(tmpdir(), `hookgate-pgbouncer-${options.mode}-`));
   const database = new URL(options.databaseUrl).pathname.slice(1);
-  const bouncer = await startPgBouncer(options.databaseUrl, { mode: options.mode });
+  const configFile = join(dir, 'hookgate.yaml');
+  writeFileSync(configFile, LOAD_MIX_CONFIG);
+  // Session mode holds a server connection per client connection: the pool is the fleet's figure.
+  const bouncer = await startPgBouncer(options.databaseUrl, {
+    mode: options.mode,
+    poolSize: fleetConnections(configFile, options.gateways, options.workers),
+  });
   let fleet: Fleet | null = null;
   try {
     const through = bouncer.url(database);
@@ -46,8 +52,6 @@ export async function runThroughPgBouncer(options: PgBouncerRunOptions): Promise
     await direct.query(INSTALL_EFFECTS);
     await direct.end();
 
-    const configFile = join(dir, 'hookgate.yaml');
-    writeFileSync(configFile, LOAD_MIX_CONFIG);
     fleet = await startFleet({
       url: through,
       configFile,

@@ -211,7 +211,10 @@ export const configSchema = z
           .default(64 * 1024 * 1024),
         /** Largest accepted header block (Node's --max-http-header-size). */
         headerLimit: byteSize.default(16 * 1024),
-        /** A request that has not been answered after this long is cut off. */
+        /**
+         * A request not received within this is answered 408; one not answered within this of its
+         * first byte (its claim still waiting for PostgreSQL) is answered 503 (docs/gateway.md).
+         */
         requestTimeout: durationMs.pipe(z.number().min(1_000).max(300_000)).default(10_000),
         /** How long SIGTERM waits for in-flight requests before closing anyway. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
