@@ -9,8 +9,8 @@ import type pg from 'pg';
  * - runtime (`hookgate_runtime`): the gateways and workers. Reads and writes rows of those
  *   schemas' tables and nothing else: no CREATE on any schema (PostgreSQL 15 and later no longer
  *   let every role create in `public`), no TRUNCATE, and no writes to the migration ledgers.
- * - read-only (`hookgate_readonly`): KEDA's backlog query, the console's reads, `hookgate verify`.
- *   SELECT on `hookgate` and `pgboss`.
+ * - read-only (`hookgate_readonly`): KEDA's backlog query, `helm test`'s wait, the console's
+ *   reads. SELECT on `hookgate` and `pgboss`.
  *
  * Both are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
