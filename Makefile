@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 chromium clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -20,9 +20,10 @@ run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
-## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major), and the chart
-## tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
-tools: chart-tools postgres-15
+## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major), Debian's
+## Chromium (the console's browser tests), and the chart tools (Helm 4, kubectl-validate,
+## helm-unittest) built with `go install` into .tools/
+tools: chart-tools postgres-15 chromium
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -35,6 +36,15 @@ postgres-15:
 	@if [ ! -x $(PG15_BIN)/postgres ] || [ ! -x $(PG15_BIN)/initdb ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15; \
+	fi
+
+# The console's browser tests drive Debian's Chromium through playwright-core (never a browser
+# download of Playwright's own): test/support/browser.ts launches /usr/bin/chromium.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`

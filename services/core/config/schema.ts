@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
+import { consoleSchema } from './console-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 
@@ -357,6 +358,8 @@ export const configSchema = z
         deadJobRetention: deadJobRetention(30),
       })
       .prefault({}),
+    /** The web console (docs/console.md). */
+    console: consoleSchema.prefault({}),
     endpoints: z
       .record(
         z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),
