@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { hashPasswordCommand } from '../console/hash-password.ts';
 import { HookgateError } from '../core/errors.ts';
 import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
@@ -59,7 +60,7 @@ addConfigOption(
     )
     .addOption(
       new Option('--role <role>', 'what this process runs')
-        .choices(['gateway', 'worker', 'all'])
+        .choices(['gateway', 'worker', 'console', 'all'])
         .default('all'),
     ),
 )
@@ -68,6 +69,7 @@ addConfigOption(
     examples([
       'hookgate serve --config hookgate.yaml',
       'DATABASE_URL=postgres://… hookgate serve --role worker',
+      'DATABASE_URL=postgres://… CONSOLE_SESSION_SECRET=… hookgate serve --role console',
     ]),
   )
   .action((options: unknown) => serveCommand(options));
@@ -88,6 +90,19 @@ addConfigOption(
     examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://… hookgate migrate']),
   )
   .action((options: unknown) => migrateCommand(options));
+
+const consoleCommand = program.command('console').description('the web console (serve --role console)');
+consoleCommand
+  .command('hash-password')
+  .description('read a password on stdin and print its hash for console.users or the users file')
+  .addHelpText(
+    'after',
+    examples([
+      'printf \'%s\' "$PASSWORD" | hookgate console hash-password',
+      'echo "alice:$(printf \'%s\' "$PASSWORD" | hookgate console hash-password)" >> users',
+    ]),
+  )
+  .action(() => hashPasswordCommand());
 
 const configCommand = program.command('config').description('work with the configuration file');
 addConfigOption(

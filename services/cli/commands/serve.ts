@@ -1,5 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { type RunningConsole, startConsole } from '../../console/server.ts';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
@@ -24,7 +25,7 @@ import { databaseHost } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
-  role: z.enum(['gateway', 'worker', 'all']).default('all'),
+  role: z.enum(['gateway', 'worker', 'console', 'all']).default('all'),
   config: z.string().min(1).optional(),
 });
 
@@ -84,10 +85,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const config = loadConfig(configFile);
   const port = envPort('PORT', 8080);
   const metricsPort = envPort('METRICS_PORT', 9464);
-  const runsGateway = options.role !== 'worker';
-  const runsWorker = options.role !== 'gateway';
+  const runsGateway = options.role === 'gateway' || options.role === 'all';
+  const runsWorker = options.role === 'worker' || options.role === 'all';
   const configDir = dirname(resolve(configFile));
   const embedded = !process.env.DATABASE_URL?.trim();
+  // The web console has a role of its own; `all` runs it too for the embedded demo.
+  const runsConsole = options.role === 'console' || (options.role === 'all' && embedded);
   const demoPaths = demoSecretPaths(config);
   refuseDemoSecrets(demoPaths, embedded);
   const host = resolveListenAddress(config, embedded);
@@ -118,7 +121,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const workerSessionLimits = { idleInTransactionTimeoutMs: Math.max(config.worker.expireIn, 60_000) };
   const pool = createPool({
     connectionString: database.url,
-    max: runsGateway ? config.database.poolSize : workerPoolSize,
+    max: runsGateway ? config.database.poolSize : runsWorker ? workerPoolSize : 2,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,
@@ -210,6 +213,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
+  let consoleServer: RunningConsole | null = null;
   if (runsWorker) {
     worker = await startWorker({ config, pool: workerPool, boss, logger: loopLogger, configDir, registry });
     relays = await startRelays({
@@ -227,11 +231,24 @@ export async function serveCommand(raw: unknown): Promise<void> {
     const metrics = createGatewayMetrics(registry);
     gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
   }
+  if (runsConsole) {
+    consoleServer = await startConsole({ config, databaseUrl: database.url, boss, logger, embedded });
+    logger.info(
+      {
+        url: consoleServer.url,
+        host: consoleServer.host,
+        port: consoleServer.port,
+        sign_in: !consoleServer.demo,
+      },
+      `console at ${consoleServer.url}${consoleServer.demo ? ' (embedded demo: no sign-in, loopback only)' : ''}`,
+    );
+  }
   logger.info(
     {
       role: options.role,
       host,
       port: gateway?.port ?? null,
+      console: consoleServer?.url ?? null,
       metrics_host: metricsHost,
       metricsPort: metricsServer.port,
     },
@@ -253,7 +270,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
         logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
         process.exit(1);
       }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
-      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop()]);
+      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop(), consoleServer?.stop()]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
       if (workerPool !== pool) await workerPool.end();

@@ -19,7 +19,9 @@ const PATH_NOTE: Readonly<Record<SearchPath, string>> = {
   'event-id': 'by event id (primary key)',
   entity: 'by entity id (entity index)',
   containment: 'by payload containment (GIN index)',
-  status: 'by status (its partial index, per endpoint)',
+  pending: 'by status (its partial index, per endpoint)',
+  parked: 'by status (its partial index, per endpoint)',
+  dead: 'by status (its partial index, per endpoint)',
   time: 'newest first (received-at index)',
 };
 

@@ -1,13 +1,7 @@
 import type { Queryable } from '../../core/db/pool.ts';
-import {
-  EVENTS_BY_CONTAINMENT,
-  EVENTS_BY_ENTITY,
-  EVENTS_BY_ID,
-  EVENTS_BY_TIME,
-  EVENTS_DEAD,
-  EVENTS_PARKED,
-  EVENTS_PENDING,
-} from './events-sql.ts';
+import { EVENT_PARAMETERS, EVENT_STATEMENTS, type EventParameter, type SearchPath } from './events-sql.ts';
+
+export type { SearchPath } from './events-sql.ts';
 
 export const STATUSES = ['pending', 'processed', 'ignored', 'stale', 'parked', 'dead'] as const;
 export type Status = (typeof STATUSES)[number];
@@ -46,9 +40,6 @@ export interface EventRow {
   readonly received_key: string;
 }
 
-/** Which index answered: shown on the page, and asserted by the plan tests. */
-export type SearchPath = 'event-id' | 'entity' | 'containment' | 'status' | 'time';
-
 export interface EventPage {
   readonly rows: EventRow[];
   readonly path: SearchPath;
@@ -66,14 +57,14 @@ export interface EventQueryLimits {
   readonly scanRows: number;
 }
 
-export function chooseStatement(search: EventSearch): { path: SearchPath; text: string } {
-  if (search.eventId !== undefined) return { path: 'event-id', text: EVENTS_BY_ID };
-  if (search.entityId !== undefined) return { path: 'entity', text: EVENTS_BY_ENTITY };
-  if (search.contains !== undefined) return { path: 'containment', text: EVENTS_BY_CONTAINMENT };
-  if (search.status === 'pending') return { path: 'status', text: EVENTS_PENDING };
-  if (search.status === 'parked') return { path: 'status', text: EVENTS_PARKED };
-  if (search.status === 'dead') return { path: 'status', text: EVENTS_DEAD };
-  return { path: 'time', text: EVENTS_BY_TIME };
+/** The index that answers: the most selective thing asked for. */
+export function choosePath(search: EventSearch): SearchPath {
+  if (search.eventId !== undefined) return 'event-id';
+  if (search.entityId !== undefined) return 'entity';
+  if (search.contains !== undefined) return 'containment';
+  if (search.status === 'pending' || search.status === 'parked' || search.status === 'dead')
+    return search.status;
+  return 'time';
 }
 
 export function eventParams(
@@ -81,30 +72,36 @@ export function eventParams(
   endpoints: readonly string[],
   limits: EventQueryLimits,
 ): unknown[] {
-  return [
-    search.endpoint ?? null,
-    search.status ?? null,
-    search.type ?? null,
-    search.since ?? null,
-    search.until ?? null,
-    search.entityId ?? null,
-    search.contains === undefined ? null : JSON.stringify(search.contains),
-    search.after?.at ?? null,
-    search.after?.endpoint ?? null,
-    search.after?.eventId ?? null,
-    limits.scanRows,
-    limits.pageSize + 1,
-    search.endpoint !== undefined ? [search.endpoint] : [...endpoints],
-    search.eventId ?? null,
-  ];
+  const values: Record<EventParameter, unknown> = {
+    endpoint: search.endpoint ?? null,
+    status: search.status ?? null,
+    type: search.type ?? null,
+    since: search.since ?? null,
+    until: search.until ?? null,
+    entity: search.entityId ?? null,
+    contains: search.contains === undefined ? null : JSON.stringify(search.contains),
+    at: search.after?.at ?? null,
+    after_endpoint: search.after?.endpoint ?? null,
+    after_id: search.after?.eventId ?? null,
+    scan: limits.scanRows,
+    rows: limits.pageSize + 1,
+    endpoints: search.endpoint !== undefined ? [search.endpoint] : [...endpoints],
+    event_id: search.eventId ?? null,
+  };
+  return EVENT_PARAMETERS.map((name) => values[name]);
 }
 
-type Raw = EventRow & {
-  kind: 'match' | 'edge';
-  scanned_rows: string | null;
-  contained: boolean;
-  ordinal: string | null;
-};
+/** Whether any filter is left to apply to the rows the path reads (else every row read is shown). */
+export function filtersLeft(search: EventSearch, path: SearchPath): boolean {
+  const byStatus = path === 'pending' || path === 'parked' || path === 'dead';
+  return (
+    (search.endpoint !== undefined && path !== 'event-id' && !byStatus) ||
+    (search.status !== undefined && !byStatus) ||
+    search.type !== undefined ||
+    (search.entityId !== undefined && path !== 'entity') ||
+    (search.contains !== undefined && path !== 'containment')
+  );
+}
 
 const cursorOf = (row: EventRow): Cursor => ({
   at: row.received_key,
@@ -119,21 +116,20 @@ export async function searchEvents(
   endpoints: readonly string[],
   limits: EventQueryLimits,
 ): Promise<EventPage> {
-  const { path, text } = chooseStatement(search);
-  const result = await db.query<Raw>(text, eventParams(search, endpoints, limits));
-  const strip = ({ kind: _k, scanned_rows: _s, contained: _c, ordinal: _o, ...row }: Raw): EventRow => row;
-  const matches = result.rows
-    .filter((row) => row.kind === 'match')
-    .sort((a, b) => Number(a.ordinal) - Number(b.ordinal))
-    .map(strip);
-  const edge = result.rows.find((row) => row.kind === 'edge');
-  const scanned = Number(edge?.scanned_rows ?? 0);
+  const path = choosePath(search);
+  const statements = EVENT_STATEMENTS[path];
+  const params = eventParams(search, endpoints, limits);
+  const matches = (await db.query<EventRow>(statements.matches, params)).rows;
   if (matches.length > limits.pageSize) {
     const rows = matches.slice(0, limits.pageSize);
     return { rows, path, next: cursorOf(rows.at(-1)!), readBackTo: null };
   }
-  if (edge && scanned >= limits.scanRows) {
-    return { rows: matches, path, next: cursorOf(strip(edge)), readBackTo: edge.received_at };
+  // Fewer than a page: either nothing more matches, or the rows to read ran out first (which
+  // only filters left to apply can cause).
+  if (!filtersLeft(search, path)) return { rows: matches, path, next: null, readBackTo: null };
+  const edge = (await db.query<EventRow & { scanned_rows: string }>(statements.edge, params)).rows[0];
+  if (edge && Number(edge.scanned_rows) >= limits.scanRows) {
+    return { rows: matches, path, next: cursorOf(edge), readBackTo: edge.received_at };
   }
   return { rows: matches, path, next: null, readBackTo: null };
 }
