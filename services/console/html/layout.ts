@@ -18,7 +18,7 @@ export function layout(options: PageOptions, body: Html): Html {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${options.title} · hookgate</title>
 <link rel="stylesheet" href="/assets/console.css">
 </head>

@@ -21,7 +21,9 @@ export function securityHeaders(_req: Request, res: Response, next: NextFunction
   res.setHeader('Content-Security-Policy', CONTENT_SECURITY_POLICY);
   res.setHeader('X-Content-Type-Options', 'nosniff');
   res.setHeader('X-Frame-Options', 'DENY');
-  res.setHeader('Referrer-Policy', 'no-referrer');
+  // same-origin, not no-referrer: with no-referrer browsers send `Origin: null` on form posts, which
+  // the CSRF check refuses; other sites still get no referrer (payload ids stay in the console).
+  res.setHeader('Referrer-Policy', 'same-origin');
   res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
   res.setHeader('Cross-Origin-Resource-Policy', 'same-origin');
   res.setHeader('Permissions-Policy', 'camera=(), microphone=(), geolocation=(), payment=()');
