@@ -5,7 +5,7 @@ import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { type Config, listenAddress } from '../../core/config/schema.ts';
-import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
+import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { untilReachable } from '../../core/db/wait-for-database.ts';
@@ -121,7 +121,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const workerSessionLimits = { idleInTransactionTimeoutMs: Math.max(config.worker.expireIn, 60_000) };
   const pool = createPool({
     connectionString: database.url,
-    max: runsGateway ? config.database.poolSize : runsWorker ? workerPoolSize : 2,
+    max: runsGateway ? config.database.poolSize : runsWorker ? workerPoolSize : CONSOLE_ROLE_CONNECTIONS,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,

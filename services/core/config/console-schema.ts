@@ -111,7 +111,7 @@ export const consoleSchema = z
         window: durationMs.pipe(z.number().min(60_000).max(86_400_000)).default(900_000),
         /** The first wait past maxFailures; doubled per further failure. */
         delay: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(30_000),
-        /** The longest wait. */
+        /** The longest wait (it caps the first one too). */
         maxDelay: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
       })
       .prefault({}),
@@ -130,13 +130,6 @@ export const consoleSchema = z
     latencySample: z.number().int().min(100).max(100_000).default(10_000),
   })
   .superRefine((section, ctx) => {
-    if (section.loginLimit && section.loginLimit.delay > section.loginLimit.maxDelay) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['loginLimit', 'delay'],
-        message: 'must not exceed loginLimit.maxDelay',
-      });
-    }
     const names = new Set<string>();
     for (const [index, user] of [...(section.users ?? []), ...(section.tokens ?? [])].entries()) {
       const key = user.name.toLowerCase();
