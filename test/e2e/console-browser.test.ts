@@ -317,7 +317,7 @@ describe('the console in Chromium', () => {
       500,
     );
     expect(await page.locator('dl.facts').textContent()).toContain('(1 before the last requeue)');
-    await shot(page, 'event-processed', true);
+    await shot(page, 'event-processed');
     expect(consoleProcess.output()).toMatch(
       /"console_user":"alice".*"action":"requeue".*"msg":"console action"/,
     );
