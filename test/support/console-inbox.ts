@@ -67,7 +67,7 @@ export async function fillConsoleInbox(
   rows: number,
   onChunk?: (done: number) => void,
 ): Promise<void> {
-  await client.query('DROP INDEX hookgate.inbox_payload_path_idx, hookgate.inbox_entity_idx');
+  await client.query('DROP INDEX IF EXISTS hookgate.inbox_payload_path_idx, hookgate.inbox_entity_idx');
   const chunk = 100_000;
   for (let from = 1; from <= rows; from += chunk) {
     const to = Math.min(rows, from + chunk - 1);
