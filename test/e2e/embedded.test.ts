@@ -34,7 +34,7 @@ describe('serve with the embedded PostgreSQL', () => {
       const serving = await server.waitFor(/hookgate is serving/, 120_000);
       // The demo's secrets are public: it listens on loopback only and says so loudly.
       expect(JSON.parse(serving).host).toBe('127.0.0.1');
-      expect(server.output()).toMatch(/"level":40.*DEMO ONLY: endpoints\.demo\.secrets\[0\]/);
+      expect(server.output()).toMatch(/"level":"warn".*DEMO ONLY: endpoints\.demo\.secrets\[0\]/);
       const firstLine = JSON.parse(server.output().split('\n')[0] ?? '{}') as { msg?: string };
       expect(firstLine.msg).toMatch(
         /DATABASE_URL is not set: starting an embedded PostgreSQL under \.\/\.hookgate\//,
@@ -52,20 +52,35 @@ describe('serve with the embedded PostgreSQL', () => {
       expect(sent.output).toMatch(/delivery: HTTP 200 .*"status":"accepted"/);
       expect(sent.output).toMatch(/duplicate 1: HTTP 200 .*"status":"duplicate"/);
 
-      const eventId = /Sending event (\S+)/.exec(sent.output)?.[1];
+      const eventId = /Sending test event (\S+)/.exec(sent.output)?.[1];
       expect(eventId).toBeDefined();
-      // `--role all` (the default) also runs the worker: the event ends processed.
+      // `--role all` (the default) also runs the worker: the test event ends ignored (settled,
+      // no business write).
       const deadline = Date.now() + 30_000;
       let status = '';
-      while (Date.now() < deadline && status !== 'processed') {
+      while (Date.now() < deadline && status !== 'ignored') {
         const listed = await runHookgate(
           ['events', 'show', eventId!, '--endpoint', 'demo', '--json', '--config', 'hookgate.yaml'],
           { cwd: dir, env: { ...env } },
         );
-        status = listed.output.includes('"status": "processed"') ? 'processed' : '';
+        status = listed.output.includes('"status": "ignored"') ? 'ignored' : '';
         if (!status) await new Promise((resolve) => setTimeout(resolve, 500));
       }
-      expect(status).toBe('processed');
+      expect(status).toBe('ignored');
+
+      // A second serve in the same directory would borrow this one's PostgreSQL and lose it (503
+      // on every delivery) when this one stops: it is refused at start, naming this one.
+      const second = await runHookgate(['serve', '--config', 'hookgate.yaml'], {
+        cwd: dir,
+        env: { DATABASE_URL: undefined, PORT: String(await freePort()), METRICS_PORT: '0' },
+      });
+      expect(second.code, second.output).toBe(1);
+      expect(second.output).toMatch(
+        new RegExp(
+          `^hookgate: embedded_in_use: Another "hookgate serve" \\(pid ${server.child.pid}\\) is running on the embedded PostgreSQL under `,
+          'm',
+        ),
+      );
       // The CLI commands shared the server's database; they must not have stopped it.
       const again = await runHookgate(['send-test', '--endpoint', 'demo', '--config', 'hookgate.yaml'], {
         cwd: dir,
@@ -97,5 +112,7 @@ describe('serve with the embedded PostgreSQL', () => {
     }
     expect(await server.exited()).toBe(0);
     expect(server.output()).toContain('stopped cleanly');
+    // Its claim on the directory went with it.
+    expect(existsSync(join(dir, '.hookgate', 'serve.pid'))).toBe(false);
   });
 });

@@ -8,20 +8,22 @@ import { type Config, listenAddress } from '../../core/config/schema.ts';
 import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
-import { untilReachable } from '../../core/db/wait-for-database.ts';
+import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
+import { OutageLog } from '../../core/outage-log.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
-import { openDatabase, runMigrations } from '../database.ts';
+import { databaseAddress, openDatabase, runMigrations } from '../database.ts';
 import { refuseDemoSecrets } from '../support/config-checks.ts';
-import { databaseHost } from '../support/exit.ts';
+import { claimEmbeddedServe } from '../support/embedded-lock.ts';
+import { databaseHost, databaseUnreachable } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
@@ -105,7 +107,16 @@ export async function serveCommand(raw: unknown): Promise<void> {
   };
   process.once('SIGTERM', stopBeforeServing);
   process.once('SIGINT', stopBeforeServing);
+  // Node's default for SIGHUP (a closed terminal, a supervisor's "reload") is to exit at once,
+  // with no log line and no drain. The configuration is read at start only: say so, keep serving.
+  process.on('SIGHUP', () =>
+    logger.warn(
+      { signal: 'SIGHUP' },
+      'SIGHUP ignored: the configuration is read at start only; restart hookgate (a rollout) to apply changes',
+    ),
+  );
 
+  if (embedded) claimEmbeddedServe();
   const database = await openDatabase(logger);
   if (demoPaths.length > 0) {
     logger.warn(
@@ -133,9 +144,9 @@ export async function serveCommand(raw: unknown): Promise<void> {
     where: databaseHost(database.url),
   }).catch(async (error: Error) => {
     await pool.end().catch(() => {});
-    throw new HookgateError('database_unreachable', `Cannot reach PostgreSQL: ${error.message}`, {
-      cause: error,
-    });
+    // Worded as every one-shot command words it (support/exit.ts): `database_unreachable … at
+    // HOST:PORT (CODE)` while it cannot be reached, `database_refused` with the host when it answers no.
+    throw isUnreachable(error) ? databaseUnreachable(error, database.url) : error;
   });
   if (pending) {
     await pool.end();
@@ -160,11 +171,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // the shutdown, not news. Their loggers go quiet below error (queue errors: to debug).
   let interrupted = false;
   const loopLogger = logger.child({});
-  boss.on('error', (error) =>
-    interrupted
-      ? logger.debug({ err: error }, 'queue error during shutdown')
-      : logger.error({ err: error }, 'queue error'),
-  );
+  // One line when the database goes away, a summary while it stays away, one when it is back.
+  const outage = new OutageLog(logger, { where: databaseAddress(database.url) });
+  boss.on('error', (error) => {
+    if (interrupted) logger.debug({ err: error }, 'queue error during shutdown');
+    else if (!outage.failed('queue', error)) logger.error({ err: error }, 'queue error');
+  });
   await boss.start();
   await ensureQueues(
     boss,
@@ -194,7 +206,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
   registerBacklogMetrics(registry, {
     db: pool,
     endpoints: Object.keys(config.endpoints),
-    onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
+    onError: (error) => {
+      if (!outage.failed('backlog metrics', error))
+        logger.warn({ err: error }, 'backlog metrics: query failed');
+    },
   });
   let stopping = false;
   // The worker role has no webhook port: its probes live on the metrics listener (every role).
@@ -203,9 +218,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
       if (stopping) return 'shutting down';
       try {
         await pool.query('SELECT 1');
+        outage.recovered();
         return null;
       } catch (error) {
-        logger.warn({ err: error }, 'readiness check failed');
+        if (!outage.failed('readiness', error)) logger.warn({ err: error }, 'readiness check failed');
         return 'database unreachable';
       }
     },
@@ -214,8 +230,22 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   let consoleServer: RunningConsole | null = null;
+  // The gateway binds its port first: a port in use ends the start before any worker has started
+  // (and said so).
+  if (runsGateway) {
+    const metrics = createGatewayMetrics(registry);
+    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
+  }
   if (runsWorker) {
-    worker = await startWorker({ config, pool: workerPool, boss, logger: loopLogger, configDir, registry });
+    worker = await startWorker({
+      config,
+      pool: workerPool,
+      boss,
+      logger: loopLogger,
+      configDir,
+      registry,
+      outage,
+    });
     relays = await startRelays({
       boss,
       pool: workerPool,
@@ -226,10 +256,6 @@ export async function serveCommand(raw: unknown): Promise<void> {
       concurrency: config.relay.concurrency,
       queues: outboxPolicyFrom(config.relay),
     });
-  }
-  if (runsGateway) {
-    const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
   }
   if (runsConsole) {
     consoleServer = await startConsole({ config, databaseUrl: database.url, boss, logger, embedded });
@@ -250,7 +276,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
       port: gateway?.port ?? null,
       console: consoleServer?.url ?? null,
       metrics_host: metricsHost,
-      metricsPort: metricsServer.port,
+      metrics_port: metricsServer.port,
     },
     'hookgate is serving',
   );

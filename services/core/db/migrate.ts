@@ -41,6 +41,11 @@ export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
     }));
 }
 
+/** A migration as operators see it everywhere (`0001_inbox`): its file name without `.sql`. */
+export function migrationName(migration: Pick<Migration, 'version' | 'name'>): string {
+  return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
+}
+
 export interface MigrationReport {
   readonly applied: readonly string[];
 }
@@ -68,11 +73,11 @@ export async function migrate(client: pg.Client, connectionString: string): Prom
         await client.query('ROLLBACK');
         throw new HookgateError(
           'migration_failed',
-          `Migration ${migration.version}_${migration.name} failed: ${(error as Error).message}`,
+          `Migration ${migrationName(migration)} failed: ${(error as Error).message}`,
           { cause: error },
         );
       }
-      applied.push(`${migration.version}_${migration.name}`);
+      applied.push(migrationName(migration));
     }
     await installPgBoss(connectionString);
     return { applied };
@@ -102,6 +107,6 @@ export async function pendingMigrations(db: pg.Pool | pg.Client): Promise<string
   const done = new Set((await db.query<{ version: number }>(APPLIED_VERSIONS)).rows.map((r) => r.version));
   const missing = readMigrations().filter((m) => !done.has(m.version));
   if (missing.length > 0)
-    return `${missing.length} migration(s) are not applied (first: ${missing[0]!.name})`;
+    return `${missing.length} migration(s) are not applied (first: ${migrationName(missing[0]!)})`;
   return null;
 }
