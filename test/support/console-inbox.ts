@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type pg from 'pg';
-import { MIGRATIONS_DIR } from '../../services/core/db/migrate.ts';
+import { MIGRATIONS_DIR, statementsOf } from '../../services/core/db/migrate.ts';
 
 /**
  * A large inbox as months of payment traffic leave it, for the console's plan tests and its
@@ -53,8 +53,8 @@ const COUNTS = `
     FROM unnest($1::text[]) AS endpoint, generate_series(0, 30 * 1440 - 1) AS m, generate_series(0, 1) AS s`;
 
 /** The statements of migration 0012, to rebuild its indexes in bulk after the fill (faster than row by row). */
-function searchIndexes(): string {
-  return readFileSync(join(MIGRATIONS_DIR, '0012_console_search.sql'), 'utf8');
+function searchIndexes(): string[] {
+  return statementsOf(readFileSync(join(MIGRATIONS_DIR, '0012_console_search.sql'), 'utf8'));
 }
 
 /**
@@ -76,7 +76,7 @@ export async function fillConsoleInbox(
   }
   await client.query(COUNTS, [[...CONSOLE_ENDPOINTS]]);
   await client.query(`SET maintenance_work_mem = '256MB'`);
-  await client.query(searchIndexes());
+  for (const statement of searchIndexes()) await client.query(statement);
   await client.query('RESET maintenance_work_mem');
   await client.query('ANALYZE hookgate.inbox');
   await client.query('ANALYZE hookgate.delivery_counts');
