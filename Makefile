@@ -15,7 +15,8 @@ $(DEPS): package.json package-lock.json
 
 install: $(DEPS)
 
-## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set
+## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
+## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT)
 run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
