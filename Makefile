@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -15,15 +15,17 @@ $(DEPS): package.json package-lock.json
 
 install: $(DEPS)
 
-## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set
+## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
+## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT)
 run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
 ## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major, standbys and
-## failovers), PgBouncer, ip and iptables (network faults), and the chart tools (Helm 4,
-## kubectl-validate, helm-unittest) built with `go install` into .tools/
-tools: chart-tools postgres-15 pgbouncer fault-tools
+## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
+## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
+## `go install` into .tools/
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -53,6 +55,15 @@ fault-tools:
 	@if ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 iptables; \
+	fi
+
+# The console's browser tests drive Debian's Chromium through playwright-core (never a browser
+# download of Playwright's own): test/support/browser.ts launches /usr/bin/chromium.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`

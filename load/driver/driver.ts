@@ -9,7 +9,7 @@ import {
   ackRecord,
   type MixSettings,
   type ProviderName,
-  planStep,
+  planArrival,
   type Run,
   type Step,
   type StepKind,
@@ -170,13 +170,7 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
       // Everything due by now leaves now; then sleep until the next arrival is due.
       while (next < total && start + next * interval <= now) {
         lags.push(now - (start + next * interval));
-        const target = options.targets[next % options.targets.length]!;
-        const step = planStep(
-          target.provider,
-          options.run,
-          Math.floor(next / options.targets.length),
-          options.mix,
-        );
+        const { target, step } = planArrival(options.targets, options.run, next, options.mix);
         next += 1;
         kinds[step.kind] += 1;
         if (inFlight.size + step.copies > options.maxInFlight) {

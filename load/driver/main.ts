@@ -7,23 +7,66 @@ import { z } from 'zod';
 import { mixSettings, PROVIDERS } from '../lib/mix.ts';
 import { drive } from './driver.ts';
 
-const { values } = parseArgs({
-  options: {
-    url: { type: 'string', default: 'http://127.0.0.1:8080' },
-    target: { type: 'string', multiple: true },
-    rate: { type: 'string', default: '100' },
-    seconds: { type: 'string', default: '30' },
-    max: { type: 'string' },
-    connections: { type: 'string', default: '32' },
-    'max-in-flight': { type: 'string', default: '2000' },
-    timeout: { type: 'string', default: '10000' },
-    out: { type: 'string' },
-    'run-id': { type: 'string' },
-    'later-duplicates': { type: 'string', default: '0.1' },
-    'concurrent-duplicates': { type: 'string', default: '0.05' },
-    'versions-per-entity': { type: 'string', default: '4' },
-  },
-});
+const USAGE = `Usage: node load/driver/main.ts --target ENDPOINT,PROVIDER,SECRET_VAR [--target …] [options]
+
+Sends signed webhook deliveries at a fixed arrival rate (open model) to a hookgate gateway, with
+duplicates and several versions per entity, and records every acknowledged one for
+"hookgate verify --sent FILE". Prints a JSON summary; exits 1 if any delivery was not a 2xx,
+failed or could not be offered at the rate (dropped), 2 on bad options.
+
+Options:
+  --url URL                     gateway base URL (default http://127.0.0.1:8080)
+  --target E,P,VAR              endpoint name, provider (${PROVIDERS.join(', ')}) and the
+                                environment variable holding its secret; repeat for a mix
+  --rate N                      arrivals per second (default 100)
+  --seconds N                   how long to offer them (default 30)
+  --max N                       stop after this many arrivals
+  --connections N               HTTP connections (default 32)
+  --max-in-flight N             requests outstanding at once before arrivals are dropped (default 2000)
+  --timeout MS                  per-request timeout in milliseconds (default 10000)
+  --out FILE                    write each acknowledged delivery as a JSON line (for verify)
+  --run-id ID                   tag of this run's event ids (letters and digits; default from the clock)
+  --later-duplicates R          share of events sent again later (default 0.1)
+  --concurrent-duplicates R     share of events sent twice at once (default 0.05)
+  --versions-per-entity N       versions per entity (Standard Webhooks targets), sent shuffled (default 4)
+  -h, --help                    print this and exit
+
+Example:
+  STRIPE_SECRET=whsec_… node load/driver/main.ts --target stripe,stripe,STRIPE_SECRET --rate 200 --seconds 60 --out sent.jsonl
+`;
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ options: OPTIONS });
+  } catch (error) {
+    process.stderr.write(`load driver: ${(error as Error).message} (see --help)\n`);
+    process.exit(2);
+  }
+}
+
+const OPTIONS = {
+  help: { type: 'boolean', short: 'h' },
+  url: { type: 'string', default: 'http://127.0.0.1:8080' },
+  target: { type: 'string', multiple: true },
+  rate: { type: 'string', default: '100' },
+  seconds: { type: 'string', default: '30' },
+  max: { type: 'string' },
+  connections: { type: 'string', default: '32' },
+  'max-in-flight': { type: 'string', default: '2000' },
+  timeout: { type: 'string', default: '10000' },
+  out: { type: 'string' },
+  'run-id': { type: 'string' },
+  'later-duplicates': { type: 'string', default: '0.1' },
+  'concurrent-duplicates': { type: 'string', default: '0.05' },
+  'versions-per-entity': { type: 'string', default: '4' },
+} as const;
+
+const { values: given } = parseCommandLine();
+if (given.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+const { help: _help, ...values } = given;
 
 const target = z
   .string()

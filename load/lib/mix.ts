@@ -2,7 +2,7 @@
 // re-sent later (a provider's retry), duplicates sent twice at once (two retries racing), and
 // per-entity version sequences delivered out of order. Re-sending an event rebuilds it from
 // its index, byte for byte, so k6's VUs need no shared memory to send true duplicates.
-import { hashString, permutation, unit } from './hash.ts';
+import { hashString, mix32, permutation, unit } from './hash.ts';
 import { type Headers, type Hmac, signGithub, signStandardWebhooks, signStripe } from './sign.ts';
 
 export const PROVIDERS = ['standard-webhooks', 'stripe', 'github'] as const;
@@ -17,6 +17,12 @@ export interface MixSettings {
   readonly maxLag: number;
   /** Versions per entity (Standard Webhooks endpoints), delivered in shuffled order. */
   readonly versionsPerEntity: number;
+  /**
+   * Ids (events, invoices, entities) begin with 8 hex digits hashed from their index, then the run
+   * id, so a run's keys land all over an index as providers' random ids do, instead of in one
+   * narrow range after the run id. For measuring write costs on large tables (bench/wal.ts).
+   */
+  readonly spreadIds: boolean;
 }
 
 export const DEFAULT_MIX: MixSettings = {
@@ -24,9 +30,18 @@ export const DEFAULT_MIX: MixSettings = {
   concurrentDuplicates: 0.05,
   maxLag: 200,
   versionsPerEntity: 4,
+  spreadIds: false,
 };
 
-/** A run: its id prefixes every event id, so runs never collide; its start dates the bodies. */
+/** `a1b2c3d4_` for spread ids, else nothing: the same for the same (run, kind, n). */
+function spread(settings: MixSettings, run: Run, kind: string, n: number): string {
+  if (!settings.spreadIds) return '';
+  return `${mix32(hashString(`${run.id}/${kind}`), n)
+    .toString(16)
+    .padStart(8, '0')}_`;
+}
+
+/** A run: its id is in every event id, so runs never collide; its start dates the bodies. */
 export interface Run {
   readonly id: string;
   readonly startedAt: number;
@@ -78,6 +93,27 @@ function kindAt(seed: number, index: number, settings: MixSettings): StepKind {
   return 'unique';
 }
 
+/** Where a run's arrivals go: an endpoint and the provider scheme it verifies. */
+export interface Target {
+  readonly endpoint: string;
+  readonly provider: ProviderName;
+}
+
+/**
+ * Arrival `index` of a run over several targets (one run, several providers): round-robin, each
+ * target with its own sequence of the mix, so every target gets its shares of duplicates.
+ */
+export function planArrival<T extends Target>(
+  targets: readonly T[],
+  run: Run,
+  index: number,
+  settings: MixSettings,
+): { readonly target: T; readonly step: Step } {
+  if (targets.length === 0) throw new Error('a run needs at least one target');
+  const target = targets[index % targets.length]!;
+  return { target, step: planStep(target.provider, run, Math.floor(index / targets.length), settings) };
+}
+
 /** What arrival `index` sends. */
 export function planStep(provider: ProviderName, run: Run, index: number, settings: MixSettings): Step {
   const seed = hashString(`${run.id}/${provider}`);
@@ -107,9 +143,9 @@ export function eventAt(
     case 'standard-webhooks':
       return versionedEntityEvent(run, index, settings);
     case 'stripe':
-      return billingEvent(run, index);
+      return billingEvent(run, index, settings);
     case 'github':
-      return githubEvent(run, index);
+      return githubEvent(run, index, settings);
   }
 }
 
@@ -119,8 +155,8 @@ function versionedEntityEvent(run: Run, index: number, settings: MixSettings): P
   const entityNumber = Math.floor(index / perEntity);
   const order = permutation(hashString(`${run.id}/versions`), entityNumber, perEntity);
   const version = order[index % perEntity]! + 1;
-  const entity = `thing_${run.id}_${entityNumber}`;
-  const id = `msg_${run.id}_${index}`;
+  const entity = `thing_${spread(settings, run, 'entity', entityNumber)}${run.id}_${entityNumber}`;
+  const id = `msg_${spread(settings, run, 'event', index)}${run.id}_${index}`;
   const body = JSON.stringify({
     type: 'thing.updated',
     timestamp: new Date((run.startedAt + Math.floor(index / 1000)) * 1000).toISOString(),
@@ -136,17 +172,17 @@ const BILLING_SLOTS = ['created:paid', 'paid:paid', 'created:void', 'voided:void
  * order shuffled per group, so `invoice.paid` sometimes arrives before `invoice.created`.
  * A paid invoice is never voided, so every payment sent must end in the ledger.
  */
-function billingEvent(run: Run, index: number): PlannedEvent {
+function billingEvent(run: Run, index: number, settings: MixSettings): PlannedEvent {
   const group = Math.floor(index / BILLING_SLOTS.length);
   const order = permutation(hashString(`${run.id}/billing`), group, BILLING_SLOTS.length);
   const slot = BILLING_SLOTS[order[index % BILLING_SLOTS.length]!]!;
   const [action, fate] = slot.split(':') as [string, 'paid' | 'void'];
-  const invoiceId = `in_${run.id}_${group}_${fate}`;
+  const invoiceId = `in_${spread(settings, run, 'invoice', group)}${run.id}_${group}_${fate}`;
   const amount = 1000 + (group % 9000);
   const created = run.startedAt + Math.floor(index / 1000);
   const status = action === 'paid' ? 'paid' : action === 'voided' ? 'void' : 'open';
   const type = `invoice.${action}`;
-  const id = `evt_${run.id}_${index}`;
+  const id = `evt_${spread(settings, run, 'event', index)}${run.id}_${index}`;
   const body = JSON.stringify({
     id,
     object: 'event',
@@ -174,8 +210,8 @@ function billingEvent(run: Run, index: number): PlannedEvent {
   return { id, type, body, entity: null, version: null, invoice: action === 'paid' ? invoiceId : null };
 }
 
-function githubEvent(run: Run, index: number): PlannedEvent {
-  const id = `${run.id}-${index}`;
+function githubEvent(run: Run, index: number, settings: MixSettings): PlannedEvent {
+  const id = `${spread(settings, run, 'event', index)}${run.id}-${index}`;
   const body = JSON.stringify({
     action: 'edited',
     // The run id is in the body too: GitHub signs only the body, and hookgate deduplicates such

@@ -1,7 +1,7 @@
 // The k6 scripts' parameters, scenarios and thresholds, built from an environment passed in
 // (k6's __ENV in the scripts, a plain object in the tests), so all of it is tested under Node.
 import type { Options, Scenario } from 'k6/options';
-import { type MixSettings, mixSettings } from './mix.ts';
+import { type MixSettings, mixSettings, PROVIDERS, type ProviderName, type Target } from './mix.ts';
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -11,15 +11,36 @@ export type ScenarioName = (typeof SCENARIOS)[number];
 /** Go durations as k6 reads them: 30s, 5m, 1h30m, 500ms. */
 const DURATION = /^(\d+(\.\d+)?(ms|s|m|h))+$/;
 
+/** One endpoint a script posts to, with the secret that signs its deliveries. */
+export interface ScriptTarget extends Target {
+  /** `<BASE_URL>/webhooks/<endpoint>` */
+  readonly url: string;
+  /** Empty when the variable is unset: the script's setup refuses to start, naming it. */
+  readonly secret: string;
+  /** The environment variable the secret is read from. */
+  readonly secretVariable: string;
+}
+
+/** k6's `http.expectedStatuses` arguments: the answers that do not count in http_req_failed. */
+export type ExpectedStatus = number | { readonly min: number; readonly max: number };
+
 export interface ScriptSettings {
   readonly scenario: ScenarioName;
   readonly options: Options;
-  /** `<BASE_URL>/webhooks/<ENDPOINT>` */
-  readonly url: string;
-  readonly endpoint: string;
-  readonly secret: string;
+  /** Arrivals go round-robin over these (one target for the single-provider scripts). */
+  readonly targets: readonly ScriptTarget[];
   readonly mix: MixSettings;
+  readonly expectedStatuses: readonly ExpectedStatus[];
+  /** `503 overloaded` is the gateway's documented back-pressure, counted apart (the spike). */
+  readonly backpressureExpected: boolean;
 }
+
+/** The three endpoints of load/README.md, as `endpoint,provider,SECRET_VARIABLE` entries. */
+export const DEFAULT_TARGETS =
+  'stripe,stripe,STRIPE_SECRET things,standard-webhooks,THINGS_SECRET github,github,GITHUB_SECRET';
+
+const ENDPOINT_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+const VARIABLE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function reader(env: Env) {
   const text = (name: string, fallback: string): string => {
@@ -115,18 +136,49 @@ export function scenarioFor(name: ScenarioName, env: Env): Scenario {
   }
 }
 
-/** Everything a script needs from its environment; throws naming the variable that is wrong. */
-export function scriptSettings(env: Env, defaultEndpoint: string): ScriptSettings {
+function baseUrl(env: Env): string {
+  const url = reader(env).text('BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]+/.test(url)) throw new Error(`BASE_URL must be an http(s) URL, got ${url}`);
+  return url;
+}
+
+/**
+ * `TARGETS`: space-separated `endpoint,provider,SECRET_VARIABLE` entries (the Node driver's
+ * `--target` form); each secret is read from the variable it names, never from the entry.
+ */
+export function parseTargets(text: string, env: Env, base: string): ScriptTarget[] {
+  const entries = text
+    .trim()
+    .split(/\s+/)
+    .filter((entry) => entry !== '');
+  if (entries.length === 0)
+    throw new Error('TARGETS must name at least one endpoint,provider,SECRET_VARIABLE');
+  return entries.map((entry) => {
+    const [endpoint = '', provider = '', secretVariable = '', ...rest] = entry.split(',');
+    if (rest.length > 0 || !ENDPOINT_NAME.test(endpoint) || !VARIABLE_NAME.test(secretVariable)) {
+      throw new Error(`TARGETS entry ${entry} is not endpoint,provider,SECRET_VARIABLE`);
+    }
+    const known = PROVIDERS.find((name) => name === provider);
+    if (!known) throw new Error(`TARGETS entry ${entry}: provider must be one of ${PROVIDERS.join(', ')}`);
+    return {
+      endpoint,
+      provider: known,
+      url: `${base}/webhooks/${endpoint}`,
+      secret: env[secretVariable] ?? '',
+      secretVariable,
+    };
+  });
+}
+
+function settingsFor(env: Env, targets: readonly ScriptTarget[]): ScriptSettings {
   const read = reader(env);
   const name = read.text('SCENARIO', 'smoke');
   const scenario = SCENARIOS.find((candidate) => candidate === name);
   if (!scenario) throw new Error(`SCENARIO must be one of ${SCENARIOS.join(', ')}, got ${name}`);
-  const endpoint = read.text('ENDPOINT', defaultEndpoint);
-  if (!/^[a-z0-9][a-z0-9_-]{0,62}$/.test(endpoint))
-    throw new Error(`ENDPOINT is not an endpoint name: ${endpoint}`);
-  const baseUrl = read.text('BASE_URL', 'http://127.0.0.1:8080').replace(/\/+$/, '');
-  if (!/^https?:\/\/[^/]+/.test(baseUrl)) throw new Error(`BASE_URL must be an http(s) URL, got ${baseUrl}`);
   const ackP99 = read.positive('ACK_P99_MS', 500);
+  // Past capacity the gateway sheds load with `503 overloaded`, as documented: in a spike that
+  // is the expected answer, counted in hookgate_backpressure; any other non-2xx still fails.
+  const backpressureExpected = scenario === 'spike';
   const options: Options = {
     scenarios: { [scenario]: scenarioFor(scenario, env) },
     thresholds: {
@@ -139,20 +191,42 @@ export function scriptSettings(env: Env, defaultEndpoint: string): ScriptSetting
           ? { threshold: `p(99)<${ackP99}`, abortOnFail: true, delayAbortEval: '30s' }
           : `p(99)<${ackP99}`,
       ],
+      // An iteration k6 could not start (no free VU) is an arrival that was never offered: the
+      // rate asked for was not the rate sent, and the run says nothing about it.
+      dropped_iterations: ['count==0'],
     },
     summaryTrendStats: ['avg', 'med', 'p(90)', 'p(99)', 'max'],
   };
   return {
     scenario,
     options,
-    url: `${baseUrl}/webhooks/${endpoint}`,
-    endpoint,
-    secret: read.text('SECRET', ''),
+    targets,
     mix: mixSettings({
       laterDuplicates: read.number('LATER_DUPLICATES', 0.1),
       concurrentDuplicates: read.number('CONCURRENT_DUPLICATES', 0.05),
       maxLag: read.positive('MAX_LAG', 200),
       versionsPerEntity: read.positive('VERSIONS_PER_ENTITY', 4),
     }),
+    expectedStatuses: backpressureExpected ? [{ min: 200, max: 299 }, 503] : [{ min: 200, max: 299 }],
+    backpressureExpected,
   };
+}
+
+/** A single-provider script: `ENDPOINT` (default `defaultEndpoint`) signed with `SECRET`. */
+export function scriptSettings(env: Env, provider: ProviderName, defaultEndpoint: string): ScriptSettings {
+  const endpoint = reader(env).text('ENDPOINT', defaultEndpoint);
+  if (!ENDPOINT_NAME.test(endpoint)) throw new Error(`ENDPOINT is not an endpoint name: ${endpoint}`);
+  const target: ScriptTarget = {
+    endpoint,
+    provider,
+    url: `${baseUrl(env)}/webhooks/${endpoint}`,
+    secret: env.SECRET ?? '',
+    secretVariable: 'SECRET',
+  };
+  return settingsFor(env, [target]);
+}
+
+/** The mixed script: one run over several endpoints and providers, from `TARGETS`. */
+export function mixedScriptSettings(env: Env): ScriptSettings {
+  return settingsFor(env, parseTargets(reader(env).text('TARGETS', DEFAULT_TARGETS), env, baseUrl(env)));
 }

@@ -30,17 +30,22 @@ export function checkDatabaseUrl(env: NodeJS.ProcessEnv = process.env): void {
   }
 }
 
-/** `host:port/database` of DATABASE_URL, or where the embedded data lives. */
-export function describeDatabase(database: ResolvedDatabase): string {
-  if (database.embedded) return `the embedded PostgreSQL under ${database.embedded.dataDir}`;
+/** `host:port/database` of a connection string, never its user or password. */
+export function databaseAddress(url: string): string {
   const name = (() => {
     try {
-      return new URL(database.url).pathname.slice(1);
+      return decodeURIComponent(new URL(url).pathname.slice(1));
     } catch {
       return '';
     }
   })();
-  return `PostgreSQL at ${databaseHost(database.url)}/${name}`;
+  return `${databaseHost(url)}/${name}`;
+}
+
+/** `host:port/database` of DATABASE_URL, or where the embedded data lives. */
+export function describeDatabase(database: ResolvedDatabase): string {
+  if (database.embedded) return `the embedded PostgreSQL under ${database.embedded.dataDir}`;
+  return `PostgreSQL at ${databaseAddress(database.url)}`;
 }
 
 /** Resolves DATABASE_URL or starts the embedded PostgreSQL, announcing which. */
@@ -53,13 +58,16 @@ export async function openDatabase(logger: Logger): Promise<ResolvedDatabase> {
     );
   }
   const database = await resolveDatabase();
-  if (database.embedded?.adoptedPid) {
+  if (!database.embedded) {
+    // Which database, before anything connects to it: never the user or the password.
+    logger.info({ database: databaseAddress(database.url) }, `using ${describeDatabase(database)}`);
+  } else if (database.embedded.adoptedPid) {
     logger.info(
-      { dataDir: database.embedded.dataDir, pid: database.embedded.adoptedPid },
+      { data_dir: database.embedded.dataDir, pid: database.embedded.adoptedPid },
       'using the embedded PostgreSQL that is already running; it keeps running after this process exits',
     );
   } else if (database.embedded) {
-    logger.info({ dataDir: database.embedded.dataDir }, 'embedded PostgreSQL is running');
+    logger.info({ data_dir: database.embedded.dataDir }, 'embedded PostgreSQL is running');
   }
   return database;
 }

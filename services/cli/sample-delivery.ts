@@ -1,5 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { EndpointConfig } from '../core/config/schema.ts';
+import { HookgateError } from '../core/errors.ts';
+import { TEST_EVENT_TYPE } from '../core/handlers/test-event.ts';
 
 export interface SampleDelivery {
   readonly eventId: string;
@@ -29,7 +31,8 @@ function setAtPointer(target: Record<string, unknown>, pointer: string, value: u
 
 /**
  * A realistic sample event for the endpoint's provider, signed with the endpoint's first
- * secret exactly as that provider would sign it.
+ * secret exactly as that provider would sign it. Without `type` it is a test event
+ * (`hookgate.test`), which every handler settles `ignored` without business writes.
  */
 export function sampleDelivery(
   endpoint: EndpointConfig,
@@ -45,7 +48,7 @@ export function sampleDelivery(
     case 'svix': {
       const eventId = `msg_${suffix}`;
       const body = JSON.stringify({
-        type: type ?? 'test.created',
+        type: type ?? TEST_EVENT_TYPE,
         timestamp: iso,
         data: { id: `obj_${suffix}` },
       });
@@ -67,7 +70,7 @@ export function sampleDelivery(
       const body = JSON.stringify({
         id: eventId,
         object: 'event',
-        type: type ?? 'invoice.created',
+        type: type ?? TEST_EVENT_TYPE,
         created: ts,
         livemode: false,
         data: { object: { id: `in_test_${suffix}`, object: 'invoice', status: 'open' } },
@@ -84,7 +87,7 @@ export function sampleDelivery(
         body,
         headers: {
           'x-github-delivery': eventId,
-          'x-github-event': type ?? 'ping',
+          'x-github-event': type ?? TEST_EVENT_TYPE,
           'x-hub-signature-256': `sha256=${signature}`,
         },
       };
@@ -99,7 +102,7 @@ export function sampleDelivery(
         headers: {
           'x-shopify-event-id': eventId,
           'x-shopify-webhook-id': randomUUID(),
-          'x-shopify-topic': type ?? 'orders/create',
+          'x-shopify-topic': type ?? TEST_EVENT_TYPE,
           'x-shopify-triggered-at': iso,
           'x-shopify-hmac-sha256': signature,
         },
@@ -111,7 +114,7 @@ export function sampleDelivery(
         type: 'event_callback',
         event_id: eventId,
         event_time: ts,
-        event: { type: type ?? 'app_mention', text: 'hello from hookgate send-test' },
+        event: { type: type ?? TEST_EVENT_TYPE, text: 'hello from hookgate send-test' },
       });
       const signature = hmac('sha256', secret, `v0:${ts}:${body}`).digest('hex');
       return {
@@ -124,7 +127,7 @@ export function sampleDelivery(
       const eventId = `evt_${suffix}`;
       const body = JSON.stringify({
         event_id: eventId,
-        event_type: type ?? 'transaction.completed',
+        event_type: type ?? TEST_EVENT_TYPE,
         occurred_at: iso,
         data: { id: `txn_${suffix}`, updated_at: iso },
       });
@@ -135,20 +138,27 @@ export function sampleDelivery(
       const options = endpoint.hmac!;
       const eventId = `evt_${suffix}`;
       const document: Record<string, unknown> = {
-        type: type ?? 'test.created',
+        type: type ?? TEST_EVENT_TYPE,
         data: { id: `obj_${suffix}` },
       };
       if (endpoint.extract?.eventId) setAtPointer(document, endpoint.extract.eventId, eventId);
       if (endpoint.extract?.eventType)
-        setAtPointer(document, endpoint.extract.eventType, type ?? 'test.created');
+        setAtPointer(document, endpoint.extract.eventType, type ?? TEST_EVENT_TYPE);
       const body = JSON.stringify(document);
       const signature = hmac(options.algorithm, secret, body).digest(options.encoding);
       const headers: Record<string, string> = {
         [options.header.toLowerCase()]: `${options.prefix}${signature}`,
       };
       if (options.eventIdHeader) headers[options.eventIdHeader.toLowerCase()] = eventId;
-      if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = type ?? 'test.created';
+      if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = type ?? TEST_EVENT_TYPE;
       return { eventId, body, headers };
     }
+    default:
+      // The presets and the scheme provider: their keys are often public keys, and their
+      // schemes many; a test delivery is sent by the provider's own dashboard.
+      throw new HookgateError(
+        'usage_invalid',
+        `send-test signs for standard-webhooks, svix, stripe, github, shopify, slack, paddle and hmac endpoints; for ${endpoint.provider}, send a test delivery from the provider's dashboard.`,
+      );
   }
 }

@@ -1,4 +1,5 @@
 import { pino } from 'pino';
+import { isUnreachable } from './db/wait-for-database.ts';
 
 export type Logger = pino.Logger;
 
@@ -17,6 +18,34 @@ function cachedIsoTime(): () => string {
     }
     return text;
   };
+}
+
+/** An error's own short message; an AggregateError (a refused dual-stack connect) has none. */
+function messageOf(error: Error): string {
+  if (error.message) return error.message;
+  const inner = (error as { errors?: unknown }).errors;
+  if (Array.isArray(inner)) return inner.map((e) => (e instanceof Error ? e.message : String(e))).join('; ');
+  return '';
+}
+
+/**
+ * `err` as it is logged: type, code, message (and PostgreSQL's detail), never the error's other
+ * properties (a pg error can carry its whole client object). An error that carries a code (a
+ * HookgateError, ECONNREFUSED, a SQLSTATE) or says the database cannot be reached is an expected
+ * condition: a stack trace on every retry would only bury the lines that matter. Anything else is
+ * a bug and keeps its stack and cause.
+ */
+export function serializeError(error: unknown): unknown {
+  if (!(error instanceof Error)) return error;
+  const { code, detail } = error as { code?: unknown; detail?: unknown };
+  const line: Record<string, unknown> = { type: error.name };
+  if (typeof code === 'string' && code !== '') line.code = code;
+  line.message = messageOf(error);
+  if (typeof detail === 'string' && detail !== '') line.detail = detail;
+  if (line.code !== undefined || isUnreachable(error)) return line;
+  line.stack = error.stack;
+  if (error.cause !== undefined) line.cause = serializeError(error.cause);
+  return line;
 }
 
 /**
@@ -58,6 +87,9 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd
         censor: '[redacted]',
       },
       timestamp: cachedIsoTime(),
+      // `"level":"info"`, not pino's 30: what log queries and people read.
+      formatters: { level: (label) => ({ level: label }) },
+      serializers: { err: serializeError },
     },
     lines,
   );

@@ -8,6 +8,7 @@ import type { HeaderBag } from '../core/providers/types.ts';
 import { activeTraceId } from '../core/tracing.ts';
 import type { BodyBudget } from './body-budget.ts';
 import type { Endpoint } from './endpoints.ts';
+import { answersMethod, handshakeAnswer } from './handshake.ts';
 import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
 import { RefusalLog } from './refusal-log.ts';
@@ -16,7 +17,6 @@ import { REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface GatewayAppDeps extends ReceiveDeps {
   readonly endpoints: ReadonlyMap<string, Endpoint>;
-  readonly bodyLimit: number;
   /** Bounds the body bytes held at once (server.maxBufferedBytes); absent, unbounded. */
   readonly bodyBudget?: BodyBudget;
   readonly metrics: GatewayMetrics;
@@ -25,6 +25,7 @@ export interface GatewayAppDeps extends ReceiveDeps {
   readonly readiness: () => Promise<string | null>;
   /** Longest /readyz waits for `readiness` before answering not ready (probes time out in 1–5 s). */
   readonly readinessTimeoutMs?: number;
+  /** Draining for a shutdown: /readyz says so; deliveries are still served (see drain.ts). */
   readonly shuttingDown: () => boolean;
   /**
    * Handle `POST /webhooks/<name>` from the request listener, skipping Express's router. Off
@@ -112,22 +113,41 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   // answered (and counted) through it rather than behind its back.
   const inFlight = new WeakMap<Duplex, InFlight>();
 
+  /** Bytes of each body read, for its delivery line. */
+  const bodySizes = new WeakMap<IncomingMessage, number>();
+  /** Who sent it and how much: the socket's peer (and X-Forwarded-For as given), user agent, body bytes. */
+  const requestFields = (req: IncomingMessage | undefined) => {
+    if (!req) return {};
+    const forwarded = req.headers['x-forwarded-for'];
+    const agent = req.headers['user-agent'];
+    const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    return {
+      source: req.socket?.remoteAddress?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''),
+      forwarded_for: typeof forwarded === 'string' ? forwarded.slice(0, 200) : undefined,
+      user_agent: typeof agent === 'string' ? agent.slice(0, 200) : undefined,
+      body_bytes: bodySizes.get(req) ?? (Number.isFinite(declared) ? declared : undefined),
+    };
+  };
+
   // The per-delivery line carries only the fixed fields below, all strings or numbers: none can
   // hold a secret, and no redaction path can match them, so this logger skips pino's redaction,
   // which otherwise runs over every field of every line (a wildcard path) — the line is the same.
   const deliveryLog = deps.logger.child({}, { redact: [] });
 
-  const record = (endpoint: Endpoint | undefined, started: bigint, result: Answer): void => {
+  const record = (
+    endpoint: Endpoint | undefined,
+    started: bigint,
+    result: Answer,
+    req?: IncomingMessage,
+  ): void => {
     const name = endpoint?.name ?? UNKNOWN_ENDPOINT;
     deps.metrics.deliveries.inc({
       endpoint: name,
       provider: endpoint?.provider.name ?? '',
       outcome: result.outcome,
     });
-    deps.metrics.ackDuration.observe(
-      { endpoint: name, outcome: result.outcome },
-      Number(process.hrtime.bigint() - started) / 1e9,
-    );
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    deps.metrics.ackDuration.observe({ endpoint: name, outcome: result.outcome }, seconds);
     // Undefined fields are left out of the line by pino.
     const line = {
       endpoint: name,
@@ -136,6 +156,9 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       event_id: result.eventId,
       cause: result.cause || undefined,
       trace_id: activeTraceId(),
+      ...result.note,
+      ...requestFields(req),
+      duration_ms: Math.round(seconds * 1e6) / 1e3,
     };
     if (result.status >= 500) deliveryLog.warn(line, 'delivery not accepted');
     else if (result.status >= 300 || result.status === 0) refusals.record(line);
@@ -153,17 +176,25 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     result: Answer,
     close = false,
   ): void => {
-    record(endpoint, started, result);
+    record(endpoint, started, result, res.req);
     // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
     const closing = close || !res.req?.complete;
     if (result.status === 503) res.setHeader('Retry-After', '5');
     if (result.status === 405) res.setHeader('Allow', 'POST');
     if (result.retryAfter !== undefined) res.setHeader('Retry-After', String(result.retryAfter));
+    for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
     // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
-    const payload = JSON.stringify(result.body);
+    // A handshake's answer may be bare text, or nothing at all (a 204, or a body it leaves out).
+    const payload =
+      result.text ?? (result.status === 204 || result.body === undefined ? '' : JSON.stringify(result.body));
     res.writeHead(result.status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(payload),
+      ...(result.status === 204
+        ? {}
+        : {
+            'content-type':
+              result.text === undefined ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
+            'content-length': Buffer.byteLength(payload),
+          }),
       ...(closing ? { connection: 'close' } : {}),
     });
     if (closing) {
@@ -182,12 +213,12 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
   ): void => {
     const type = 'type' in error ? error.type : undefined;
     const status = 'status' in error ? error.status : undefined;
-    if (type === 'entity.too.large') {
+    if (type === 'entity.too.large' && endpoint) {
       answer(
         res,
         endpoint,
         started,
-        refuse('body_too_large', `The body exceeds the limit of ${deps.bodyLimit} bytes.`),
+        refuse('body_too_large', `The body exceeds this endpoint's limit of ${endpoint.bodyLimit} bytes.`),
         true,
       );
     } else if (type === 'encoding.unsupported') {
@@ -202,7 +233,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
       answer(res, endpoint, started, overloaded(), true);
     } else if (type === 'request.aborted') {
       // The client went away (or the request timed out and was answered 408 already).
-      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null });
+      record(endpoint, started, { status: 0, outcome: CLIENT_ABORTED, body: null }, res.req);
     } else if (error instanceof URIError || (endpoint === undefined && status === 400)) {
       // `/webhooks/%zz`: a name that cannot be decoded names no endpoint.
       answer(
@@ -236,11 +267,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     endpoint: Endpoint,
     started: bigint,
   ): Promise<void> => {
-    if (deps.shuttingDown()) {
-      answer(res, endpoint, started, refuse('shutting_down', 'This instance is shutting down; retry.'));
-      return;
-    }
-    // Reserved before the body is read (a declared length up front; a body over bodyLimit is
+    // Reserved before the body is read (a declared length up front; a body over the endpoint's limit is
     // refused by readBody, unreserved; a chunked one as it comes) and given back once both the
     // answer is out (or the client gone) and this delivery's work is done: a client that leaves
     // while its claim waits does not take its body out of the claim queue.
@@ -250,7 +277,7 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     if (budget) {
       const declared = Number(req.headers['content-length'] ?? Number.NaN);
       if (Number.isFinite(declared) && declared >= 0) {
-        if (declared <= deps.bodyLimit) {
+        if (declared <= endpoint.bodyLimit) {
           if (!budget.reserve(declared)) {
             answer(res, endpoint, started, overloaded(), true);
             return;
@@ -288,7 +315,8 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
     try {
       let body: Buffer;
       try {
-        body = await readBody(req, deps.bodyLimit, grow);
+        body = await readBody(req, endpoint.bodyLimit, grow);
+        bodySizes.set(req, body.length);
       } catch (error) {
         if (res.headersSent) return;
         bodyFailure(error as { type?: string }, res, endpoint, started);
@@ -349,6 +377,17 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
 
   app.all('/webhooks/:endpoint', (req, res) => {
     const endpoint = deps.endpoints.get(req.params.endpoint);
+    // Dropbox and Okta check an endpoint with a GET: answered, nothing read or stored.
+    if (answersMethod(endpoint, req.method)) {
+      const query = req.originalUrl.includes('?')
+        ? req.originalUrl.slice(req.originalUrl.indexOf('?') + 1)
+        : '';
+      const reply = handshakeAnswer(endpoint, req.method, headerBag(req.headers), query);
+      if (reply) {
+        answer(res, endpoint, process.hrtime.bigint(), reply);
+        return;
+      }
+    }
     answer(
       res,
       endpoint,

@@ -3,10 +3,10 @@
  * chunked body arrives) until the delivery is answered and its claim is done with the body
  * (read, verified, waiting for a claim, being claimed). Bodies are read before any
  * signature can be checked, so without a bound any client could make the gateway hold
- * connections × server.bodyLimit bytes; and while PostgreSQL is slow, verified bodies pile up
+ * connections × the endpoints' body limits; and while PostgreSQL is slow, verified bodies pile up
  * in the claim queue. A delivery that does not fit is refused before its body is read.
  *
- * One delivery is always let in when nothing is held, whatever its size (server.bodyLimit still
+ * One delivery is always let in when nothing is held, whatever its size (the endpoint's body limit still
  * applies), so the gateway never refuses everything.
  */
 export class BodyBudget {

@@ -1,3 +1,4 @@
+import { endpointBodyLimit } from '../core/config/body-limits.ts';
 import type { Config, EndpointConfig } from '../core/config/schema.ts';
 import { createProvider } from '../core/providers/index.ts';
 import type { Provider } from '../core/providers/types.ts';
@@ -7,12 +8,19 @@ export interface Endpoint {
   readonly name: string;
   readonly config: EndpointConfig;
   readonly provider: Provider;
+  /** Largest body accepted, in bytes: the endpoint's, its provider's maximum, or server.bodyLimit. */
+  readonly bodyLimit: number;
 }
 
 export function buildEndpoints(config: Config): ReadonlyMap<string, Endpoint> {
   const endpoints = new Map<string, Endpoint>();
   for (const [name, endpoint] of Object.entries(config.endpoints)) {
-    endpoints.set(name, { name, config: endpoint, provider: createProvider(endpoint) });
+    endpoints.set(name, {
+      name,
+      config: endpoint,
+      provider: createProvider(endpoint),
+      bodyLimit: endpointBodyLimit(endpoint, config.server.bodyLimit),
+    });
   }
   return endpoints;
 }

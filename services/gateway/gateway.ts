@@ -25,6 +25,7 @@ import {
 } from '../core/tracing.ts';
 import { createGatewayApp } from './app.ts';
 import { BodyBudget } from './body-budget.ts';
+import { trackConnections } from './drain.ts';
 import { buildEndpoints, type Endpoint } from './endpoints.ts';
 import { ReplayTokenLimiter } from './replay-limit.ts';
 
@@ -47,13 +48,16 @@ export interface GatewayOptions {
 
 export interface RunningGateway {
   readonly port: number;
-  /** Stops accepting, answers what is in flight, then returns; the caller closes the pool. */
+  /**
+   * Stops accepting connections, finishes the open ones (everything they still send is served
+   * and answered, each answer closing its connection), lets the claims commit, then returns; the
+   * caller closes the pool.
+   */
   stop(): Promise<void>;
 }
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { config, pool, boss, logger, metrics } = options;
-  let shuttingDown = false;
   let migrated = false;
 
   // Sync-mode endpoints share the group committer's bounds (queue size, queue age, commit slots)
@@ -145,14 +149,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
-    bodyLimit: config.server.bodyLimit,
     answerWithinMs: config.server.requestTimeout,
     bodyBudget: new BodyBudget(config.server.maxBufferedBytes),
     metrics,
     logger,
     claim,
     now: options.now ?? Date.now,
-    shuttingDown: () => shuttingDown,
+    shuttingDown: () => drain.draining,
     direct: !tracingEnabled(),
     trustedProxyHops: config.server.trustedProxyHops,
     replayLimiter: new ReplayTokenLimiter({
@@ -191,6 +194,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   );
   server.keepAliveTimeout = 65_000;
   server.on('clientError', gatewayApp.onClientError);
+  const drain = trackConnections(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host ?? '0.0.0.0', () => resolve());
@@ -201,16 +205,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   return {
     port,
     async stop() {
-      shuttingDown = true;
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const deadline = new Promise<void>((resolve) => {
-        setTimeout(() => {
-          server.closeAllConnections();
-          resolve();
-        }, config.server.shutdownTimeout).unref();
-      });
-      await Promise.race([closed, deadline]);
+      const { outcome, cut } = await drain.drain(config.server.shutdownTimeout);
+      if (outcome === 'timed_out') {
+        logger.warn(
+          { connections: cut, shutdown_timeout_ms: config.server.shutdownTimeout },
+          'connections still open at server.shutdownTimeout were closed',
+        );
+      }
       await committer.drain();
       await wakeups.flush();
       gatewayApp.stop();

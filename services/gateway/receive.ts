@@ -2,6 +2,7 @@ import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import { identityProblem } from '../core/inbox/identity-checks.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import type { Endpoint } from './endpoints.ts';
+import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
 import type { ReplayTokenLimiter } from './replay-limit.ts';
 import { checkReplayToken, REPLAY_TOKEN_HEADER } from './replay-token.ts';
@@ -16,6 +17,11 @@ export interface Answer {
   readonly cause?: string;
   /** Seconds, sent as Retry-After. */
   readonly retryAfter?: number;
+  /** Sent as text/plain instead of `body` (challenges echoed bare). */
+  readonly text?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Extra fields for the log line (a handshake's kind), never sent. */
+  readonly note?: Readonly<Record<string, string>>;
 }
 
 export function refuse(code: GatewayErrorCode, message: string): Answer {
@@ -76,6 +82,9 @@ export async function receive(
   /** Who sent it, as the replay-token limiter counts it (see sourceOf). */
   source = '',
 ): Promise<Answer> {
+  // Unsigned handshakes (Asana's) carry no event and are answered without verification.
+  const handshake = handshakeAnswer(endpoint, 'POST', headers, '');
+  if (handshake) return handshake;
   // An operator's re-post with the endpoint's replay token stands in for the provider's
   // signature; without replaySecrets configured the header means nothing.
   const replaySecrets = endpoint.config.replaySecrets;
@@ -117,15 +126,21 @@ export async function receive(
   let body: unknown;
   try {
     text = UTF8.decode(rawBody);
-    body = parseJson(text);
+    const decode = endpoint.provider.decodeBody;
+    if (decode) {
+      // A form post (Twilio) is stored as the JSON document of its parameters.
+      body = decode(text);
+      text = JSON.stringify(body);
+    } else {
+      body = parseJson(text);
+    }
   } catch {
     return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
   }
 
-  const identity = endpoint.provider.identify({ headers, body });
+  const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
   if (!identity.ok) return refuse(identity.code, identity.message);
-  if ('reply' in identity)
-    return { status: identity.reply.status, outcome: 'replied', body: identity.reply.body };
+  if ('reply' in identity) return replyAnswer(identity.reply);
   const problem = identityProblem(identity.event);
   if (problem) return refuse(problem.code, problem.message);
 

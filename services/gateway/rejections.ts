@@ -14,7 +14,6 @@ export type GatewayErrorCode =
   | 'overloaded'
   | 'event_id_invalid'
   | 'event_type_invalid'
-  | 'shutting_down'
   | 'encoding_unsupported'
   | 'request_timeout'
   | 'headers_too_large'
@@ -51,7 +50,6 @@ export const STATUS_BY_CODE: Readonly<Record<GatewayErrorCode, number>> = {
   apply_failed: 503,
   job_busy: 503,
   overloaded: 503,
-  shutting_down: 503,
 };
 
 export function isGatewayErrorCode(code: string): code is GatewayErrorCode {

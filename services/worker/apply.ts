@@ -32,6 +32,8 @@ export interface ApplyJob {
   readonly id: string;
   readonly retryCount: number;
   readonly eventId: string;
+  /** No retry is left after this attempt (retryCount has reached the job's retryLimit). */
+  readonly lastAttempt?: boolean;
 }
 
 /** What happened to each event of a batch, for metrics and logs. */

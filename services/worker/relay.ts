@@ -178,7 +178,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
       const error = `outbox message is malformed at /${issue.path.join('/')}: ${issue.message}`;
-      logger.error({ kind, jobId: job.id, error }, 'relay: malformed outbox message dead-lettered');
+      logger.error({ kind, job_id: job.id, error }, 'relay: malformed outbox message dead-lettered');
       count(kind, null, 'dead');
       return { id: job.id, status: 'deadletter', output: { error } };
     }
@@ -188,8 +188,8 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       kind,
       key,
       endpoint: message.endpoint,
-      eventId: message.eventId,
-      jobId: job.id,
+      event_id: message.eventId,
+      job_id: job.id,
       trace_id: activeTraceId() ?? traceIdOf(jobTraceparent(job)),
     };
 
@@ -259,14 +259,14 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
 
     if (result.outcome === 'delivered') {
       if (!(await finish('delivered', result.status, null))) {
-        logger.info({ ...log, httpStatus: result.status }, 'relay: delivered (already recorded)');
-      } else logger.info({ ...log, httpStatus: result.status }, 'relay: delivered');
+        logger.info({ ...log, http_status: result.status }, 'relay: delivered (already recorded)');
+      } else logger.info({ ...log, http_status: result.status }, 'relay: delivered');
       count(kind, message, 'delivered');
       return { id: job.id, status: 'completed', output: { outcome: 'delivered', status: result.status } };
     }
     if (result.outcome === 'dead') {
       if (!(await finish('dead', result.status, result.error))) return superseded('dead');
-      logger.error({ ...log, httpStatus: result.status, error: result.error }, 'relay: refused; dead');
+      logger.error({ ...log, http_status: result.status, error: result.error }, 'relay: refused; dead');
       count(kind, message, 'dead');
       return { id: job.id, status: 'deadletter', output: { outcome: 'dead', error: result.error } };
     }
@@ -287,7 +287,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         const output = { outcome: 'retry', error: result.error, retryAfterSeconds: seconds };
         await failNotBefore(pool, boss, outboxQueue(kind), job, output, seconds);
         logger.warn(
-          { ...log, attempt: job.retryCount + 1, error: result.error, retryAfterSeconds: seconds },
+          { ...log, attempt: job.retryCount + 1, error: result.error, retry_after_seconds: seconds },
           'relay: delivery refused for now; retrying after the time it asked for',
         );
         count(kind, message, 'retry');
@@ -328,10 +328,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       return await deliver(kind, job);
     } catch (error) {
       // The record could not be read or written (database trouble): retry the job.
-      logger.error(
-        { kind, jobId: job.id, error: (error as Error).message },
-        'relay: delivery bookkeeping failed',
-      );
+      logger.error({ kind, job_id: job.id, err: error }, 'relay: delivery bookkeeping failed');
       return { id: job.id, status: 'failed', output: { error: (error as Error).message } };
     }
   }

@@ -17,6 +17,8 @@ export function listenForWakeups(
   let client: pg.Client | null = null;
   let stopped = false;
   let retry: NodeJS.Timeout | undefined;
+  // Logged when it changes, not on every reconnect attempt (one each RECONNECT_MS while down).
+  let failing = false;
 
   const connect = async (): Promise<void> => {
     if (stopped) return;
@@ -25,7 +27,9 @@ export function listenForWakeups(
       if (message.channel === WAKEUP_CHANNEL && message.payload) wake(message.payload);
     });
     next.on('error', (error) => {
-      logger.warn({ err: error }, 'wake-up listener lost its connection; polling until it is back');
+      if (!failing)
+        logger.warn({ err: error }, 'wake-up listener lost its connection; polling until it is back');
+      failing = true;
       void next.end().catch(() => {});
       if (client === next) client = null;
       schedule();
@@ -38,8 +42,12 @@ export function listenForWakeups(
         return;
       }
       client = next;
+      if (failing) logger.info('wake-up listener is listening again');
+      failing = false;
     } catch (error) {
-      logger.warn({ err: error }, 'wake-up listener could not connect; polling until it can');
+      if (!failing) logger.warn({ err: error }, 'wake-up listener could not connect; polling until it can');
+      else logger.debug({ err: error }, 'wake-up listener could not connect yet');
+      failing = true;
       void next.end().catch(() => {});
       schedule();
     }

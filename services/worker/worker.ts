@@ -8,6 +8,7 @@ import type { Handler } from '../core/handlers/types.ts';
 import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
+import type { OutageLog } from '../core/outage-log.ts';
 import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { type ApplyJobData, applyQueue, deadLetterQueue } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
@@ -28,6 +29,8 @@ export interface WorkerOptions {
   /** Directory of the config file, for `module:` handlers. */
   readonly configDir: string;
   readonly registry?: Registry;
+  /** Counts the loops' failures while the database is unreachable, instead of a line each. */
+  readonly outage?: OutageLog;
   /** Only these endpoints (default: all configured). */
   readonly endpoints?: readonly string[];
 }
@@ -103,6 +106,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     try {
       const result = await applyBatch({ pool, boss, logger }, endpoint, handler, jobs);
       const now = Date.now();
+      const lastAttempt = new Set(jobs.filter((job) => job.lastAttempt).map((job) => job.eventId));
       metrics?.applyDuration.observe({ endpoint }, result.durationSeconds);
       for (const event of result.events) {
         const outcome = appliedOutcome(event.outcome);
@@ -118,29 +122,41 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           outcome,
           trace_id: traceIdOf(event.traceparent),
         };
-        if (outcome === 'retried') logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
+        if (outcome === 'retried' && lastAttempt.has(event.eventId))
+          logger.warn(
+            { ...line, error: event.error, last_attempt: true },
+            'apply failed on its last attempt; the event ends parked or dead',
+          );
+        else if (outcome === 'retried')
+          logger.warn({ ...line, error: event.error }, 'apply failed; will retry');
         else if (outcome === 'dead')
           logger.warn({ ...line, error: event.error }, 'apply failed for good; event is dead');
         else eventLog.info(line, 'event applied');
       }
     } catch (error) {
       // Nothing committed. Fail the attempts now (fenced) rather than waiting for expiry.
-      logger.error({ err: error, endpoint, jobs: jobs.length }, 'apply batch failed; retrying its jobs');
+      if (!options.outage?.failed('worker apply', error))
+        logger.error(
+          { err: error, endpoint, jobs: jobs.length },
+          'apply batch failed; its jobs are failed (retried while attempts remain)',
+        );
       // The job's output carries the code the dead-letter step decides from; the row's
       // last_error (a separate statement that may fail too) is for people only.
       const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
-      await recordBatchFailure(pool, endpoint, jobs, lastErrorOf(failure)).catch((recordError: unknown) =>
-        logger.error({ err: recordError }, 'could not record the batch failure'),
-      );
+      await recordBatchFailure(pool, endpoint, jobs, lastErrorOf(failure)).catch((recordError: unknown) => {
+        if (!options.outage?.failed('worker apply', recordError))
+          logger.error({ err: recordError }, 'could not record the batch failure');
+      });
       await boss
         .fail(
           queue,
           jobs.map(({ id, retryCount }) => ({ id, retryCount })),
           jobOutputOf(failure),
         )
-        .catch((failError: unknown) =>
-          logger.error({ err: failError }, 'could not fail jobs; they will expire'),
-        );
+        .catch((failError: unknown) => {
+          if (!options.outage?.failed('worker apply', failError))
+            logger.error({ err: failError }, 'could not fail jobs; they will expire');
+        });
     }
   };
 
@@ -182,7 +198,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     const jobs: ApplyJob[] = [];
     const lost: ApplyJob[] = [];
     for (const job of fetched) {
-      const applyJob = { id: job.id, retryCount: job.retryCount, eventId: job.data.eventId };
+      const applyJob = {
+        id: job.id,
+        retryCount: job.retryCount,
+        eventId: job.data.eventId,
+        lastAttempt: job.retryCount >= job.retryLimit,
+      };
       if (job.retryCount > 0 && failureFromOutput(job.output) === null) lost.push(applyJob);
       else jobs.push(applyJob);
     }
@@ -252,9 +273,11 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       let fetched = 0;
       try {
         fetched = await step();
+        options.outage?.recovered();
       } catch (error) {
         if (stopping) break;
-        logger.error({ err: error, endpoint, loop: what }, 'worker step failed');
+        if (!options.outage?.failed(`worker ${what} loop`, error))
+          logger.error({ err: error, endpoint, loop: what }, 'worker step failed');
         await waker.sleep(ERROR_BACKOFF_MS);
         continue;
       }
@@ -272,7 +295,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     loops.push(loop('dead-letter', endpoint, () => deadLetterStep(endpoint)));
   }
   const listener = listenForWakeups(pool.options, (endpoint) => waker.wake(endpoint), logger);
-  logger.info({ endpoints: names, batchSize, concurrency }, 'worker started');
+  logger.info({ endpoints: names, batch_size: batchSize, concurrency }, 'worker started');
 
   return {
     async stop() {

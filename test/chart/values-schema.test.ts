@@ -127,9 +127,19 @@ describe('values.schema.json: every bounded duration and size, at and past its b
           ];
     for (const [value, valid] of cases) {
       const config = setAt(field.path, value);
-      // A body budget must hold the body limit (a rule JSON Schema cannot say: keep it out).
-      if (field.path.join('.') === 'server.maxBufferedBytes')
+      // A body budget must hold every body limit (a rule JSON Schema cannot say: keep it out).
+      if (field.path.join('.') === 'server.maxBufferedBytes') {
         (config.server as Record<string, unknown>).bodyLimit = 1024;
+        for (const endpoint of Object.values(config.endpoints as Record<string, Record<string, unknown>>)) {
+          endpoint.bodyLimit = 1024;
+        }
+      }
+      if (field.path.join('.') === 'endpoints.stripe.bodyLimit') {
+        config.server = {
+          ...(config.server as Record<string, unknown>),
+          maxBufferedBytes: 1024 * 1024 * 1024,
+        };
+      }
       expect(verdicts(config), `${field.path.join('.')}: ${String(value)}`).toEqual({
         schema: valid,
         hookgate: valid,

@@ -72,7 +72,7 @@ describe('hookgate config check', () => {
     for (const line of [
       'endpoints.github.tolerance: 48h is longer than the 24h maximum',
       'claim.concurrency: must be below database.poolSize (2)',
-      'server.maxBufferedBytes: must be at least server.bodyLimit (2mib)',
+      'server.maxBufferedBytes: 1 MiB is smaller than server.bodyLimit (2 MiB)',
       'endpoints.github.secrets[0]: environment variable GITHUB_WEBHOOK_SECRET is not set',
     ]) {
       expect(run.output).toContain(line);

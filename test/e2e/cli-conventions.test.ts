@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { targetUrl } from '../../services/cli/commands/send-test.ts';
 import { classify } from '../../services/cli/support/exit.ts';
 import { age, table } from '../../services/cli/support/format.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { CLI, ROOT, runHookgate } from '../support/process.ts';
 import { workerConfigDocument } from '../support/worker-harness.ts';
@@ -139,6 +140,24 @@ describe('which database', () => {
     const current = await runHookgate(['migrate', '--dry-run'], { env: { DATABASE_URL: db.url } });
     expect(current.output).toMatch(/is up to date; nothing to apply/);
   });
+
+  it('migrate names each migration the same in a dry run and when it applies it (0001_inbox)', async () => {
+    const fresh = await createTestDatabase({ migrated: false });
+    try {
+      const env = { DATABASE_URL: fresh.url };
+      const dry = await runCliInProcess(['migrate', '--dry-run', '--json'], env);
+      expect(dry.code, dry.output).toBe(0);
+      const applied = await runCliInProcess(['migrate', '--json'], env);
+      expect(applied.code, applied.output).toBe(0);
+      const wouldApply = JSON.parse(dry.stdout).would_apply;
+      expect(wouldApply[0]).toBe('0001_inbox');
+      expect(JSON.parse(applied.stdout).applied).toEqual(wouldApply);
+      const human = await runCliInProcess(['migrate'], env);
+      expect(human.stdout).toMatch(/was already up to date/);
+    } finally {
+      await fresh.drop();
+    }
+  });
 });
 
 /** stdout and stderr apart, to prove stdout holds the result alone. */
@@ -158,7 +177,6 @@ describe('stdout is the result', () => {
   it.each([
     [['stats', '--json']],
     [['events', 'list', '--json']],
-    [['requeue', '--endpoint', 'demo', '--dry-run', '--json']],
     [['prune', '--dry-run', '--json']],
     [['migrate', '--dry-run', '--json']],
   ])('hookgate %j | jq works, with LOG_LEVEL=debug', async (args) => {
@@ -170,6 +188,20 @@ describe('stdout is the result', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(() => JSON.parse(run.stdout)).not.toThrow();
     expect(run.stderr).toMatch(/hookgate: using PostgreSQL at/);
+  });
+});
+
+describe('requeue --dry-run exits as the real run would', () => {
+  it('2 (nothing_changed) when nothing matches, with the JSON result still on stdout', async () => {
+    for (const extra of [[], ['--orphans']]) {
+      const run = await runSeparately(['requeue', '--endpoint', 'demo', ...extra, '--dry-run', '--json'], {
+        DATABASE_URL: db.url,
+        HOOKGATE_CONFIG: configFile,
+      });
+      expect(run.code, run.stderr).toBe(2);
+      expect(JSON.parse(run.stdout)).toMatchObject({ dry_run: true, would_requeue: 0 });
+      expect(run.stderr).toMatch(/nothing_changed: .*nothing would be requeued/);
+    }
   });
 });
 

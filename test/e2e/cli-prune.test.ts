@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 
@@ -57,12 +58,17 @@ describe('hookgate prune', () => {
   it('refuses a window under 3 days without --force (exit 2), and with it keeps every unsettled row', async () => {
     const refused = await runHookgate(['prune', '--older-than', '1d'], { env: env() });
     expect(refused.code).toBe(2);
-    expect(refused.output).toMatch(/--older-than: is under 3d.*--force/);
+    expect(refused.output).toMatch(/usage_invalid: --older-than is under 3d.*--force/);
     const forced = await runHookgate(['prune', '--older-than', '1d', '--force', '--batch', '100', '--json'], {
       env: env(),
     });
     expect(forced.code, forced.output).toBe(0);
-    expect(jsonOf(forced.output)).toEqual({ inbox_rows: 6, deliveries: 0, delivery_count_rows: 2 });
+    expect(jsonOf(forced.output)).toEqual({
+      inbox_rows: 6,
+      deliveries: 0,
+      delivery_count_rows: 2,
+      batches: 3,
+    });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
     expect(await ids()).toEqual(
@@ -83,7 +89,35 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 delivered downstream effect\(s\) and 0 per-minute delivery count row\(s\)\./,
+      /Deleted 0 settled inbox row\(s\), 0 delivered downstream effect\(s\) and 0 per-minute delivery count row\(s\) in 3 batch\(es\)\./,
     );
+  });
+
+  it('--batch sets the rows per statement and --pause the wait between statements', async () => {
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
+       SELECT 'paced', 'paced_' || n, 'stripe', 't', '{}', 'processed', now() - interval '40 days' - make_interval(secs => n)
+         FROM generate_series(1, 450) AS n`,
+    );
+    const started = Date.now();
+    const run = await runCliInProcess(
+      ['prune', '--older-than', '30d', '--batch', '100', '--pause', '400', '--json'],
+      env(),
+    );
+    const elapsed = Date.now() - started;
+    expect(run.code, run.output).toBe(0);
+    // 450 rows by 100: five inbox statements (the last one short), then one each for the
+    // delivery records and the counts; a pause between the full ones.
+    expect(JSON.parse(run.stdout)).toEqual({
+      inbox_rows: 450,
+      deliveries: 0,
+      delivery_count_rows: 0,
+      batches: 7,
+    });
+    expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
+    const left = await db.pool.query(
+      `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'paced'`,
+    );
+    expect(left.rows[0].n).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 import { effectCounts, installEffects } from '../support/worker-effects.ts';
@@ -55,13 +56,31 @@ describe('hookgate requeue', () => {
     await waitFor('evt_ok to be processed', async () => (await statusOf('evt_ok')) === 'processed');
     expect((await effectCounts(db.pool)).get('evt_dead')).toBeUndefined();
     const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+    const show = async () => {
+      const run = await runCliInProcess(
+        ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--json', '--config', configFile],
+        env,
+      );
+      expect(run.code, run.output).toBe(0);
+      return JSON.parse(run.stdout).timeline as { at: string | null; what: string }[];
+    };
+    // Dead: its timeline says when it was received, when its attempt ran and when it ended, why.
+    const dead = await show();
+    expect(dead.map((entry) => entry.what)).toEqual([
+      'received',
+      'attempt 1 started',
+      expect.stringMatching(
+        /^ended dead after 1 attempt\(s\): sqlstate_P0001: injected failure for evt_dead/,
+      ),
+    ]);
+    for (const entry of dead) expect(entry.at, entry.what).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     // --dry-run lists the event and changes nothing.
     const dry = await runHookgate(
       ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--json', '--config', configFile],
       { env },
     );
-    expect(dry.code).toBe(0);
+    expect(dry.code, dry.output).toBe(0);
     const preview = JSON.parse(dry.output.slice(dry.output.indexOf('{')));
     expect(preview).toMatchObject({ dry_run: true, would_requeue: 1 });
     expect(preview.events.map((e: { event_id: string }) => e.event_id)).toEqual(['evt_dead']);
@@ -77,6 +96,34 @@ describe('hookgate requeue', () => {
     const loser = a.code === 2 ? a : b;
     expect(loser.output).toMatch(/nothing_changed/);
     await waitFor('evt_dead to be processed', async () => (await statusOf('evt_dead')) === 'processed');
+    // Requeued, then applied: every change with its time, in order.
+    const requeued = await show();
+    expect(requeued.map((entry) => entry.what)).toEqual([
+      'received',
+      'requeued after 1 attempt(s), with a fresh job',
+      'attempt 2 started',
+      'settled processed after 2 attempt(s)',
+    ]);
+    const times = requeued.map((entry) => Date.parse(entry.at!));
+    expect(times.every((time) => Number.isFinite(time))).toBe(true);
+    expect([...times].sort((a, b) => a - b)).toEqual(times);
+    expect(times[1]!).toBeGreaterThan(Date.parse(dead[2]!.at!));
+    const human = await runCliInProcess(
+      ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--config', configFile],
+      env,
+    );
+    expect(human.stdout).toMatch(/timeline\n {2}\S+Z +received\n {2}\S+Z +requeued after 1 attempt\(s\)/);
+
+    // Nothing left to requeue: a dry run says so with exit 2, as a real run does.
+    const nothing = await runCliInProcess(
+      ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--config', configFile],
+      env,
+    );
+    expect(nothing.code, nothing.output).toBe(2);
+    expect(nothing.stdout).toMatch(/Would requeue 0 event\(s\) of ops/);
+    expect(nothing.stderr).toMatch(
+      /nothing_changed: No dead event of ops matches; nothing would be requeued/,
+    );
     // Give a second job, if one had been created, time to run.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     const effects = await effectCounts(db.pool);
@@ -91,4 +138,37 @@ describe('hookgate requeue', () => {
     expect(missing.code).toBe(2);
     expect(missing.output).toMatch(/nothing_changed: None of does-not-exist/);
   }, 120_000);
+
+  it('--orphans --dry-run lists the pending events with no job and gives them none; without --dry-run they get one', async () => {
+    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+    // A pending row whose job is gone (as retention or an operator's mistake leaves one).
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload)
+       VALUES ('ops', 'evt_orphan', 'standard-webhooks', 'thing.updated', 'thing', 't9', 1, '{}')`,
+    );
+    const dry = await runCliInProcess(
+      ['requeue', '--endpoint', 'ops', '--orphans', '--dry-run', '--json', '--config', configFile],
+      env,
+    );
+    expect(dry.code, dry.output).toBe(0);
+    expect(JSON.parse(dry.stdout)).toEqual({
+      endpoint: 'ops',
+      dry_run: true,
+      would_requeue: 1,
+      event_ids: ['evt_orphan'],
+    });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(await statusOf('evt_orphan')).toBe('pending');
+    const jobs = await db.pool.query(
+      `SELECT count(*)::int AS n FROM pgboss.job WHERE data->>'eventId' = 'evt_orphan'`,
+    );
+    expect(jobs.rows[0].n).toBe(0);
+
+    const real = await runCliInProcess(
+      ['requeue', '--endpoint', 'ops', '--orphans', '--config', configFile],
+      env,
+    );
+    expect(real.code, real.output).toBe(0);
+    await waitFor('the orphan to be applied', async () => (await statusOf('evt_orphan')) === 'processed');
+  }, 60_000);
 });

@@ -54,9 +54,14 @@ describe('hookgate stats', () => {
     await claimer.claim('ops', events.slice(5, 10));
     await claimer.claim('ops', events.slice(5, 7));
     await claimer.claim('ops', [events[12]!, events[12]!]);
-    const sentAccepted = 20;
+    const sentAccepted = 22;
     const sentDuplicates = 5 + 2 + 2;
     await claimer.claim('other', [{ eventId: 'o1' }]);
+    // Two test events (what send-test sends): settled ignored, counted apart.
+    await claimer.claim('ops', [
+      { eventId: 'test_1', eventType: 'hookgate.test' },
+      { eventId: 'test_2', eventType: 'hookgate.test' },
+    ]);
     await waitFor('every event settled', async () => {
       const r = await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`);
       return r.rows[0].n === 0;
@@ -78,9 +83,15 @@ describe('hookgate stats', () => {
     // The premise: the scenario produced failures and parked events.
     expect(count('ops', 'dead')).toBe(3);
     expect(count('ops', 'parked')).toBe(2);
-    for (const status of ['pending', 'parked', 'dead', 'processed', 'ignored', 'stale']) {
+    for (const status of ['pending', 'parked', 'dead', 'processed', 'stale']) {
       expect(ops[status], status).toBe(count('ops', status));
     }
+    expect(ops.test).toBe(2);
+    expect(ops.ignored).toBe(count('ops', 'ignored') - 2);
+    // The columns add up: every accepted event of the window is in exactly one of them.
+    expect(ops.pending + ops.parked + ops.dead + ops.processed + ops.ignored + ops.stale + ops.test).toBe(
+      ops.accepted,
+    );
     expect(ops.accepted).toBe(sentAccepted);
     expect(ops.duplicate).toBe(sentDuplicates);
     expect(ops.duplicate_rate).toBeCloseTo(sentDuplicates / (sentAccepted + sentDuplicates), 10);
@@ -98,8 +109,10 @@ describe('hookgate stats', () => {
     // Human output: an aligned table with the rate.
     const human = await runHookgate(['stats', '--config', configFile], { env: env() });
     expect(human.code).toBe(0);
-    expect(human.output).toMatch(/ENDPOINT\s+PENDING\s+OLDEST/);
-    expect(human.output).toMatch(/ops\s+0\s+-\s+2\s+3\s+15\s+20\s+9\s+31\.0%/);
+    expect(human.output).toMatch(
+      /ENDPOINT\s+PENDING\s+OLDEST\s+PARKED\s+DEAD\s+PROCESSED\s+IGNORED\s+STALE\s+TEST\s+ACCEPTED\s+DUPLICATES\s+DUP-RATE/,
+    );
+    expect(human.output).toMatch(/ops\s+0\s+-\s+2\s+3\s+15\s+0\s+0\s+2\s+22\s+9\s+29\.0%/);
   }, 120_000);
 
   it('events list filters and events show prints the timeline; unknown endpoints are refused', async () => {
@@ -117,7 +130,9 @@ describe('hookgate stats', () => {
     });
     expect(show.code, show.output).toBe(0);
     expect(show.output).toMatch(/status\s+processed/);
-    expect(show.output).toMatch(/timeline\n.*received\n.*settled processed after 1 attempt/);
+    expect(show.output).toMatch(
+      /timeline\n.*received\n.*attempt 1 started\n.*settled processed after 1 attempt/,
+    );
     expect(show.output).toMatch(/"id": "evt_3"/);
 
     const unknownEvent = await runHookgate(

@@ -25,7 +25,7 @@ afterAll(async () => {
 });
 
 describe('send-test --wait', () => {
-  it('fails with send_test_timeout while no worker runs, then reports processed once one does', async () => {
+  it('fails with send_test_timeout while no worker runs, then reports the test event settled (ignored) once one does', async () => {
     const port = await freePort();
     const env = { DATABASE_URL: db.url, PORT: String(port), METRICS_PORT: '0', LOG_LEVEL: 'info' };
     const gateway = startHookgate(['serve', '--role', 'gateway', '--config', configFile], { env });
@@ -77,7 +77,7 @@ describe('send-test --wait', () => {
         ],
         { env },
       );
-      expect(served.output).toMatch(/event \S+: processed/);
+      expect(served.output).toMatch(/event \S+: ignored/);
       expect(served.code).toBe(0);
     } finally {
       gateway.child.kill('SIGTERM');
@@ -92,6 +92,6 @@ describe('send-test --wait', () => {
       { env: { DATABASE_URL: db.url } },
     );
     expect(result.code).toBe(2);
-    expect(result.output).toMatch(/--wait: "soon" is not a duration between 1s and 1h/);
+    expect(result.output).toMatch(/usage_invalid: --wait "soon" is not a duration between 1s and 1h/);
   });
 });

@@ -109,7 +109,11 @@ describe('event types with control characters', () => {
         payload: { action: 'opened', issue: { number: 2 } },
       },
     ]);
-    const source = githubReplaySource({ token: 't', apiBase: api.url, repository: 'acme/shop', hookId: 1 });
+    const source = githubReplaySource({
+      token: 't',
+      apiBase: api.url,
+      webhook: { kind: 'repository', repository: 'acme/shop', hookId: 1 },
+    });
     const window = { since: new Date(Date.now() - 60_000), until: new Date(Date.now() + 1_000) };
     const report = await replayEvents(claimer.pool, claimer.boss, 'gh', config.endpoints.gh!, source, window);
     expect(report).toMatchObject({ fetched: 2, new: 1, unusable: 1 });

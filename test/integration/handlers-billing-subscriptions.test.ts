@@ -1,7 +1,9 @@
+import { Writable } from 'node:stream';
 import type { PgBoss } from 'pg-boss';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
-import type { Handler } from '../../services/core/handlers/types.ts';
+import { EventUnusable, type Handler } from '../../services/core/handlers/types.ts';
 import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeStripe, startFakeStripe } from '../support/fake-stripe.ts';
@@ -106,10 +108,66 @@ describe('billing: subscriptions are re-fetched, not taken from the payload', ()
     expect(await stored(id)).toMatchObject({ status: 'active' });
   });
 
-  it('without stripeApiKey, subscription events fail with a message naming the option', async () => {
-    const keyless = createBillingHandler({}, deps);
-    await expect(
-      applyInTransaction(db.pool, boss, keyless, subEvent('updated', newSubscription(), 'active')),
-    ).rejects.toThrow(/stripe\.options\.stripeApiKey is not set/);
+  it('a customer.subscription.* event whose object is not a subscription is unusable: no fetch, nothing stored', async () => {
+    const id = newSubscription();
+    stripe.setSubscription({ id, customer: 'cus_9', status: 'active' });
+    const before = stripe.requests.length;
+    const mislabelled = stripeEvent('customer.subscription.updated', {
+      id,
+      object: 'customer',
+      status: 'active',
+    });
+    await expect(apply(mislabelled)).rejects.toMatchObject({
+      code: 'billing_payload_invalid',
+      message: expect.stringMatching(/\/data\/object\/object: must be 'subscription'/),
+    });
+    expect(stripe.requests.length).toBe(before);
+    expect(await stored(id)).toBeUndefined();
+  });
+
+  it('a re-fetch that answers another kind of object is not stored', async () => {
+    const id = newSubscription();
+    stripe.setSubscription({ id, object: 'customer', email: 'x@example.com' });
+    await expect(apply(subEvent('updated', id, 'active'))).rejects.toMatchObject({
+      code: 'billing_payload_invalid',
+      message: expect.stringMatching(/returned a customer with id sub_/),
+    });
+    expect(await stored(id)).toBeUndefined();
+  });
+
+  it('without stripeApiKey: one warning at start; subscription events fail for good (option_missing), naming the option', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino(
+      { formatters: { level: (label) => ({ level: label }) } },
+      new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(JSON.parse(String(chunk)));
+          done();
+        },
+      }),
+    );
+    const keyless = createBillingHandler({}, { ...deps, logger });
+    for (let n = 0; n < 3; n += 1) {
+      const failure = await applyInTransaction(
+        db.pool,
+        boss,
+        keyless,
+        subEvent('updated', newSubscription(), 'active'),
+      ).catch((error: unknown) => error);
+      // Retrying cannot help: dead at its first attempt, not after every retry.
+      expect(failure).toBeInstanceOf(EventUnusable);
+      expect((failure as EventUnusable).code).toBe('option_missing');
+      expect((failure as Error).message).toMatch(/stripe\.options\.stripeApiKey is not set/);
+    }
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: 'warn',
+        endpoint: 'stripe',
+        option: 'stripeApiKey',
+        code: 'option_missing',
+        msg: expect.stringMatching(/customer\.subscription\.\* events will end dead at once/),
+      }),
+    ]);
+    expect(lines[0]).not.toHaveProperty('err');
   });
 });

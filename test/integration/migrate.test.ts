@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, pendingMigrations, readMigrations } from '../../services/core/db/migrate.ts';
+import { migrate, migrationName, pendingMigrations, readMigrations } from '../../services/core/db/migrate.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;
@@ -30,7 +30,8 @@ describe('hookgate migrate', () => {
 
   it('serialises concurrent migrators: both succeed, every migration is applied once', async () => {
     const [first, second] = await Promise.all([migrator(), migrator()]);
-    const all = readMigrations().map((m) => `${m.version}_${m.name}`);
+    const all = readMigrations().map(migrationName);
+    expect(all[0]).toBe('0001_inbox');
     // One of them did all the work; the other waited on the lock and found nothing to do.
     expect([first, second].sort((a, b) => a.length - b.length)).toEqual([[], all]);
     const ledger = await db.pool.query('SELECT version FROM hookgate.schema_migrations ORDER BY version');

@@ -69,8 +69,7 @@ async function replay(delivery: GithubDelivery, dryRun = false) {
   const source = githubReplaySource({
     token: 't',
     apiBase: api.url,
-    repository: REPOSITORY,
-    hookId: HOOK_ID,
+    webhook: { kind: 'repository', repository: REPOSITORY, hookId: HOOK_ID },
   });
   const window = { since: new Date(Date.now() - 3_600_000), until: new Date(Date.now() + 1_000) };
   return replayEvents(

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { type EndpointRoles, type VerifyReport, verifyRun } from '../../services/cli/verify/checks.ts';
 import { readSentFile } from '../../services/cli/verify/sent-file.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 
@@ -215,6 +216,28 @@ describe('hookgate verify', () => {
       ['missing', 'msg_2'],
       ['parked', 'gh-1'],
     ]);
+  });
+
+  it('names only the endpoints the sent file has, whatever else the configuration holds', async () => {
+    // A run against gh alone, with billing and things configured (and their data present).
+    writeSent(
+      ROWS.filter(([endpoint]) => endpoint === 'gh').map(([endpoint, eventId]) =>
+        JSON.stringify({ endpoint, event_id: eventId }),
+      ),
+    );
+    const report = await verify(CONFIG_ROLES);
+    expect(report.ok).toBe(true);
+    expect(report.endpoints.map((e) => e.endpoint)).toEqual(['gh']);
+    expect(report.payments.endpoints).toEqual([]);
+    expect(report.versions.endpoints).toEqual([]);
+    const run = await runCliInProcess(['verify', '--sent', sentFile, '--config', configFile], {
+      DATABASE_URL: db.url,
+    });
+    expect(run.code, run.output).toBe(0);
+    expect(run.stdout).toContain('payments: no billing endpoint in this run');
+    expect(run.stdout).toContain('versions: no projecting endpoint in this run');
+    expect(run.stdout).not.toContain('things');
+    expect(run.stdout).not.toMatch(/^billing\s/m);
   });
 
   it('the CLI: exit 0 on a clean run, 1 naming the offending event, 2 on bad usage', async () => {

@@ -1,3 +1,4 @@
+import { verify as cryptoVerify, type KeyObject } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -117,22 +118,102 @@ export interface GithubDelivery {
   readonly redelivery?: boolean;
 }
 
+/** Which webhook a fake GitHub serves deliveries of, as the three deliveries APIs address them. */
+export type GithubHookTarget =
+  | { readonly repository: string; readonly hookId: number }
+  | { readonly organization: string; readonly hookId: number }
+  /** A GitHub App: its endpoints take only a JWT (RS256, `iss` the App id) that this key verifies. */
+  | { readonly app: { readonly appId: number; readonly publicKey: KeyObject } };
+
+/** The verified claims of the App JWT each request carried (App targets only). */
+export interface FakeGithub extends FakeApi {
+  readonly jwtClaims: Record<string, unknown>[];
+}
+
+function base64url(part: string): Buffer {
+  return Buffer.from(part, 'base64url');
+}
+
+/** GitHub's check of an App JWT: RS256 over header.payload, issuer, and a live iat/exp window. */
+function verifyAppJwt(
+  authorization: string | undefined,
+  app: { readonly appId: number; readonly publicKey: KeyObject },
+): Record<string, unknown> | string {
+  const token = /^Bearer (.+)$/i.exec(authorization ?? '')?.[1];
+  const parts = token?.split('.');
+  if (parts?.length !== 3) return 'A JSON web token could not be decoded';
+  const [header, payload, signature] = parts as [string, string, string];
+  if (JSON.parse(base64url(header).toString('utf8')).alg !== 'RS256') return "'alg' must be RS256";
+  const verified = cryptoVerify(
+    'sha256',
+    Buffer.from(`${header}.${payload}`),
+    app.publicKey,
+    base64url(signature),
+  );
+  if (!verified) return 'A JSON web token could not be decoded';
+  const claims = JSON.parse(base64url(payload).toString('utf8')) as Record<string, unknown>;
+  const now = Math.floor(Date.now() / 1000);
+  if (String(claims.iss) !== String(app.appId)) return "'Issuer' claim ('iss') must be an Integer";
+  if (typeof claims.exp !== 'number' || claims.exp <= now || claims.exp - now > 600)
+    return "'Expiration time' claim ('exp') is too far in the future";
+  if (typeof claims.iat !== 'number' || claims.iat > now + 60)
+    return "'Issued at' claim ('iat') must be an Integer representing a time in the past";
+  return claims;
+}
+
 /**
- * GitHub's repository webhook deliveries: the list newest first with `per_page` and a Link
- * header carrying the next `cursor`, and one delivery with its request headers and payload.
+ * GitHub's webhook deliveries for a repository, an organization or an App webhook: the list
+ * newest first with `per_page` and a Link header carrying the next `cursor`, and one delivery
+ * with its request headers and payload. The App's endpoints refuse anything but a valid JWT.
  */
-export async function startFakeGithubDeliveries(
-  repository: string,
-  hookId: number,
+export async function startFakeGithubHookDeliveries(
+  target: GithubHookTarget,
   deliveries: readonly GithubDelivery[],
-): Promise<FakeApi> {
+): Promise<FakeGithub> {
   const sorted = [...deliveries].sort(
     (a, b) => b.deliveredAt.getTime() - a.deliveredAt.getTime() || b.id - a.id,
   );
-  const base = `/repos/${repository}/hooks/${hookId}/deliveries`;
+  const base =
+    'repository' in target
+      ? `/repos/${target.repository}/hooks/${target.hookId}/deliveries`
+      : 'organization' in target
+        ? `/orgs/${target.organization}/hooks/${target.hookId}/deliveries`
+        : '/app/hook/deliveries';
+  const hookHeaders: Record<string, string> =
+    'repository' in target
+      ? { 'X-GitHub-Hook-ID': String(target.hookId), 'X-GitHub-Hook-Installation-Target-Type': 'repository' }
+      : 'organization' in target
+        ? {
+            'X-GitHub-Hook-ID': String(target.hookId),
+            'X-GitHub-Hook-Installation-Target-Type': 'organization',
+          }
+        : {
+            'X-GitHub-Hook-ID': '1',
+            'X-GitHub-Hook-Installation-Target-Type': 'integration',
+            'X-GitHub-Hook-Installation-Target-ID': String(target.app.appId),
+          };
+  const jwtClaims: Record<string, unknown>[] = [];
   let origin = '';
   const api = await listen((req, url) => {
     if (req.method !== 'GET') return { status: 404, body: { message: 'Not Found' } };
+    if ('app' in target) {
+      const claims = verifyAppJwt(req.headers.authorization, target.app);
+      if (typeof claims === 'string') return { status: 401, body: { message: claims } };
+      jwtClaims.push(claims);
+    }
+    const summary = (d: GithubDelivery) => ({
+      id: d.id,
+      guid: d.guid,
+      delivered_at: d.deliveredAt.toISOString(),
+      redelivery: d.redelivery ?? false,
+      duration: 0.1,
+      status: 'OK',
+      status_code: 200,
+      event: d.event,
+      action: d.action,
+      installation_id: null,
+      repository_id: 1,
+    });
     if (url.pathname === base) {
       const perPage = Math.min(Number(url.searchParams.get('per_page') ?? '30'), 100);
       const cursor = url.searchParams.get('cursor');
@@ -141,23 +222,7 @@ export async function startFakeGithubDeliveries(
       const next = sorted[start + perPage];
       const headers: Record<string, string> = {};
       if (next) headers.link = `<${origin}${base}?per_page=${perPage}&cursor=${next.id}>; rel="next"`;
-      return {
-        status: 200,
-        headers,
-        body: page.map((d) => ({
-          id: d.id,
-          guid: d.guid,
-          delivered_at: d.deliveredAt.toISOString(),
-          redelivery: d.redelivery ?? false,
-          duration: 0.1,
-          status: 'OK',
-          status_code: 200,
-          event: d.event,
-          action: d.action,
-          installation_id: null,
-          repository_id: 1,
-        })),
-      };
+      return { status: 200, headers, body: page.map(summary) };
     }
     const one = new RegExp(`^${base}/(\\d+)$`).exec(url.pathname);
     const delivery = one ? sorted.find((d) => String(d.id) === one[1]) : undefined;
@@ -165,24 +230,14 @@ export async function startFakeGithubDeliveries(
     return {
       status: 200,
       body: {
-        id: delivery.id,
-        guid: delivery.guid,
-        delivered_at: delivery.deliveredAt.toISOString(),
-        redelivery: delivery.redelivery ?? false,
-        duration: 0.1,
-        status: 'OK',
-        status_code: 200,
-        event: delivery.event,
-        action: delivery.action,
-        installation_id: null,
-        repository_id: 1,
+        ...summary(delivery),
         url: '',
         request: {
           headers: {
             Accept: '*/*',
             'X-GitHub-Delivery': delivery.guid,
             'X-GitHub-Event': delivery.event,
-            'X-GitHub-Hook-ID': String(hookId),
+            ...hookHeaders,
             'Content-Type': 'application/json',
           },
           payload: delivery.payload,
@@ -192,5 +247,14 @@ export async function startFakeGithubDeliveries(
     };
   });
   origin = api.url;
-  return api;
+  return { ...api, jwtClaims };
+}
+
+/** A repository webhook's deliveries (see startFakeGithubHookDeliveries). */
+export async function startFakeGithubDeliveries(
+  repository: string,
+  hookId: number,
+  deliveries: readonly GithubDelivery[],
+): Promise<FakeApi> {
+  return await startFakeGithubHookDeliveries({ repository, hookId }, deliveries);
 }

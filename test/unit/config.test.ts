@@ -98,7 +98,7 @@ describe('configuration', () => {
 
   it('names an unknown provider and lists the known ones', () => {
     expect(problem({ endpoints: { pay: { ...endpoint, provider: 'paypal' } } })).toMatch(
-      /endpoints\.pay\.provider: unknown provider; use one of standard-webhooks, .*stripe/,
+      /endpoints\.pay\.provider: unknown provider "paypal"; use one of standard-webhooks, .*stripe/,
     );
   });
 

@@ -1,12 +1,13 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { HookgateError } from '../../core/errors.ts';
+import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { eventFilterShape, FILTER_PREDICATE, filterParams } from '../support/filters.ts';
 import { age, printJson, table } from '../support/format.ts';
-import { commandConfig, endpointName } from '../support/options.ts';
+import { commandConfig, endpointName, requireEndpoint } from '../support/options.ts';
 import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const eventsListOptionsSchema = z.strictObject({
@@ -47,6 +48,8 @@ const oneLine = (text: string | null, max: number) => {
 export async function eventsListCommand(raw: unknown): Promise<void> {
   const options = eventsListOptionsSchema.parse(raw);
   const config = commandConfig(options.config, false);
+  // Against the configuration before any connection: a typo is a usage error even with the database down.
+  if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('events', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
     const params = filterParams({ ...options, eventIds: options.eventId ? [options.eventId] : undefined });
@@ -97,7 +100,7 @@ export const EVENT_DELIVERIES = `
    WHERE kind = ANY ($2::text[]) AND key = $1
    ORDER BY kind`;
 
-interface ShownEvent {
+export interface ShownEvent {
   endpoint: string;
   event_id: string;
   provider: string;
@@ -117,7 +120,7 @@ interface ShownEvent {
   payload: unknown;
 }
 
-interface Delivery {
+export interface Delivery {
   kind: string;
   url: string | null;
   status: string;
@@ -129,19 +132,77 @@ interface Delivery {
   settled_at: Date | null;
 }
 
-interface TimelineEntry {
-  at: string;
+/**
+ * The event's current apply job (its id derives from the event), while pg-boss keeps it: when it
+ * was dispatched (at receipt, or by the last requeue), when its latest attempt started, when the
+ * next one is due and when it finished. A primary-key lookup.
+ */
+export const APPLY_JOB_TIMES = `
+  SELECT state::text AS state, retry_count, created_on, started_on, completed_on, start_after
+    FROM pgboss.job
+   WHERE name = $1 AND id = $2`;
+
+export interface ApplyJobTimes {
+  state: string;
+  retry_count: number;
+  created_on: Date;
+  started_on: Date | null;
+  completed_on: Date | null;
+  start_after: Date;
+}
+
+export interface TimelineEntry {
+  /** Null when hookgate keeps the fact but not its time (the job is gone: retention). */
+  at: string | null;
   what: string;
 }
 
-export function timeline(event: ShownEvent, deliveries: readonly Delivery[]): TimelineEntry[] {
-  const entries: { at: Date; what: string }[] = [
+/**
+ * Every state change hookgate knows of, oldest first: from the inbox row (received, attempts,
+ * last error, requeued, settled) and, while pg-boss keeps it, the event's apply job (the times of
+ * the requeue, of the latest attempt, of the next one and of the end); then downstream deliveries.
+ */
+export function timeline(
+  event: ShownEvent,
+  deliveries: readonly Delivery[],
+  job: ApplyJobTimes | null,
+): TimelineEntry[] {
+  const entries: { at: Date | null; what: string }[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
   ];
+  // A job created after the receipt is a later dispatch: the requeue (or a settled duplicate under
+  // `dedupe: observe`) that gave the event its fresh retry budget.
+  const redispatched = job !== null && job.created_on.getTime() > event.received_at.getTime();
+  if (event.requeued_attempts > 0) {
+    entries.push({
+      at: redispatched ? job.created_on : null,
+      what: `requeued after ${event.requeued_attempts} attempt(s), with a fresh job`,
+    });
+  }
+  const lastError = event.last_error ? `: ${event.last_error}` : '';
+  if (job?.started_on) {
+    const attempt = event.requeued_attempts + job.retry_count + 1;
+    entries.push({ at: job.started_on, what: `attempt ${attempt} started` });
+    if (job.state === 'retry')
+      entries.push({
+        at: job.start_after,
+        what: `attempt ${attempt + 1} due (attempt ${attempt} failed${lastError})`,
+      });
+    if (job.state === 'active') entries.push({ at: null, what: `attempt ${attempt} is running now` });
+  } else if (event.status === 'pending' && event.attempts > 0) {
+    entries.push({ at: null, what: `${event.attempts} attempt(s) so far${lastError}` });
+  }
   if (event.processed_at) {
     entries.push({
       at: event.processed_at,
       what: `settled ${event.status} after ${event.attempts} attempt(s)`,
+    });
+  } else if (event.status === 'parked' || event.status === 'dead') {
+    // The job ends (failed, or completed for a failure retrying cannot fix) as the row does.
+    const ended = job?.completed_on && (job.state === 'failed' || job.state === 'completed');
+    entries.push({
+      at: ended ? job.completed_on : null,
+      what: `ended ${event.status} after ${event.attempts} attempt(s)${lastError}`,
     });
   }
   for (const delivery of deliveries) {
@@ -160,9 +221,15 @@ export function timeline(event: ShownEvent, deliveries: readonly Delivery[]): Ti
         what: `${delivery.kind}: ${delivery.status} after ${delivery.attempts} attempt(s)${delivery.last_error ? `: ${delivery.last_error}` : ''}`,
       });
   }
-  return entries
-    .sort((a, b) => a.at.getTime() - b.at.getTime())
-    .map((entry) => ({ at: entry.at.toISOString(), what: entry.what }));
+  // An entry without a time stays after the one before it (the order the facts happened in).
+  let previous = event.received_at.getTime();
+  const keyed = entries.map((entry, index) => {
+    if (entry.at) previous = entry.at.getTime();
+    return { entry, key: entry.at ? entry.at.getTime() : previous, index };
+  });
+  return keyed
+    .sort((a, b) => a.key - b.key || a.index - b.index)
+    .map(({ entry }) => ({ at: entry.at ? entry.at.toISOString() : null, what: entry.what }));
 }
 
 async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
@@ -173,17 +240,22 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   }
   const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
     .rows;
-  return { event, deliveries };
+  const job =
+    (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobIdFor(endpoint, eventId)]))
+      .rows[0] ?? null;
+  return { event, deliveries, job };
 }
 
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
 export async function eventsShowCommand(raw: unknown): Promise<void> {
   const options = eventsShowOptionsSchema.parse(raw);
   const config = commandConfig(options.config, false);
+  // Against the configuration before any connection: a typo is a usage error even with the database down.
+  if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('events', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
-    const { event, deliveries } = await loadEvent(pool, options.endpoint, options.eventId);
-    const events = timeline(event, deliveries);
+    const { event, deliveries, job } = await loadEvent(pool, options.endpoint, options.eventId);
+    const events = timeline(event, deliveries, job);
     if (options.json) {
       printJson({ ...event, deliveries, timeline: events });
       return;
@@ -199,7 +271,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       `trace      ${event.traceparent ?? '-'}`,
       '',
       'timeline',
-      ...events.map((entry) => `  ${entry.at}  ${entry.what}`),
+      ...events.map((entry) => `  ${(entry.at ?? '(time not kept)').padEnd(24)}  ${entry.what}`),
       '',
       'headers',
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),

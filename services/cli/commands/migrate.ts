@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { z } from 'zod';
-import { readMigrations } from '../../core/db/migrate.ts';
+import { migrationName, readMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
 import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
@@ -33,7 +33,7 @@ export async function unappliedMigrations(url: string): Promise<string[]> {
     }
     return readMigrations()
       .filter((migration) => !done.has(migration.version))
-      .map((migration) => `${String(migration.version).padStart(4, '0')}_${migration.name}`);
+      .map(migrationName);
   } finally {
     await client.end();
   }

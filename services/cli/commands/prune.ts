@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { durationMs } from '../../core/config/duration.ts';
 import { countPrunable, prune } from '../../core/inbox/prune.ts';
@@ -33,6 +34,8 @@ export const pruneOptionsSchema = z
     olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     batch: z.coerce.number().int().min(100).max(100_000),
+    /** Milliseconds between batches: a paced prune leaves the database to the ack path. */
+    pause: z.coerce.number().int().min(0).max(60_000).default(0),
     dryRun: z.boolean().optional(),
     force: z.boolean().optional(),
     json: z.boolean().optional(),
@@ -84,11 +87,17 @@ export async function pruneCommand(raw: unknown): Promise<void> {
       progress.total(total.inboxRows + total.deliveries);
     }
     let report: Awaited<ReturnType<typeof prune>>;
+    // Statements run, so a script can see the pacing it asked for (--batch, --pause).
+    let statements = 0;
     try {
       report = await prune(pool, {
         ...windows,
         chunk: options.batch,
-        onBatch: ({ deleted }) => progress.advance(deleted),
+        pauseMs: options.pause,
+        onBatch: ({ deleted }) => {
+          statements += 1;
+          progress.advance(deleted);
+        },
       });
     } finally {
       progress.stop();
@@ -96,14 +105,21 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     let counts = 0;
     for (;;) {
       const deleted = (await pool.query(PRUNE_DELIVERY_COUNTS, [seconds, options.batch])).rowCount ?? 0;
+      statements += 1;
       counts += deleted;
       if (deleted < options.batch) break;
+      if (options.pause > 0) await sleep(options.pause);
     }
     if (options.json)
-      printJson({ inbox_rows: report.inboxRows, deliveries: report.deliveries, delivery_count_rows: counts });
+      printJson({
+        inbox_rows: report.inboxRows,
+        deliveries: report.deliveries,
+        delivery_count_rows: counts,
+        batches: statements,
+      });
     else
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });
 }

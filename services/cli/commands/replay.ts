@@ -3,7 +3,7 @@ import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
-import { githubReplaySource } from '../../core/replay/github.ts';
+import { githubReplaySourceFor } from '../../core/replay/github-target.ts';
 import { checkWindow, replayEvents } from '../../core/replay/run.ts';
 import { stripeReplaySource } from '../../core/replay/stripe.ts';
 import type { ReplaySource } from '../../core/replay/types.ts';
@@ -15,17 +15,14 @@ import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 export const replayOptionsSchema = z.strictObject({
   endpoint: endpointName,
-  since: pointInTime('--since'),
-  until: pointInTime('--until').optional(),
+  since: pointInTime(),
+  until: pointInTime().optional(),
   dryRun: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
 
-const DEFAULTS = {
-  stripe: { apiBase: 'https://api.stripe.com', credentialEnv: 'STRIPE_API_KEY' },
-  github: { apiBase: 'https://api.github.com', credentialEnv: 'GITHUB_TOKEN' },
-} as const;
+const STRIPE = { apiBase: 'https://api.stripe.com', credentialEnv: 'STRIPE_API_KEY' } as const;
 
 /** The provider API an endpoint's events can be pulled back from, with its credential. */
 export function replaySourceFor(
@@ -39,25 +36,17 @@ export function replaySourceFor(
       `Endpoint ${name} uses ${endpoint.provider}: replay pulls events from the Stripe and GitHub APIs only.`,
     );
   }
-  const defaults = DEFAULTS[endpoint.provider];
-  const credentialEnv = endpoint.replay?.credentialEnv ?? defaults.credentialEnv;
+  // GitHub: a repository, organization or App webhook, each with its own credential.
+  if (endpoint.provider === 'github') return githubReplaySourceFor(name, endpoint.replay, env);
+  const credentialEnv = endpoint.replay?.credentialEnv ?? STRIPE.credentialEnv;
   const credential = env[credentialEnv]?.trim();
   if (!credential) {
     throw new HookgateError(
       'credentials_missing',
-      `Set ${credentialEnv} to an API key that can read ${endpoint.provider === 'stripe' ? 'events' : "the repository's webhook deliveries"} (endpoints.${name}.replay.credentialEnv names another variable).`,
+      `Set ${credentialEnv} to an API key that can read events (endpoints.${name}.replay.credentialEnv names another variable).`,
     );
   }
-  const apiBase = endpoint.replay?.apiBase ?? defaults.apiBase;
-  if (endpoint.provider === 'stripe') return stripeReplaySource({ apiKey: credential, apiBase });
-  const { repository, hookId } = endpoint.replay ?? {};
-  if (!repository || !hookId) {
-    throw new HookgateError(
-      'config_invalid',
-      `endpoints.${name}.replay needs repository (owner/repo) and hookId to find the webhook's deliveries.`,
-    );
-  }
-  return githubReplaySource({ token: credential, apiBase, repository, hookId });
+  return stripeReplaySource({ apiKey: credential, apiBase: endpoint.replay?.apiBase ?? STRIPE.apiBase });
 }
 
 /**

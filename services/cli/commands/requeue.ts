@@ -1,6 +1,12 @@
 import { z } from 'zod';
 import { HookgateError } from '../../core/errors.ts';
-import { countRequeue, previewRequeue, requeue, requeueOrphans } from '../../core/inbox/requeue.ts';
+import {
+  countRequeue,
+  findOrphans,
+  previewRequeue,
+  requeue,
+  requeueOrphans,
+} from '../../core/inbox/requeue.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
@@ -9,15 +15,23 @@ import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../su
 import { progressBar } from '../support/progress.ts';
 import { writeErr, writeOut } from '../support/terminal-text.ts';
 
+/** What `requeue --status` takes: only stuck events are put back (pending ones: --orphans). */
+export const REQUEUE_STATUSES = ['parked', 'dead'] as const;
+
 export const requeueOptionsSchema = z
   .strictObject({
-    endpoint: endpointName,
+    endpoint: z
+      .string({
+        error: () =>
+          `is required: requeue moves one endpoint's events at a time (e.g. --endpoint stripe; "hookgate stats" lists the endpoints)`,
+      })
+      .pipe(endpointName),
     status: z
-      .enum(['parked', 'dead'], { error: 'only parked or dead events are requeued (pending: --orphans)' })
+      .enum(REQUEUE_STATUSES, { error: 'only parked or dead events are requeued (pending: --orphans)' })
       .optional(),
     type: z.string().min(1).max(500).optional(),
-    since: pointInTime('--since').optional(),
-    until: pointInTime('--until').optional(),
+    since: pointInTime().optional(),
+    until: pointInTime().optional(),
     eventId: z.string().min(1).max(512).optional(),
     id: z.array(z.string().min(1).max(512)).max(10_000).optional(),
     orphans: z.boolean().optional(),
@@ -29,11 +43,37 @@ export const requeueOptionsSchema = z
   .superRefine((options, ctx) => {
     // --orphans looks at pending rows only; a filter it would ignore is refused, not dropped.
     if (!options.orphans) return;
-    for (const key of ['status', 'type', 'since', 'until', 'eventId', 'id', 'dryRun'] as const) {
+    for (const key of ['status', 'type', 'since', 'until', 'eventId', 'id'] as const) {
       if (options[key] !== undefined)
         ctx.addIssue({ code: 'custom', path: [key], message: 'cannot be combined with --orphans' });
     }
   });
+
+type RequeueOptions = z.output<typeof requeueOptionsSchema>;
+
+/** Nothing matched: exit 2, as a real run and a dry run alike (docs/cli.md). */
+function nothingToRequeue(
+  options: RequeueOptions,
+  eventIds: readonly string[],
+  dryRun: boolean,
+): HookgateError {
+  const would = dryRun ? 'nothing would be requeued' : 'nothing was requeued';
+  if (options.orphans)
+    return new HookgateError(
+      'nothing_changed',
+      `No pending event of ${options.endpoint} lacks a job; ${would}.`,
+    );
+  const statuses = options.status ? options.status : 'parked or dead';
+  if (eventIds.length > 0)
+    return new HookgateError(
+      'nothing_changed',
+      `None of ${eventIds.join(', ')} is ${statuses} on ${options.endpoint}; ${would} ("hookgate events show" tells where it is).`,
+    );
+  return new HookgateError(
+    'nothing_changed',
+    `No ${statuses} event of ${options.endpoint} matches; ${would}.`,
+  );
+}
 
 /** `hookgate requeue`: parked/dead events back to pending with a fresh job each. */
 export async function requeueCommand(raw: unknown): Promise<void> {
@@ -45,7 +85,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
   const eventIds = [...(options.id ?? []), ...(options.eventId ? [options.eventId] : [])];
   const request = {
     endpoint: options.endpoint,
-    statuses: options.status ? [options.status] : (['parked', 'dead'] as const),
+    statuses: options.status ? [options.status] : REQUEUE_STATUSES,
     eventIds,
     eventType: options.type,
     since: options.since,
@@ -53,6 +93,24 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     limit: options.limit,
   };
   await withCommandQueue('requeue', 60_000, logger, async (pool, boss) => {
+    if (options.dryRun && options.orphans) {
+      const orphans = await findOrphans(pool, boss, options.endpoint, options.limit);
+      if (options.json)
+        printJson({
+          endpoint: options.endpoint,
+          dry_run: true,
+          would_requeue: orphans.length,
+          event_ids: orphans,
+        });
+      else {
+        writeOut(
+          `Would give ${orphans.length} pending event(s) of ${options.endpoint} a new job (dry run, nothing changed).\n`,
+        );
+        for (const id of orphans) writeOut(`  ${id}\n`);
+      }
+      if (orphans.length === 0) throw nothingToRequeue(options, eventIds, true);
+      return;
+    }
     if (options.dryRun) {
       const candidates = await previewRequeue(pool, request);
       if (options.json) {
@@ -83,6 +141,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
           );
         }
       }
+      if (candidates.length === 0) throw nothingToRequeue(options, eventIds, true);
       return;
     }
     await ensureQueues(
@@ -107,19 +166,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     if (options.json)
       printJson({ endpoint: options.endpoint, requeued: ids.length, event_ids: ids, not_requeued: missing });
     else if (ids.length > 0) writeOut(`Requeued ${ids.length} event(s) of ${options.endpoint}.\n`);
-    if (ids.length === 0) {
-      if (eventIds.length > 0)
-        throw new HookgateError(
-          'nothing_changed',
-          `None of ${eventIds.join(', ')} is ${request.statuses.join(' or ')} on ${options.endpoint}; nothing was requeued ("hookgate events show" tells where it is).`,
-        );
-      throw new HookgateError(
-        'nothing_changed',
-        options.orphans
-          ? `No pending event of ${options.endpoint} lacks a job; nothing was requeued.`
-          : `No ${request.statuses.join(' or ')} event of ${options.endpoint} matches; nothing was requeued.`,
-      );
-    }
+    if (ids.length === 0) throw nothingToRequeue(options, eventIds, false);
     if (missing.length > 0)
       writeErr(`hookgate: not requeued (not parked/dead or unknown): ${missing.join(', ')}\n`);
   });

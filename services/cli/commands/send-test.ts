@@ -1,9 +1,12 @@
 import { z } from 'zod';
 import { parseDuration } from '../../core/config/duration.ts';
 import { loadConfig } from '../../core/config/load.ts';
+import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
+import { createProvider } from '../../core/providers/index.ts';
 import { withCommandPool } from '../database.ts';
-import { sampleDelivery } from '../sample-delivery.ts';
+import { type SampleDelivery, sampleDelivery } from '../sample-delivery.ts';
 import { configPath, requireEndpoint } from '../support/options.ts';
 import { writeOut } from '../support/terminal-text.ts';
 
@@ -81,6 +84,40 @@ export function targetUrl(given: string | undefined, endpoint: string): string {
   return base;
 }
 
+/**
+ * The sample as the gateway will read it (the endpoint's own provider and extraction). Without
+ * `--type` it must arrive as a test event: one that arrives as anything else (an hmac endpoint
+ * with no event type source reads every event as `unknown`) would be applied by the handler,
+ * business writes included, so it is not sent.
+ */
+export function checkSample(
+  endpoint: EndpointConfig,
+  name: string,
+  delivery: SampleDelivery,
+  type?: string,
+): string {
+  const identified = createProvider(endpoint).identify({
+    headers: delivery.headers,
+    body: JSON.parse(delivery.body) as unknown,
+  });
+  const arrivesAs = identified.ok && 'event' in identified ? identified.event.eventType : null;
+  if (type === undefined && arrivesAs !== TEST_EVENT_TYPE) {
+    throw new HookgateError(
+      'send_test_unrecognisable',
+      `A test event for endpoint ${name} would arrive as ${arrivesAs === null ? 'no event' : `type "${arrivesAs}"`}, not as ${TEST_EVENT_TYPE}, so its handler would apply it; nothing was sent. Configure where the endpoint reads the event type (hmac: eventTypeHeader or extract.eventType), or pass --type to send a real event on purpose.`,
+    );
+  }
+  return arrivesAs ?? '(none)';
+}
+
+/** Where the default target came from, for the "cannot reach" hint. */
+function portHint(given: string | undefined): string {
+  if (given !== undefined) return '';
+  return process.env.PORT
+    ? ` (PORT=${process.env.PORT} from this shell)`
+    : ' (port 8080: this shell has no PORT; a server started with another PORT needs the same PORT here, or --url)';
+}
+
 /** The newcomer's first success: one signed sample event, then its duplicates. */
 export async function sendTestCommand(raw: unknown): Promise<void> {
   const options = optionsSchema.parse(raw);
@@ -89,8 +126,9 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
   const endpoint = config.endpoints[options.endpoint]!;
   const target = targetUrl(options.url, options.endpoint);
   const delivery = sampleDelivery(endpoint, options.type, Date.now());
+  const type = checkSample(endpoint, options.endpoint, delivery, options.type);
   writeOut(
-    `Sending event ${delivery.eventId} to ${target} (${endpoint.provider}, signed with the first secret)\n`,
+    `Sending ${options.type === undefined ? 'test event' : `a real ${type} event (its handler applies it)`} ${delivery.eventId} to ${target} (${endpoint.provider}, signed with the first secret)\n`,
   );
 
   let failures = 0;
@@ -106,7 +144,7 @@ export async function sendTestCommand(raw: unknown): Promise<void> {
     } catch (error) {
       throw new HookgateError(
         'gateway_unreachable',
-        `Cannot reach ${target}: ${(error as Error).message}. Is "hookgate serve" running?`,
+        `Cannot reach ${target}${portHint(options.url)}: ${(error as Error).message}. Is "hookgate serve" running there?`,
       );
     }
     const text = await response.text();

@@ -1,31 +1,34 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { type RunningConsole, startConsole } from '../../console/server.ts';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { type Config, listenAddress } from '../../core/config/schema.ts';
-import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
+import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { checkDatabaseServer } from '../../core/db/server-checks.ts';
-import { untilReachable } from '../../core/db/wait-for-database.ts';
+import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
+import { OutageLog } from '../../core/outage-log.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
-import { openDatabase, runMigrations } from '../database.ts';
+import { databaseAddress, openDatabase, runMigrations } from '../database.ts';
 import { refuseDemoSecrets } from '../support/config-checks.ts';
-import { databaseHost } from '../support/exit.ts';
+import { claimEmbeddedServe } from '../support/embedded-lock.ts';
+import { databaseHost, databaseUnreachable } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
-  role: z.enum(['gateway', 'worker', 'all']).default('all'),
+  role: z.enum(['gateway', 'worker', 'console', 'all']).default('all'),
   config: z.string().min(1).optional(),
 });
 
@@ -85,10 +88,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const config = loadConfig(configFile);
   const port = envPort('PORT', 8080);
   const metricsPort = envPort('METRICS_PORT', 9464);
-  const runsGateway = options.role !== 'worker';
-  const runsWorker = options.role !== 'gateway';
+  const runsGateway = options.role === 'gateway' || options.role === 'all';
+  const runsWorker = options.role === 'worker' || options.role === 'all';
   const configDir = dirname(resolve(configFile));
   const embedded = !process.env.DATABASE_URL?.trim();
+  // The web console has a role of its own; `all` runs it too for the embedded demo.
+  const runsConsole = options.role === 'console' || (options.role === 'all' && embedded);
   const demoPaths = demoSecretPaths(config);
   refuseDemoSecrets(demoPaths, embedded);
   const host = resolveListenAddress(config, embedded);
@@ -103,7 +108,16 @@ export async function serveCommand(raw: unknown): Promise<void> {
   };
   process.once('SIGTERM', stopBeforeServing);
   process.once('SIGINT', stopBeforeServing);
+  // Node's default for SIGHUP (a closed terminal, a supervisor's "reload") is to exit at once,
+  // with no log line and no drain. The configuration is read at start only: say so, keep serving.
+  process.on('SIGHUP', () =>
+    logger.warn(
+      { signal: 'SIGHUP' },
+      'SIGHUP ignored: the configuration is read at start only; restart hookgate (a rollout) to apply changes',
+    ),
+  );
 
+  if (embedded) claimEmbeddedServe();
   const database = await openDatabase(logger);
   if (demoPaths.length > 0) {
     logger.warn(
@@ -119,7 +133,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const workerSessionLimits = { idleInTransactionTimeoutMs: Math.max(config.worker.expireIn, 60_000) };
   const pool = createPool({
     connectionString: database.url,
-    max: runsGateway ? config.database.poolSize : workerPoolSize,
+    max: runsGateway ? config.database.poolSize : runsWorker ? workerPoolSize : CONSOLE_ROLE_CONNECTIONS,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,
@@ -131,9 +145,9 @@ export async function serveCommand(raw: unknown): Promise<void> {
     where: databaseHost(database.url),
   }).catch(async (error: Error) => {
     await pool.end().catch(() => {});
-    throw new HookgateError('database_unreachable', `Cannot reach PostgreSQL: ${error.message}`, {
-      cause: error,
-    });
+    // Worded as every one-shot command words it (support/exit.ts): `database_unreachable … at
+    // HOST:PORT (CODE)` while it cannot be reached, `database_refused` with the host when it answers no.
+    throw isUnreachable(error) ? databaseUnreachable(error, database.url) : error;
   });
   if (pending) {
     await pool.end();
@@ -162,11 +176,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // the shutdown, not news. Their loggers go quiet below error (queue errors: to debug).
   let interrupted = false;
   const loopLogger = logger.child({});
-  boss.on('error', (error) =>
-    interrupted
-      ? logger.debug({ err: error }, 'queue error during shutdown')
-      : logger.error({ err: error }, 'queue error'),
-  );
+  // One line when the database goes away, a summary while it stays away, one when it is back.
+  const outage = new OutageLog(logger, { where: databaseAddress(database.url) });
+  boss.on('error', (error) => {
+    if (interrupted) logger.debug({ err: error }, 'queue error during shutdown');
+    else if (!outage.failed('queue', error)) logger.error({ err: error }, 'queue error');
+  });
   await boss.start();
   await ensureQueues(
     boss,
@@ -196,7 +211,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
   registerBacklogMetrics(registry, {
     db: pool,
     endpoints: Object.keys(config.endpoints),
-    onError: (error) => logger.warn({ err: error }, 'backlog metrics: query failed'),
+    onError: (error) => {
+      if (!outage.failed('backlog metrics', error))
+        logger.warn({ err: error }, 'backlog metrics: query failed');
+    },
   });
   let stopping = false;
   // The worker role has no webhook port: its probes live on the metrics listener (every role).
@@ -205,9 +223,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
       if (stopping) return 'shutting down';
       try {
         await pool.query('SELECT 1');
+        outage.recovered();
         return null;
       } catch (error) {
-        logger.warn({ err: error }, 'readiness check failed');
+        if (!outage.failed('readiness', error)) logger.warn({ err: error }, 'readiness check failed');
         return 'database unreachable';
       }
     },
@@ -215,8 +234,23 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
+  let consoleServer: RunningConsole | null = null;
+  // The gateway binds its port first: a port in use ends the start before any worker has started
+  // (and said so).
+  if (runsGateway) {
+    const metrics = createGatewayMetrics(registry);
+    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
+  }
   if (runsWorker) {
-    worker = await startWorker({ config, pool: workerPool, boss, logger: loopLogger, configDir, registry });
+    worker = await startWorker({
+      config,
+      pool: workerPool,
+      boss,
+      logger: loopLogger,
+      configDir,
+      registry,
+      outage,
+    });
     relays = await startRelays({
       boss,
       pool: workerPool,
@@ -228,17 +262,26 @@ export async function serveCommand(raw: unknown): Promise<void> {
       queues: outboxPolicyFrom(config.relay),
     });
   }
-  if (runsGateway) {
-    const metrics = createGatewayMetrics(registry);
-    gateway = await startGateway({ config, pool, boss, logger, metrics, port, host, configDir });
+  if (runsConsole) {
+    consoleServer = await startConsole({ config, databaseUrl: database.url, boss, logger, embedded });
+    logger.info(
+      {
+        url: consoleServer.url,
+        host: consoleServer.host,
+        port: consoleServer.port,
+        sign_in: !consoleServer.demo,
+      },
+      `console at ${consoleServer.url}${consoleServer.demo ? ' (embedded demo: no sign-in, loopback only)' : ''}`,
+    );
   }
   logger.info(
     {
       role: options.role,
       host,
       port: gateway?.port ?? null,
+      console: consoleServer?.url ?? null,
       metrics_host: metricsHost,
-      metricsPort: metricsServer.port,
+      metrics_port: metricsServer.port,
     },
     'hookgate is serving',
   );
@@ -258,7 +301,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
         logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
         process.exit(1);
       }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
-      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop()]);
+      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop(), consoleServer?.stop()]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
       if (workerPool !== pool) await workerPool.end();

@@ -1,10 +1,13 @@
-/** Settled rows received in the window, by endpoint and status (received_at index). */
+/**
+ * Settled rows received in the window, by endpoint and status (received_at index), test events
+ * ($3, settled `ignored` by every handler) apart from the rest.
+ */
 export const SETTLED_IN_WINDOW = `
-  SELECT endpoint, status, count(*)::bigint AS events
+  SELECT endpoint, status, event_type = $3 AS test, count(*)::bigint AS events
     FROM hookgate.inbox
    WHERE received_at >= $1 AND status IN ('processed', 'ignored', 'stale')
      AND ($2::text IS NULL OR endpoint = $2)
-   GROUP BY endpoint, status`;
+   GROUP BY endpoint, status, event_type = $3`;
 
 /** received→processed over the rows settled from the window, per endpoint. */
 export const LATENCY_IN_WINDOW = `

@@ -1,16 +1,17 @@
 import type pg from 'pg';
 import { z } from 'zod';
 import { BACKLOG_BY_ENDPOINT } from '../../core/backlog.ts';
+import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { age, percent, printJson, table } from '../support/format.ts';
-import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
+import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { writeOut } from '../support/terminal-text.ts';
 import { DELIVERIES_IN_WINDOW, LATENCY_IN_WINDOW, SETTLED_IN_WINDOW } from './stats-sql.ts';
 
 export const statsOptionsSchema = z.strictObject({
   endpoint: endpointName.optional(),
-  since: pointInTime('--since'),
+  since: pointInTime(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
@@ -21,10 +22,12 @@ export interface EndpointStats {
   parked: number;
   dead: number;
   oldest_pending_age_seconds: number | null;
-  /** Rows received in the window that have settled so. */
+  /** Rows received in the window that have settled so (test events apart, in `test`). */
   processed: number;
   ignored: number;
   stale: number;
+  /** Test events (`hookgate.test`, settled `ignored` without business writes) received in the window. */
+  test: number;
   /** Deliveries answered 200 in the window: stored now, or already stored. */
   accepted: number;
   duplicate: number;
@@ -48,6 +51,7 @@ function blank(endpoint: string): EndpointStats {
     processed: 0,
     ignored: 0,
     stale: 0,
+    test: 0,
     accepted: 0,
     duplicate: 0,
     duplicate_rate: null,
@@ -88,14 +92,15 @@ export async function collectStats(
       stats[row.status] = Number(row.events);
     if (row.status === 'pending') stats.oldest_pending_age_seconds = round(row.oldest_age_seconds);
   }
-  const settled = await pool.query<{ endpoint: string; status: string; events: string }>(SETTLED_IN_WINDOW, [
-    since,
-    endpoint,
-  ]);
+  const settled = await pool.query<{ endpoint: string; status: string; test: boolean; events: string }>(
+    SETTLED_IN_WINDOW,
+    [since, endpoint, TEST_EVENT_TYPE],
+  );
   for (const row of settled.rows) {
     const stats = entry(row.endpoint);
-    if (row.status === 'processed' || row.status === 'ignored' || row.status === 'stale')
-      stats[row.status] = Number(row.events);
+    if (row.test) stats.test += Number(row.events);
+    else if (row.status === 'processed' || row.status === 'ignored' || row.status === 'stale')
+      stats[row.status] += Number(row.events);
   }
   const deliveries = await pool.query<{ endpoint: string; accepted: string; duplicate: string }>(
     DELIVERIES_IN_WINDOW,
@@ -129,6 +134,9 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     String(s.parked),
     String(s.dead),
     String(s.processed),
+    String(s.ignored),
+    String(s.stale),
+    String(s.test),
     String(s.accepted),
     String(s.duplicate),
     percent(s.duplicate_rate),
@@ -142,6 +150,9 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     'PARKED',
     'DEAD',
     'PROCESSED',
+    'IGNORED',
+    'STALE',
+    'TEST',
     'ACCEPTED',
     'DUPLICATES',
     'DUP-RATE',
@@ -155,6 +166,8 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
 export async function statsCommand(raw: unknown): Promise<void> {
   const options = statsOptionsSchema.parse(raw);
   const config = commandConfig(options.config, false);
+  // Against the configuration before any connection: a typo is a usage error even with the database down.
+  if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('stats', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
     const report = await collectStats(

@@ -24,16 +24,50 @@ const USAGE_CODES = new Set([
   // A PostgreSQL older than hookgate supports (services/core/db/server-checks.ts).
   'database_version_unsupported',
   'credentials_missing',
+  'credentials_invalid',
   // verify's --sent file: the input the command was given is wrong.
   'sent_file_invalid',
   'sent_file_unreadable',
   'sent_file_empty',
   'nothing_changed',
+  // send-test would send an event its handler applies: the endpoint's configuration says so.
+  'send_test_unrecognisable',
 ]);
 
 /** Flags as typed (`eventId` → `--event-id`), for usage errors coming from option schemas. */
 function flag(path: readonly PropertyKey[]): string {
   return path.map((key) => String(key).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)).join('.');
+}
+
+/**
+ * One option problem as a sentence about the flag as typed (`--batch must be at most 100000`),
+ * never the validator's own wording (`Too big: expected number to be <=100000`). Messages the
+ * schemas write themselves start in lower case (or with the value, quoted) and follow the flag.
+ */
+export function optionSentence(issue: ZodError['issues'][number]): string {
+  const name = `--${flag(issue.path)}`;
+  if (/^[a-z"]/.test(issue.message)) return `${name} ${issue.message}`;
+  switch (issue.code) {
+    case 'invalid_type':
+      if (/received undefined/.test(issue.message)) return `${name} is required`;
+      if (issue.expected === 'int') return `${name} must be a whole number`;
+      if (issue.expected === 'number') return `${name} must be a number`;
+      return `${name} must be a ${issue.expected}`;
+    case 'too_big':
+      return issue.origin === 'string'
+        ? `${name} must be at most ${issue.maximum} characters`
+        : `${name} must be at most ${issue.maximum}`;
+    case 'too_small':
+      return issue.origin === 'string'
+        ? `${name} must not be empty`
+        : `${name} must be at least ${issue.minimum}`;
+    case 'invalid_value':
+      return `${name} must be one of ${issue.values.map(String).join(', ')}`;
+    case 'unrecognized_keys':
+      return `unknown option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `--${flag([key])}`).join(', ')}`;
+    default:
+      return `${name}: ${issue.message}`;
+  }
 }
 
 /** The host and port of a connection string, never its user or password. */
@@ -80,6 +114,19 @@ const CONNECTION_CODES = new Set([
 ]);
 
 /**
+ * A database that cannot be reached, in the words every command uses (`serve` after waiting
+ * database.startupTimeout, one-shot commands at once): where, and the system's reason.
+ */
+export function databaseUnreachable(error: unknown, url: string | undefined): HookgateError {
+  const reason = systemCode(error) || (error instanceof Error ? error.message : String(error));
+  return new HookgateError(
+    'database_unreachable',
+    `cannot reach PostgreSQL at ${databaseHost(url)} (${reason}).`,
+    { cause: error },
+  );
+}
+
+/**
  * Turns whatever ended a command into one coded line and an exit code. Raw stacks are only
  * printed for errors nobody anticipated (a bug), so that they can be reported.
  */
@@ -88,8 +135,8 @@ export function classify(
   env: NodeJS.ProcessEnv = process.env,
 ): { line: string; exitCode: number; stack?: string } {
   if (error instanceof ZodError) {
-    const lines = error.issues.map((issue) => `--${flag(issue.path)}: ${issue.message}`);
-    return { line: `usage_invalid: ${lines.join('; ')}`, exitCode: EXIT_USAGE };
+    const sentences = error.issues.map((issue) => optionSentence(issue).replace(/\.$/, ''));
+    return { line: `usage_invalid: ${sentences.join('; ')}.`, exitCode: EXIT_USAGE };
   }
   if (error instanceof HookgateError) {
     return {
@@ -109,10 +156,7 @@ export function classify(
     };
   }
   if (CONNECTION_CODES.has(code)) {
-    return {
-      line: `database_unreachable: cannot reach PostgreSQL at ${databaseHost(env.DATABASE_URL)} (${code}).`,
-      exitCode: EXIT_FAILURE,
-    };
+    return { line: describeError(databaseUnreachable(error, env.DATABASE_URL)), exitCode: EXIT_FAILURE };
   }
   const message = error instanceof Error ? error.message : String(error);
   if (/password authentication failed|does not exist|no pg_hba/.test(message)) {

@@ -1,13 +1,16 @@
 import { z } from 'zod';
 import { endpointName, pointInTime } from './options.ts';
 
+/** Every status an inbox row can have, as `--status` takes them. */
+export const EVENT_STATUSES = ['pending', 'processed', 'ignored', 'stale', 'parked', 'dead'] as const;
+
 /** The event filters `events list` and `requeue` share. */
 export const eventFilterShape = {
   endpoint: endpointName.optional(),
-  status: z.enum(['pending', 'processed', 'ignored', 'stale', 'parked', 'dead']).optional(),
+  status: z.enum(EVENT_STATUSES).optional(),
   type: z.string().min(1).max(500).optional(),
-  since: pointInTime('--since').optional(),
-  until: pointInTime('--until').optional(),
+  since: pointInTime().optional(),
+  until: pointInTime().optional(),
   eventId: z.string().min(1).max(512).optional(),
 };
 

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { parseDuration } from '../../core/config/duration.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import type { Config } from '../../core/config/schema.ts';
+import { didYouMean } from '../../core/config/suggest.ts';
 import { HookgateError } from '../../core/errors.ts';
 
 /** `--config` when given, else HOOKGATE_CONFIG, else ./hookgate.yaml. */
@@ -34,15 +35,15 @@ export function commandConfig(given: string | undefined, required: boolean): Con
 /** Refuses an endpoint the configuration does not define (exit 2), naming those it does. */
 export function requireEndpoint(config: Config, endpoint: string): void {
   if (config.endpoints[endpoint]) return;
-  const known = Object.keys(config.endpoints).join(', ');
+  const known = Object.keys(config.endpoints);
   throw new HookgateError(
     'endpoint_unknown',
-    `No endpoint named "${endpoint}" is configured (configured: ${known}).`,
+    `No endpoint named "${endpoint}" is configured.${didYouMean(endpoint, known)} Configured: ${known.join(', ')}.`,
   );
 }
 
 /** `--since 1h` (that long ago) or an ISO 8601 timestamp; anything else is a usage error. */
-export function pointInTime(flag: string, now: () => number = Date.now) {
+export function pointInTime(now: () => number = Date.now) {
   return z.string().transform((text, ctx) => {
     const ms = parseDuration(text);
     if (ms !== undefined) return new Date(now() - ms);
@@ -52,7 +53,7 @@ export function pointInTime(flag: string, now: () => number = Date.now) {
     }
     ctx.addIssue({
       code: 'custom',
-      message: `"${text}" is neither a duration (30m, 1h, 2d) nor a timestamp (2026-11-30T14:00:00Z) for ${flag}`,
+      message: `"${text}" is neither a duration (30m, 1h, 2d) nor a timestamp (2026-11-30T14:00:00Z)`,
     });
     return z.NEVER;
   });

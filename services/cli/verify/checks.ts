@@ -267,9 +267,16 @@ export async function verifyRun(pool: pg.Pool, sent: SentFile, roles: EndpointRo
     events: sent.events.size,
     otherLines: sent.otherLines,
     endpoints: endpoints.map((endpoint) => summaries.get(endpoint)!),
-    payments: { endpoints: [...billing].sort(), unique: invoices.size, booked, paidAfterVoid },
+    // Only the run's endpoints: a configuration's other billing or projecting endpoints were not
+    // checked, and naming them would say they were.
+    payments: {
+      endpoints: endpoints.filter((endpoint) => billing.has(endpoint)),
+      unique: invoices.size,
+      booked,
+      paidAfterVoid,
+    },
     versions: {
-      endpoints: [...project.keys()].sort(),
+      endpoints: endpoints.filter((endpoint) => project.has(endpoint)),
       entities: newest.size,
       behind,
       missing: missingEntities,

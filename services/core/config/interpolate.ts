@@ -72,3 +72,97 @@ export function interpolateEnv(
   }
   return value;
 }
+
+// `${file:/path}`: a secret read from a mounted file (Vault agent, the Secrets Store CSI driver,
+// a Kubernetes Secret volume). The two passes below run around interpolateEnv so that neither
+// kind of reference can produce the other: a file's content is never read for `${NAME}`, and
+// an environment value can never name a file to read.
+
+/** `${file:/absolute/path}`; `$${file:…}` is a literal `${file:…}`. */
+export const FILE_REFERENCE = /\$(\$?)\{file:([^}]*)\}/g;
+
+export interface FileReferenceProblem {
+  readonly path: readonly (string | number)[];
+  readonly file: string;
+  /** Why the file gives no secret, without its content. */
+  readonly reason: string;
+}
+
+/** The files a document references, each replaced by a marker only `resolveFileReferences` reads. */
+export interface MarkedFiles {
+  readonly document: unknown;
+  readonly files: ReadonlyMap<string, { readonly path: readonly (string | number)[]; readonly file: string }>;
+  readonly marker: RegExp;
+}
+
+/**
+ * Replaces every `${file:…}` with a marker holding a NUL byte and a per-load nonce: no
+ * environment variable can hold a NUL, so no value substituted later can forge one.
+ */
+export function markFileReferences(value: unknown, nonce: string): MarkedFiles {
+  const files = new Map<string, { path: readonly (string | number)[]; file: string }>();
+  const walk = (node: unknown, path: readonly (string | number)[]): unknown => {
+    if (typeof node === 'string') {
+      // A `sql:` statement keeps its text: references there are bound parameters (handlers/sql.ts).
+      if (isSqlHandler(path, node)) return node;
+      return node.replace(FILE_REFERENCE, (whole, escaped: string, file: string) => {
+        if (escaped) return whole.slice(1);
+        const key = `\u0000${nonce}:${files.size}\u0000`;
+        files.set(key, { path, file });
+        return key;
+      });
+    }
+    if (Array.isArray(node)) return node.map((item, index) => walk(item, [...path, index]));
+    if (node !== null && typeof node === 'object') {
+      return Object.fromEntries(Object.entries(node).map(([key, item]) => [key, walk(item, [...path, key])]));
+    }
+    return node;
+  };
+  return { document: walk(value, []), files, marker: new RegExp(`\u0000${nonce}:\\d+\u0000`, 'g') };
+}
+
+/**
+ * Puts each referenced file's content where its marker is, read when the configuration loads (a
+ * rotated file is read again by the next start), its trailing line break dropped (secret files usually end with one). A relative path, an unreadable or an empty
+ * file is a problem naming the key and the file, never the content.
+ */
+export function resolveFileReferences(
+  value: unknown,
+  marked: MarkedFiles,
+  readFile: (file: string) => string,
+  problems: FileReferenceProblem[],
+): unknown {
+  const contents = new Map<string, string>();
+  const contentOf = (key: string): string => {
+    const known = contents.get(key);
+    if (known !== undefined) return known;
+    const reference = marked.files.get(key);
+    if (!reference) return '';
+    let content = '';
+    if (!reference.file.startsWith('/')) {
+      problems.push({ ...reference, reason: 'is not an absolute path' });
+    } else {
+      try {
+        content = readFile(reference.file).replace(/\r?\n$/, '');
+        if (content === '') problems.push({ ...reference, reason: 'is empty' });
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        problems.push({
+          ...reference,
+          reason: `cannot be read (${typeof code === 'string' ? code : 'error'})`,
+        });
+      }
+    }
+    contents.set(key, content);
+    return content;
+  };
+  const walk = (node: unknown): unknown => {
+    if (typeof node === 'string') return node.replace(marked.marker, contentOf);
+    if (Array.isArray(node)) return node.map(walk);
+    if (node !== null && typeof node === 'object') {
+      return Object.fromEntries(Object.entries(node).map(([key, item]) => [key, walk(item)]));
+    }
+    return node;
+  };
+  return marked.files.size === 0 ? value : walk(value);
+}

@@ -1,11 +1,20 @@
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
-import { type InterpolationProblem, interpolateEnv } from './interpolate.ts';
-import { keepRelayUrlsAsWritten } from './relay-urls.ts';
+import {
+  FILE_REFERENCE,
+  type FileReferenceProblem,
+  type InterpolationProblem,
+  interpolateEnv,
+  markFileReferences,
+  resolveFileReferences,
+} from './interpolate.ts';
+import { keepRelayUrlsAsWritten, RELAY_URL_OPTIONS } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
+import { closest } from './suggest.ts';
 
 /** `endpoints.stripe.secrets[0]` */
 export function formatPath(path: readonly PropertyKey[]): string {
@@ -17,6 +26,7 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || '(top level)';
 }
 
+/** The value at an issue's path in the document validated (the validator does not report it). */
 function valueAt(document: unknown, path: readonly PropertyKey[]): unknown {
   let node = document;
   for (const key of path) {
@@ -68,24 +78,71 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
     return `${path}: ${issue.issues.map((inner) => inner.message).join('; ')}`;
   }
   if (issue.code === 'invalid_value' && issue.path.at(-1) === 'provider') {
-    return `${path}: unknown provider; use one of ${issue.values.map(String).join(', ')}`;
+    const values = issue.values.map(String);
+    const input = valueAt(document, issue.path);
+    const given = typeof input === 'string' ? input : undefined;
+    const meant = given === undefined ? undefined : closest(given, values);
+    const named = given === undefined ? '' : ` "${given}"${meant ? ` (did you mean "${meant}"?)` : ''}`;
+    return `${path}: unknown provider${named}; use one of ${values.join(', ')}`;
   }
   return `${path}: ${issue.message}`;
 }
 
+const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
+
+/**
+ * The relay resolves its URL options' references from its own environment when it sends
+ * (relay-urls.ts), and a file is not read there: `${file:…}` in those options is refused.
+ */
+function fileReferencesInRelayUrls(document: unknown): string[] {
+  const endpoints = (
+    document as {
+      endpoints?: Record<string, { handler?: unknown; options?: Record<string, unknown> }>;
+    } | null
+  )?.endpoints;
+  const lines: string[] = [];
+  for (const [name, endpoint] of Object.entries(endpoints ?? {})) {
+    const handler = typeof endpoint?.handler === 'string' ? endpoint.handler : '';
+    const key = Object.hasOwn(RELAY_URL_OPTIONS, handler) ? RELAY_URL_OPTIONS[handler] : undefined;
+    const text = key === undefined ? undefined : endpoint.options?.[key];
+    if (typeof text === 'string' && new RegExp(FILE_REFERENCE.source).test(text.replaceAll('$${', '')))
+      lines.push(
+        `endpoints.${name}.options.${key}: \${file:…} is not read here (the relay resolves this URL's references from its environment when it sends); use \${NAME}`,
+      );
+  }
+  return lines;
+}
+
 /** Validates an already parsed document; every problem is reported with the path of its key. */
-export function parseConfig(document: unknown, env: Readonly<Record<string, string | undefined>>): Config {
+export function parseConfig(
+  document: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  readFile: (file: string) => string = readSecretFile,
+): Config {
   const problems: InterpolationProblem[] = [];
-  const interpolated = interpolateEnv(document ?? {}, env, problems);
+  const fileProblems: FileReferenceProblem[] = [];
+  const marked = markFileReferences(document ?? {}, randomBytes(8).toString('hex'));
+  const interpolated = resolveFileReferences(
+    interpolateEnv(marked.document, env, problems),
+    marked,
+    readFile,
+    fileProblems,
+  );
   const lines = problems.map(
     (problem) => `${formatPath(problem.path)}: environment variable ${problem.variable} is not set`,
   );
+  for (const problem of fileProblems)
+    lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
+  lines.push(...fileReferencesInRelayUrls(document));
   const result = configSchema.safeParse(interpolated);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const line = describeIssue(issue, interpolated);
       // An unset variable already explains the empty string it left behind.
-      if (!problems.some((problem) => line.startsWith(`${formatPath(problem.path)}:`))) lines.push(line);
+      const explained = [...problems, ...fileProblems].some((problem) =>
+        line.startsWith(`${formatPath(problem.path)}:`),
+      );
+      if (!explained) lines.push(line);
     }
   }
   if (lines.length > 0 || !result.success) {
@@ -93,6 +150,21 @@ export function parseConfig(document: unknown, env: Readonly<Record<string, stri
   }
   keepRelayUrlsAsWritten(document, result.data);
   return result.data;
+}
+
+/** Why a file could not be read, in words: `no such file`, `permission denied`, … */
+function unreadableBecause(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  const reasons: Record<string, string> = {
+    ENOENT: 'no such file',
+    EACCES: 'permission denied',
+    EPERM: 'permission denied',
+    EISDIR: 'it is a directory, not a file',
+    ENOTDIR: 'a part of the path is not a directory',
+    ELOOP: 'too many symbolic links',
+  };
+  if (typeof code === 'string') return reasons[code] ? `${reasons[code]} (${code})` : code;
+  return error instanceof Error ? error.message : String(error);
 }
 
 export function loadConfig(
@@ -103,9 +175,11 @@ export function loadConfig(
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
-    throw new HookgateError('config_unreadable', `Cannot read the configuration file ${file}.`, {
-      cause: error,
-    });
+    throw new HookgateError(
+      'config_unreadable',
+      `Cannot read the configuration file ${file}: ${unreadableBecause(error)} (working directory ${process.cwd()}; --config or HOOKGATE_CONFIG names another file).`,
+      { cause: error },
+    );
   }
   const document = parseDocument(text, { prettyErrors: true, uniqueKeys: true });
   if (document.errors.length > 0) {

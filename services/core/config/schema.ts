@@ -2,9 +2,13 @@ import { isIP } from 'node:net';
 import { z } from 'zod';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
+import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
+import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
+import { consoleSchema } from './console-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
+import { providerIssues } from './provider-options.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
 const ALWAYS = { when: () => true };
@@ -67,13 +71,28 @@ const replaySchema = z.strictObject({
   apiBase: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   /** The environment variable holding the API credential (default STRIPE_API_KEY / GITHUB_TOKEN). */
   credentialEnv: envName.optional(),
-  /** GitHub: the repository whose webhook delivered this endpoint's events, as owner/repo. */
+  /** GitHub, a repository webhook: the repository, as owner/repo (with hookId). */
   repository: z
     .string()
     .regex(/^[\w.-]+\/[\w.-]+$/, 'must be owner/repo')
     .optional(),
-  /** GitHub: that webhook's id (repository settings → Webhooks, or the X-GitHub-Hook-ID header). */
+  /** GitHub, an organization webhook: the organization's login (with hookId). */
+  organization: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9-]{0,38}$/, 'must be an organization login such as acme')
+    .optional(),
+  /** GitHub: the webhook's id (its settings page, or the X-GitHub-Hook-ID header). */
   hookId: z.number().int().positive().optional(),
+  /**
+   * GitHub, a GitHub App's webhook: the App's id (a number) or client id (Iv…); its private key
+   * (PEM) is read from credentialEnv (default GITHUB_APP_PRIVATE_KEY).
+   */
+  appId: z
+    .union([
+      z.number().int().positive(),
+      z.string().regex(/^Iv[0-9A-Za-z.]+$/, 'must be the App id (a number) or its client id (Iv…)'),
+    ])
+    .optional(),
 });
 
 const endpointSchema = z
@@ -88,6 +107,14 @@ const endpointSchema = z
     options: z.record(z.string(), z.unknown()).default({}),
     extract: extractSchema.optional(),
     hmac: hmacOptionsSchema.optional(),
+    /** The declarative scheme's options (provider: scheme). */
+    scheme: schemeOptionsSchema.optional(),
+    /** The URL the provider posts to, exactly as configured there, for providers that sign it. */
+    url: z
+      .url({ protocol: /^https?$/, error: 'must be an http(s) URL, exactly as configured at the provider' })
+      .optional(),
+    /** Asana: `revealSecret: true` logs the handshake's secret so it can be configured (see docs/providers.md). */
+    handshake: z.strictObject({ revealSecret: z.boolean().default(false) }).optional(),
     /**
      * Off unless set: a delivery carrying `X-Hookgate-Replay-Token` equal to one of these is
      * accepted without the provider's signature or timestamp (an operator re-posting an event),
@@ -103,6 +130,23 @@ const endpointSchema = z
      * existing receiver before switching to `enforce`.
      */
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
+    /**
+     * Largest body this endpoint accepts (413 body_too_large beyond it). Unset: the provider's
+     * documented maximum (github: 25 MiB), else server.bodyLimit. Must fit in
+     * server.maxBufferedBytes.
+     */
+    bodyLimit: byteSize
+      .pipe(
+        z
+          .number()
+          .int()
+          .min(1024, 'must be at least 1kib')
+          .max(
+            MAX_ENDPOINT_BODY_LIMIT,
+            'must be at most 256mib (PostgreSQL cannot store a larger JSON body)',
+          ),
+      )
+      .optional(),
     /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
     replay: replaySchema.optional(),
   })
@@ -110,27 +154,9 @@ const endpointSchema = z
   // every problem; the fields they read may then be invalid, hence the type checks.
   .superRefine((endpoint, ctx) => {
     if (typeof endpoint !== 'object' || endpoint === null) return;
-    // A key that cannot be decoded would make every delivery a 401; refuse it at start instead.
-    if (
-      (endpoint.provider === 'standard-webhooks' || endpoint.provider === 'svix') &&
-      Array.isArray(endpoint.secrets)
-    ) {
-      endpoint.secrets.forEach((secret, index) => {
-        if (typeof secret === 'string' && secret !== '' && standardWebhooksKey(secret) === null) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['secrets', index],
-            message: 'is not a Standard Webhooks secret: expected whsec_ followed by base64',
-          });
-        }
-      });
-    }
-    if (endpoint.provider === 'hmac' && !endpoint.hmac) {
-      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is required when provider is hmac' });
-    }
-    if (endpoint.provider !== 'hmac' && endpoint.hmac) {
-      ctx.addIssue({ code: 'custom', path: ['hmac'], message: 'is only allowed when provider is hmac' });
-    }
+    // Keys that cannot be decoded would make every delivery a 401, and options a provider does
+    // not use would be silently ignored: both are refused at start instead.
+    for (const { path, message } of providerIssues(endpoint)) ctx.addIssue({ code: 'custom', path, message });
     if (
       endpoint.provider === 'hmac' &&
       endpoint.hmac &&
@@ -151,11 +177,35 @@ const endpointSchema = z
           message: 'is available for stripe and github endpoints',
         });
       }
-      if (endpoint.provider === 'github' && (!endpoint.replay.repository || !endpoint.replay.hookId)) {
+      const { repository, organization, appId, hookId } = endpoint.replay;
+      const targets = [repository, organization, appId].filter((value) => value !== undefined).length;
+      if (endpoint.provider === 'github' && targets !== 1) {
         ctx.addIssue({
           code: 'custom',
           path: ['replay'],
-          message: 'needs repository (owner/repo) and hookId for a github endpoint',
+          message:
+            targets === 0
+              ? 'needs the webhook that delivers here: repository (owner/repo) and hookId, organization and hookId, or appId (a GitHub App)'
+              : 'names more than one webhook: set only one of repository, organization or appId',
+        });
+      } else if (endpoint.provider === 'github' && appId === undefined && hookId === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay', 'hookId'],
+          message: `is required with ${repository === undefined ? 'organization' : 'repository'} (the webhook's id, from its settings page or the X-GitHub-Hook-ID header)`,
+        });
+      } else if (endpoint.provider === 'github' && appId !== undefined && hookId !== undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay', 'hookId'],
+          message: 'is not used with appId: a GitHub App has one webhook',
+        });
+      }
+      if (endpoint.provider !== 'github' && targets + (hookId === undefined ? 0 : 1) > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['replay'],
+          message: 'repository, organization, hookId and appId are for github endpoints',
         });
       }
     }
@@ -192,7 +242,10 @@ export const configSchema = z
          * Unset: 127.0.0.1, with or without DATABASE_URL; the chart sets 0.0.0.0.
          */
         metricsListenAddress: listenAddress.optional(),
-        /** Largest accepted body; larger deliveries get 413 without being read further. */
+        /**
+         * Largest accepted body for endpoints that set no bodyLimit and whose provider documents
+         * no maximum (github's is 25 MiB); larger deliveries get 413 without being read further.
+         */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
          * Most request-body bytes the gateway holds at once, reserved from the declared length
@@ -232,17 +285,6 @@ export const configSchema = z
             maxSources: z.number().int().min(100).max(1_000_000).default(10_000),
           })
           .prefault({}),
-      })
-      .superRefine((server, ctx) => {
-        // A body as large as bodyLimit must fit, or such deliveries would only get in when the
-        // gateway holds nothing else, and under steady traffic never.
-        if (server.maxBufferedBytes < server.bodyLimit) {
-          ctx.addIssue({
-            code: 'custom',
-            path: ['maxBufferedBytes'],
-            message: `must be at least server.bodyLimit (${formatSize(server.bodyLimit)}); keep it many times larger`,
-          });
-        }
       })
       .prefault({}),
     database: z
@@ -360,6 +402,8 @@ export const configSchema = z
         deadJobRetention: deadJobRetention(30),
       })
       .prefault({}),
+    /** The web console (docs/console.md). */
+    console: consoleSchema.prefault({}),
     endpoints: z
       .record(
         z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),
@@ -369,6 +413,46 @@ export const configSchema = z
   })
   .superRefine((config, ctx) => {
     if (typeof config !== 'object' || config === null) return;
+    // Every endpoint's largest body must fit in the bytes the gateway may hold, or such deliveries
+    // would only get in when it holds nothing else, and under steady traffic never.
+    const server = config.server;
+    const endpoints = config.endpoints;
+    if (
+      typeof server?.maxBufferedBytes === 'number' &&
+      typeof server.bodyLimit === 'number' &&
+      typeof endpoints === 'object' &&
+      endpoints !== null
+    ) {
+      const budget = formatBytes(server.maxBufferedBytes);
+      const onServerLimit: string[] = [];
+      for (const [name, endpoint] of Object.entries(endpoints)) {
+        if (typeof endpoint !== 'object' || endpoint === null) continue;
+        if (endpoint.bodyLimit !== undefined && typeof endpoint.bodyLimit !== 'number') continue;
+        const limit = endpointBodyLimit(endpoint, server.bodyLimit);
+        if (limit <= server.maxBufferedBytes) continue;
+        const origin = bodyLimitOrigin(endpoint);
+        if (origin === 'server') {
+          onServerLimit.push(name);
+          continue;
+        }
+        const raise = `raise server.maxBufferedBytes to at least ${formatBytes(limit)} (keep it several times larger)`;
+        ctx.addIssue({
+          code: 'custom',
+          path: ['endpoints', name, 'bodyLimit'],
+          message:
+            origin === 'endpoint'
+              ? `${formatBytes(limit)} is larger than server.maxBufferedBytes (${budget}): ${raise}, or lower this`
+              : `is unset, so it is ${formatBytes(limit)}, the largest body ${endpoint.provider} sends, which is larger than server.maxBufferedBytes (${budget}): ${raise}, or set a smaller bodyLimit here (larger deliveries are then refused with 413, and ${endpoint.provider} may not retry them)`,
+        });
+      }
+      if (onServerLimit.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['server', 'maxBufferedBytes'],
+          message: `${budget} is smaller than server.bodyLimit (${formatBytes(server.bodyLimit)}), which endpoint${onServerLimit.length > 1 ? 's' : ''} ${onServerLimit.join(', ')} use${onServerLimit.length > 1 ? '' : 's'}: raise it to at least server.bodyLimit (keep it several times larger)`,
+        });
+      }
+    }
     // Every in-flight claim holds a connection; readiness checks need one more.
     const concurrency = config.claim?.concurrency;
     const poolSize = config.database?.poolSize;

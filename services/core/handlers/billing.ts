@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { durationMs } from '../config/duration.ts';
-import { HookgateError } from '../errors.ts';
 import {
   BOOK_PAYMENT,
   BOOK_PAYMENTS,
@@ -68,7 +67,13 @@ const invoiceSchema = z.looseObject({
   status_transitions: z.looseObject({ paid_at: epochSeconds, voided_at: epochSeconds }).nullish(),
 });
 
-const subscriptionRefSchema = z.looseObject({ id: z.string().min(1), customer: customerRef });
+// `object` is checked: the re-fetch reads /v1/subscriptions/<id>, and an event of this family
+// carrying another object (a malformed or mislabelled event) must not store a fetch under its id.
+const subscriptionRefSchema = z.looseObject({
+  id: z.string().min(1),
+  object: z.literal('subscription', { error: "must be 'subscription'" }),
+  customer: customerRef,
+});
 
 const eventSchema = <T extends z.ZodType>(object: T) => z.looseObject({ data: z.looseObject({ object }) });
 
@@ -207,6 +212,13 @@ export function createBillingHandler(
         timeoutMs: settings.stripeTimeout,
       })
     : null;
+  if (!subscriptions) {
+    // Once per process at start: an endpoint that never gets subscription events is fine.
+    deps.logger.warn(
+      { endpoint: deps.endpoint, option: 'stripeApiKey', code: 'option_missing' },
+      'billing: options.stripeApiKey is not set; customer.subscription.* events will end dead at once with option_missing (set it and requeue them); invoice events are not affected',
+    );
+  }
 
   function notification(event: InboxEvent, invoice: Invoice, entry: BookedEntry): OutboxMessage {
     const key = `${invoice.id}:paid`;
@@ -249,7 +261,7 @@ export function createBillingHandler(
       const current = await tx.query<{ status: string }>(INVOICE_STATUS, [invoice.id]);
       if (current.rows[0]?.status === 'void') {
         logger.info(
-          { invoice: invoice.id, eventId: event.eventId },
+          { invoice: invoice.id, event_id: event.eventId },
           'invoice.paid on a void invoice: ignored',
         );
         return 'ignored';
@@ -278,14 +290,19 @@ export function createBillingHandler(
     return changed.rowCount === 1 ? 'processed' : 'ignored';
   }
 
+  /**
+   * Without the API key a subscription event can never apply, however often it is retried: it
+   * ends `dead` at its first attempt with `option_missing`, to be requeued once the key is set.
+   */
+  const missingKey = (event: InboxEvent): EventUnusable =>
+    new EventUnusable(
+      'option_missing',
+      `${deps.endpoint}.options.stripeApiKey is not set, so ${event.eventType} cannot re-fetch its subscription; set it, restart, and requeue (hookgate requeue --endpoint ${deps.endpoint} --status dead --type ${event.eventType}).`,
+    );
+
   async function subscriptionChanged({ tx }: ApplyContext, event: InboxEvent): Promise<ApplyOutcome> {
+    if (!subscriptions) throw missingKey(event);
     const ref = objectOf(subscriptionRefSchema, event);
-    if (!subscriptions) {
-      throw new HookgateError(
-        'handler_options_invalid',
-        `${deps.endpoint}.options.stripeApiKey is not set, so subscription ${ref.id} cannot be re-fetched; set it and requeue the event.`,
-      );
-    }
     // Lock first, fetch second: whoever writes later also fetched later.
     await tx.query(LOCK_SUBSCRIPTION, [SUBSCRIPTION_LOCK_CLASS, ref.id]);
     const fetchedAt = new Date();
@@ -298,6 +315,13 @@ export function createBillingHandler(
         sourceOf(event),
       ]);
       return 'processed';
+    }
+    // What the API returned is stored whole, so it must be the subscription asked for.
+    if (current.object !== 'subscription' || current.id !== ref.id) {
+      throw new EventUnusable(
+        'billing_payload_invalid',
+        `The re-fetch of subscription ${ref.id} for ${event.eventType} event ${event.eventId} returned ${typeof current.object === 'string' ? `a ${current.object}` : 'no object type'} with id ${String(current.id)}, not that subscription.`,
+      );
     }
     const customer = customerRef.safeParse(current.customer);
     await tx.query(STORE_SUBSCRIPTION, [
@@ -340,6 +364,9 @@ export function createBillingHandler(
           // Nothing was written for it: it fails alone, like a throw in its own savepoint.
           results[index] = { error };
         }
+      } else if (event.eventType.startsWith('customer.subscription.') && !subscriptions) {
+        // Nothing is written for it: it fails alone, without undoing the batch.
+        results[index] = { error: missingKey(event) };
       } else if (event.eventType.startsWith('customer.subscription.')) {
         results[index] = await subscriptionChanged(
           { tx, outbox: context.outbox(event), logger: context.logger },
@@ -391,7 +418,7 @@ export function createBillingHandler(
         const changed = changedPaid.has(op.invoice.id);
         if (!changed && row.status === 'void') {
           context.logger.info(
-            { invoice: op.invoice.id, eventId: op.event.eventId },
+            { invoice: op.invoice.id, event_id: op.event.eventId },
             'invoice.paid on a void invoice: ignored',
           );
           results[op.index] = 'ignored';

@@ -163,11 +163,10 @@ const CARRY_OVER_PENDING_ATTEMPTS = `
 const NOT_ORPHANED = new Set(['created', 'retry', 'active', 'failed']);
 
 /**
- * Pending rows whose job is gone or finished (deleted by retention, a dead-letter settlement
- * that kept failing, an operator's mistake) would wait forever: nothing would ever apply them.
- * This finds them and sends each a fresh job, leaving rows with a live job alone.
+ * The pending events (oldest first, at most `limit` looked at) whose job is gone or finished:
+ * what `requeueOrphans` would give a new job now. Reads only (`requeue --orphans --dry-run`).
  */
-export async function requeueOrphans(
+export async function findOrphans(
   pool: pg.Pool,
   boss: PgBoss,
   endpoint: string,
@@ -180,6 +179,21 @@ export async function requeueOrphans(
     const job = await boss.getJobById(queue, jobIdFor(endpoint, eventId));
     if (!job || !NOT_ORPHANED.has(job.state)) orphans.push(eventId);
   }
+  return orphans;
+}
+
+/**
+ * Pending rows whose job is gone or finished (deleted by retention, a dead-letter settlement
+ * that kept failing, an operator's mistake) would wait forever: nothing would ever apply them.
+ * This finds them and sends each a fresh job, leaving rows with a live job alone.
+ */
+export async function requeueOrphans(
+  pool: pg.Pool,
+  boss: PgBoss,
+  endpoint: string,
+  limit = 10_000,
+): Promise<string[]> {
+  const orphans = await findOrphans(pool, boss, endpoint, limit);
   if (orphans.length === 0) return [];
   return await withTransaction(pool, async (client) => {
     const locked = await client.query<{ event_id: string }>(CARRY_OVER_PENDING_ATTEMPTS, [endpoint, orphans]);

@@ -1,6 +1,6 @@
 import { createHmac, createSecretKey, type KeyObject, timingSafeEqual } from 'node:crypto';
 
-export type HmacAlgorithm = 'sha256' | 'sha512';
+export type HmacAlgorithm = 'sha1' | 'sha256' | 'sha512';
 
 // Turning key material into a KeyObject is most of the cost of a short HMAC; configured
 // secrets are few and fixed, so each is prepared once. Bounded in case of many endpoints.
@@ -50,9 +50,14 @@ export function anyMatch(candidates: readonly Uint8Array[], expected: readonly U
   return matched;
 }
 
-const HEX = /^(?:[0-9a-fA-F]{2})+$/;
+// Lower case only: every provider sends lower-case hex and every official library compares the
+// text it computed (lower case), so an upper-case spelling is refused as they refuse it.
+const HEX = /^(?:[0-9a-f]{2})+$/;
 
-/** Strict hex: Buffer.from(…, 'hex') silently stops at the first bad digit, so validate first. */
+/**
+ * Strict lower-case hex: Buffer.from(…, 'hex') silently stops at the first bad digit, so
+ * validate first.
+ */
 export function decodeHex(text: string): Buffer | null {
   if (!HEX.test(text)) return null;
   return Buffer.from(text, 'hex');
@@ -69,6 +74,22 @@ export function decodeBase64(text: string): Buffer | null {
   // skipped characters, the url alphabet, missing padding and non-zero trailing bits alike.
   if (bytes.toString('base64') !== text) return null;
   return bytes;
+}
+
+/** Strict, canonical, unpadded base64url (RFC 4648 §5), for the schemes that sign with it. */
+export function decodeBase64Url(text: string): Buffer | null {
+  if (text.length === 0) return null;
+  const bytes = Buffer.from(text, 'base64url');
+  if (bytes.toString('base64url') !== text) return null;
+  return bytes;
+}
+
+export type SignatureEncoding = 'hex' | 'base64' | 'base64url';
+
+export function decodeSignature(encoding: SignatureEncoding, text: string): Buffer | null {
+  if (encoding === 'hex') return decodeHex(text);
+  if (encoding === 'base64') return decodeBase64(text);
+  return decodeBase64Url(text);
 }
 
 const BASE64_KEY = /^[A-Za-z0-9+/_-]+={0,2}$/;

@@ -10,6 +10,20 @@ const PREFIX = 'sha256=';
 const KEPT_HEADERS = ['x-github-event', 'x-github-hook-id'];
 
 /**
+ * The entity a delivery is about, from the signed body alone (the event name is an unsigned
+ * header): a pull request, else an issue (issue comments are about their issue), else the
+ * repository. Each carries `updated_at`, which moves with every change of it, as its version.
+ */
+function entityOf(body: unknown): { type: string; path: string } | null {
+  for (const type of ['pull_request', 'issue', 'repository']) {
+    const object = evaluatePointer(body, `/${type}`);
+    if (object !== null && typeof object === 'object' && !Array.isArray(object))
+      return { type, path: `/${type}` };
+  }
+  return null;
+}
+
+/**
  * GitHub signs the body alone, with no timestamp: replay is bounded only by deduplication, on the
  * delivery id and (since that header is unsigned) on the body's digest.
  */
@@ -51,6 +65,24 @@ export function createGithubProvider(overrides?: ExtractOverrides): Provider {
             return event !== undefined && typeof action === 'string' && action !== ''
               ? `${event}.${action}`
               : event;
+          },
+        },
+        entityType: {
+          label: 'the body object /pull_request, /issue or /repository',
+          read: () => entityOf(body)?.type,
+        },
+        entityId: {
+          label: 'the body field /pull_request/id, /issue/id or /repository/id',
+          read: () => {
+            const entity = entityOf(body);
+            return entity === null ? undefined : evaluatePointer(body, `${entity.path}/id`);
+          },
+        },
+        version: {
+          label: 'the body field /pull_request/updated_at, /issue/updated_at or /repository/updated_at',
+          read: () => {
+            const entity = entityOf(body);
+            return entity === null ? undefined : evaluatePointer(body, `${entity.path}/updated_at`);
           },
         },
         headers: keepHeaders(headers, KEPT_HEADERS),

@@ -20,8 +20,10 @@ function parseHeader(value: string): PaddleHeader | Rejection {
   for (const item of value.split(';')) {
     const eq = item.indexOf('=');
     if (eq < 0) continue;
-    const key = item.slice(0, eq).trim();
-    const text = item.slice(eq + 1).trim();
+    // Not trimmed, as the provider's library splits it: `t=…, v1=…` names an entry ` v1`,
+    // which is ignored there and here (docs/providers.md, "Strict parsing").
+    const key = item.slice(0, eq);
+    const text = item.slice(eq + 1);
     if (key === 'ts') {
       if (timestamp !== undefined) {
         return reject('timestamp_invalid', 'The Paddle-Signature header carries more than one timestamp.');

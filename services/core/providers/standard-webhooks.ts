@@ -3,11 +3,14 @@ import { anyMatch, decodeBase64, decodeBase64Key, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
 import { headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
+import { publicKey, verifyWith } from './keys.ts';
 import { reject } from './rejection.ts';
 import { checkTolerance, parseUnixSeconds } from './timestamp.ts';
 import type { ExtractOverrides, HeaderBag, Provider } from './types.ts';
 
 const SECRET_PREFIX = 'whsec_';
+/** Standard Webhooks' asymmetric variant: `whpk_<base64 Ed25519 public key>`, signatures tagged `v1a`. */
+export const PUBLIC_KEY_PREFIX = 'whpk_';
 
 interface HeaderSet {
   readonly id: string;
@@ -36,10 +39,16 @@ export function standardWebhooksKey(secret: string): Buffer | null {
   return decodeBase64Key(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret);
 }
 
+/** Whether a configured entry is a `whpk_` public key (checked with v1a signatures, never with v1). */
+export function isStandardWebhooksPublicKey(entry: string): boolean {
+  return entry.startsWith(PUBLIC_KEY_PREFIX);
+}
+
 const preparedKeys = new Map<string, KeyObject | null>();
 
 /** The decoded key, prepared once per configured secret (see crypto.ts). */
 function preparedKey(secret: string): KeyObject | null {
+  if (isStandardWebhooksPublicKey(secret)) return null;
   let key = preparedKeys.get(secret);
   if (key === undefined) {
     const bytes = standardWebhooksKey(secret);
@@ -50,19 +59,21 @@ function preparedKey(secret: string): KeyObject | null {
   return key;
 }
 
-/** The `v1` entries of a space-separated signature list; other versions (`v1a`, ...) are ignored. */
-function v1Signatures(list: string): Buffer[] {
-  const signatures: Buffer[] = [];
+/** The `v1` (HMAC) and `v1a` (Ed25519) entries of a space-separated signature list; other versions are ignored. */
+function signatures(list: string): { v1: Buffer[]; v1a: Buffer[] } {
+  const found = { v1: [] as Buffer[], v1a: [] as Buffer[] };
   // Two signature headers reach us joined by ", " (Node's rule for repeated headers), so an
   // entry may carry that trailing comma; base64 never ends with one.
   for (const entry of list.split(' ')) {
     const comma = entry.indexOf(',');
-    if (comma < 0 || entry.slice(0, comma) !== 'v1') continue;
+    if (comma < 0) continue;
+    const version = entry.slice(0, comma);
+    if (version !== 'v1' && version !== 'v1a') continue;
     const bytes = decodeBase64(entry.slice(comma + 1).replace(/,$/, ''));
     // A malformed entry cannot match; another entry still may.
-    if (bytes !== null) signatures.push(bytes);
+    if (bytes !== null) found[version].push(bytes);
   }
-  return signatures;
+  return found;
 }
 
 export function createStandardWebhooksProvider(name: string, overrides?: ExtractOverrides): Provider {
@@ -81,18 +92,31 @@ export function createStandardWebhooksProvider(name: string, overrides?: Extract
       const timestamp = parseUnixSeconds(rawTimestamp, `${names.timestamp} header`);
       if (!timestamp.ok) return timestamp;
 
-      const candidates = v1Signatures(signatureList);
-      if (candidates.length === 0) {
-        return reject('signature_invalid', `The ${names.signature} header has no well-formed v1 signature.`);
+      const candidates = signatures(signatureList);
+      if (candidates.v1.length === 0 && candidates.v1a.length === 0) {
+        return reject(
+          'signature_invalid',
+          `The ${names.signature} header has no well-formed v1 or v1a signature.`,
+        );
       }
       const keys = request.secrets.map(preparedKey).filter((key) => key !== null);
       const signedPrefix = `${id}.${rawTimestamp}.`;
       const expected = keys.map((key) => hmac('sha256', key, [signedPrefix, request.rawBody]));
-      if (!anyMatch(candidates, expected)) {
+      let matched = anyMatch(candidates.v1, expected);
+      if (candidates.v1a.length > 0) {
+        const signed = Buffer.concat([Buffer.from(signedPrefix), request.rawBody]);
+        for (const entry of request.secrets) {
+          const key = isStandardWebhooksPublicKey(entry) ? publicKey('ed25519', entry) : null;
+          if (key === null) continue;
+          for (const candidate of candidates.v1a)
+            if (verifyWith('ed25519', key, signed, candidate)) matched = true;
+        }
+      }
+      if (!matched) {
         // Nothing about the configured secrets is said here: the caller is not authenticated.
         return reject(
           'signature_invalid',
-          `The ${names.signature} header has no v1 signature that matches any configured secret.`,
+          `The ${names.signature} header has no v1 or v1a signature that matches any configured secret or public key.`,
         );
       }
       // Checked after the signature so that this code always means an authentic but stale or early delivery.

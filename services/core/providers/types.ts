@@ -51,13 +51,28 @@ export interface EventIdentity {
   readonly idUnsigned?: boolean;
 }
 
+/** An answer sent as is, for a question that is not an event. */
+export interface ReplyContent {
+  readonly status: number;
+  /** Sent as JSON, unless `text` is set; nothing is sent with a 204. */
+  readonly body?: unknown;
+  /** Sent as text/plain (Twitch's and Dropbox's challenges are echoed bare). */
+  readonly text?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** What was answered, for the log line: `url_verification`, `ping`, ... */
+  readonly kind?: string;
+  /** Extra fields for the answer's log line (never sent). */
+  readonly log?: Readonly<Record<string, string>>;
+}
+
 /**
- * Some providers ask a question instead of delivering an event (Slack's URL verification).
- * The answer is sent as is and nothing is stored.
+ * Some providers ask a question instead of delivering an event (Slack's URL verification,
+ * Zoom's URL validation, Discord's PING, Twitch's callback verification, Xero's intent to
+ * receive). The question is signed like an event; the answer is sent as is and nothing is stored.
  */
 export interface DirectReply {
   readonly ok: true;
-  readonly reply: { readonly status: number; readonly body: unknown };
+  readonly reply: ReplyContent;
 }
 
 export type Identification = { readonly ok: true; readonly event: EventIdentity } | DirectReply | Rejection;
@@ -66,6 +81,22 @@ export interface VerifiedDelivery {
   readonly headers: HeaderBag;
   /** The body parsed as JSON, only after verification succeeded. */
   readonly body: unknown;
+  /** The verified bytes, for ids taken from their digest. */
+  readonly rawBody?: Buffer;
+  /** The endpoint's secrets, for answers that must be signed with the one that verified (Zoom). */
+  readonly secrets?: readonly string[];
+}
+
+/**
+ * A request some providers send before (or beside) signed deliveries, that carries no
+ * signature: Asana's `X-Hook-Secret` handshake, Dropbox's and Okta's GET challenges. Answering
+ * it stores nothing and reveals nothing but what the request itself carried.
+ */
+export interface HandshakeRequest {
+  readonly method: string;
+  readonly headers: HeaderBag;
+  /** The request's query string, without `?`. */
+  readonly query: string;
 }
 
 /** JSON pointers (RFC 6901) an endpoint may set to override a provider's defaults. */
@@ -81,4 +112,13 @@ export interface Provider {
   readonly name: string;
   verify(request: VerifyRequest): Verdict;
   identify(delivery: VerifiedDelivery): Identification;
+  /** The answer to an unsigned handshake, or null when the request is not one (then it is verified as usual). */
+  handshake?(request: HandshakeRequest): ReplyContent | null;
+  /** HTTP methods besides POST that `handshake` answers (Dropbox and Okta challenge with GET). */
+  readonly handshakeMethods?: readonly string[];
+  /**
+   * Bodies that are not JSON (Twilio posts forms): the verified text as the JSON document to
+   * store and identify, or null when it cannot be one.
+   */
+  decodeBody?(text: string): unknown;
 }

@@ -1,15 +1,22 @@
+import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
 import { HookgateError } from '../errors.ts';
 import { type RetryOptions, retryAfterMs, withRateLimitRetries } from './rate-limit.ts';
 import type { FetchedEvent, ReplaySource, ReplayWindow } from './types.ts';
 
+/** The webhook whose deliveries are read back: one of the three kinds GitHub keeps deliveries for. */
+export type GithubWebhook =
+  | { readonly kind: 'repository'; readonly repository: string; readonly hookId: number }
+  | { readonly kind: 'organization'; readonly organization: string; readonly hookId: number }
+  /** A GitHub App's webhook: its id (or client id) and its private key (PEM), which sign a JWT. */
+  | { readonly kind: 'app'; readonly appId: number | string; readonly privateKey: string };
+
 export interface GithubReplaySettings {
-  readonly token: string;
+  /** A token that can read the webhook's deliveries (repository and organization webhooks). */
+  readonly token?: string;
   /** `https://api.github.com` or a local fake. */
   readonly apiBase: string;
-  /** `owner/repo` of the webhook. */
-  readonly repository: string;
-  readonly hookId: number;
+  readonly webhook: GithubWebhook;
   readonly pageSize?: number;
   readonly retry?: RetryOptions;
 }
@@ -45,14 +52,93 @@ const lowerCase = (headers: Record<string, unknown>): Record<string, string> =>
       .map(([name, value]) => [name.toLowerCase(), value as string]),
   );
 
+/** One delivery in a list page, and the request a delivery's detail carries: what replay reads. */
+interface DeliveryItem {
+  readonly id: number | bigint;
+  readonly delivered_at: string;
+}
+interface DeliveryDetail {
+  readonly request: {
+    readonly headers: Record<string, unknown> | null;
+    readonly payload: Record<string, unknown> | null;
+  };
+}
+interface WebhookApi {
+  readonly description: string;
+  list(
+    perPage: number,
+    cursor: string | null,
+  ): Promise<{ data: readonly DeliveryItem[]; link: string | undefined }>;
+  get(deliveryId: number): Promise<DeliveryDetail>;
+}
+
+/** The three deliveries APIs, through the official `@octokit/rest` client. */
+function webhookApi(settings: GithubReplaySettings): WebhookApi {
+  const baseUrl = settings.apiBase.replace(/\/$/, '');
+  const { webhook } = settings;
+  const page = (cursor: string | null) => (cursor ? { cursor } : {});
+  switch (webhook.kind) {
+    case 'repository': {
+      const octokit = new Octokit({ auth: settings.token, baseUrl });
+      const [owner, repo] = webhook.repository.split('/') as [string, string];
+      const hook = { owner, repo, hook_id: webhook.hookId };
+      return {
+        description: `hook ${webhook.hookId} on ${webhook.repository}`,
+        list: async (perPage, cursor) => {
+          const list = await octokit.rest.repos.listWebhookDeliveries({
+            ...hook,
+            per_page: perPage,
+            ...page(cursor),
+          });
+          return { data: list.data, link: list.headers.link };
+        },
+        get: async (id) => (await octokit.rest.repos.getWebhookDelivery({ ...hook, delivery_id: id })).data,
+      };
+    }
+    case 'organization': {
+      const octokit = new Octokit({ auth: settings.token, baseUrl });
+      const hook = { org: webhook.organization, hook_id: webhook.hookId };
+      return {
+        description: `hook ${webhook.hookId} of the organization ${webhook.organization}`,
+        list: async (perPage, cursor) => {
+          const list = await octokit.rest.orgs.listWebhookDeliveries({
+            ...hook,
+            per_page: perPage,
+            ...page(cursor),
+          });
+          return { data: list.data, link: list.headers.link };
+        },
+        get: async (id) => (await octokit.rest.orgs.getWebhookDelivery({ ...hook, delivery_id: id })).data,
+      };
+    }
+    case 'app': {
+      // The App's own endpoints take a JWT signed with its private key, which auth-app makes
+      // (and renews before its 10 minutes run out) for each request to them.
+      const octokit = new Octokit({
+        authStrategy: createAppAuth,
+        auth: { appId: webhook.appId, privateKey: webhook.privateKey },
+        baseUrl,
+      });
+      return {
+        description: `the webhook of GitHub App ${webhook.appId}`,
+        list: async (perPage, cursor) => {
+          const list = await octokit.rest.apps.listWebhookDeliveries({ per_page: perPage, ...page(cursor) });
+          return { data: list.data, link: list.headers.link };
+        },
+        get: async (id) => (await octokit.rest.apps.getWebhookDelivery({ delivery_id: id })).data,
+      };
+    }
+  }
+}
+
 /**
- * A repository webhook's recent deliveries (newest first, paged by cursor), then each delivery's
- * request (headers and payload) through the official `@octokit/rest` client. Deliveries of the
- * same event (redeliveries) share a GUID, the X-GitHub-Delivery id: the claim absorbs them.
+ * A webhook's recent deliveries (newest first, paged by cursor), then each delivery's request
+ * (headers and payload), for a repository webhook, an organization webhook or a GitHub App's
+ * webhook. Deliveries of the same event (redeliveries) share a GUID, the X-GitHub-Delivery id:
+ * the claim absorbs them.
  */
 export function githubReplaySource(settings: GithubReplaySettings): ReplaySource {
-  const octokit = new Octokit({ auth: settings.token, baseUrl: settings.apiBase.replace(/\/$/, '') });
-  const [owner, repo] = settings.repository.split('/') as [string, string];
+  const api = webhookApi(settings);
   const call = <T>(what: string, request: () => Promise<T>) =>
     withRateLimitRetries(what, request, rateLimited, settings.retry).catch((error: unknown) => {
       if (error instanceof HookgateError) throw error;
@@ -63,18 +149,12 @@ export function githubReplaySource(settings: GithubReplaySettings): ReplaySource
       );
     });
   return {
-    description: `GitHub deliveries of hook ${settings.hookId} on ${settings.repository} at ${settings.apiBase}`,
+    description: `GitHub deliveries of ${api.description} at ${settings.apiBase}`,
     async *pages(window: ReplayWindow) {
       let cursor: string | null = null;
       for (;;) {
         const list = await call('GitHub list webhook deliveries', () =>
-          octokit.rest.repos.listWebhookDeliveries({
-            owner,
-            repo,
-            hook_id: settings.hookId,
-            per_page: settings.pageSize ?? 100,
-            ...(cursor ? { cursor } : {}),
-          }),
+          api.list(settings.pageSize ?? 100, cursor),
         );
         let older = false;
         const events: FetchedEvent[] = [];
@@ -85,23 +165,16 @@ export function githubReplaySource(settings: GithubReplaySettings): ReplaySource
             continue;
           }
           if (at >= window.until.getTime()) continue;
-          const detail = await call('GitHub get webhook delivery', () =>
-            octokit.rest.repos.getWebhookDelivery({
-              owner,
-              repo,
-              hook_id: settings.hookId,
-              delivery_id: delivery.id,
-            }),
-          );
-          const request = detail.data.request;
+          const detail = await call('GitHub get webhook delivery', () => api.get(Number(delivery.id)));
+          const request = detail.request;
           events.push({
             body: JSON.stringify(request.payload ?? {}),
-            headers: lowerCase((request.headers ?? {}) as Record<string, unknown>),
+            headers: lowerCase(request.headers ?? {}),
           });
         }
         yield events;
         // Newest first: once a page reaches before the window, later pages are older still.
-        cursor = nextCursor(list.headers.link);
+        cursor = nextCursor(list.link);
         if (older || !cursor) return;
       }
     },

@@ -74,4 +74,24 @@ describe('load mix', () => {
     expect(() => mixSettings({ laterDuplicates: -0.1 })).toThrow();
     expect(mixSettings({ laterDuplicates: 0.2 }).laterDuplicates).toBe(0.2);
   });
+
+  it('spread ids: the same plan, unique ids, no longer in one range after the run id', () => {
+    const spreadMix = mixSettings({ spreadIds: true });
+    for (const provider of ['stripe', 'standard-webhooks', 'github'] as const) {
+      const plain = Array.from({ length: 2000 }, (_, i) => eventAt(provider, run, i, DEFAULT_MIX));
+      const spread = Array.from({ length: 2000 }, (_, i) => eventAt(provider, run, i, spreadMix));
+      expect(plain.every((e) => e.id.replace(/^[a-z]+_/, '').startsWith(run.id))).toBe(true);
+      // Rebuilt identically (duplicates must be byte for byte), and as many distinct ids.
+      expect(spread).toEqual(Array.from({ length: 2000 }, (_, i) => eventAt(provider, run, i, spreadMix)));
+      expect(new Set(spread.map((e) => e.id)).size).toBe(2000);
+      const leading = new Set(spread.map((e) => e.id.replace(/^[a-z]+_/, '').slice(0, 2)));
+      expect(leading.size).toBeGreaterThan(200);
+      expect(spread.every((e) => e.id.includes(run.id))).toBe(true);
+    }
+    // Billing keeps its pairing: every payment names an invoice the same group created.
+    const steps = Array.from({ length: 400 }, (_, i) => eventAt('stripe', run, i, spreadMix));
+    const paid = steps.filter((e) => e.invoice !== null).map((e) => e.invoice!);
+    expect(new Set(paid).size).toBe(100);
+    expect(paid.every((invoice) => /^in_[0-9a-f]{8}_/.test(invoice))).toBe(true);
+  });
 });

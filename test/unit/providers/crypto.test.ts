@@ -9,8 +9,13 @@ import {
 } from '../../../services/core/providers/crypto.ts';
 
 describe('decodeHex', () => {
-  it('decodes either case', () => {
-    expect(decodeHex('00ffAB')).toEqual(Buffer.from([0, 255, 171]));
+  it('decodes lower-case hex', () => {
+    expect(decodeHex('00ffab')).toEqual(Buffer.from([0, 255, 171]));
+  });
+  // Providers send lower case and their libraries compare the text they computed, so an
+  // upper-case spelling is refused as they refuse it (docs/providers.md, "Strict parsing").
+  it.each(['00ffAB', 'FF'])('refuses upper-case %j as the official libraries do', (text) => {
+    expect(decodeHex(text)).toBeNull();
   });
   it.each(['', 'abc', 'zz', '00 ff', 'ff\n', '0x00'])('refuses %j instead of decoding a prefix', (text) => {
     expect(decodeHex(text)).toBeNull();

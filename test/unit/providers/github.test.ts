@@ -88,13 +88,36 @@ describe('github identify', () => {
       event: {
         eventId: DELIVERY,
         eventType: 'issues.opened',
-        entityType: null,
-        entityId: null,
+        entityType: 'issue',
+        entityId: '1',
         entityVersion: null,
         headers: { 'x-github-event': 'issues', 'x-github-hook-id': '292430182' },
         idUnsigned: true,
       },
     });
+  });
+
+  it('keys the pull request, else the issue, else the repository, versioned by its updated_at', async () => {
+    const keyed = async (body: object) => {
+      const text = JSON.stringify(body);
+      const result = identify(provider, request(text, await headers(text), [SECRET]));
+      return result.ok && 'event' in result
+        ? [result.event.entityType, result.event.entityId, result.event.entityVersion]
+        : result;
+    };
+    const at = '2024-04-12T10:18:49Z';
+    const micros = '1712917129000000';
+    const repository = { id: 42, updated_at: at };
+    expect(await keyed({ action: 'opened', pull_request: { id: 9, updated_at: at }, repository })).toEqual([
+      'pull_request',
+      '9',
+      micros,
+    ]);
+    expect(
+      await keyed({ action: 'created', issue: { id: 7, updated_at: at }, comment: { id: 1 }, repository }),
+    ).toEqual(['issue', '7', micros]);
+    expect(await keyed({ action: 'renamed', repository })).toEqual(['repository', '42', micros]);
+    expect(await keyed({ zen: 'Keep it logically awesome.' })).toEqual([null, null, null]);
   });
 
   it('uses the event header alone when the body has no action', async () => {

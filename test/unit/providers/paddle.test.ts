@@ -25,6 +25,14 @@ function headers(body: string, secret = SECRET, timestamp = NOW_S): Record<strin
 }
 
 describe('paddle verify', () => {
+  it('refuses a space after the semicolon, as the Paddle SDK splits it', () => {
+    const value = headers(BODY)['Paddle-Signature'] ?? '';
+    expect(value).toContain(';h1=');
+    expect(
+      verdictOf(provider, request(BODY, { 'Paddle-Signature': value.replace(';', '; ') }, [SECRET])),
+    ).toBe('signature_invalid');
+  });
+
   it('accepts a delivery signed per the documented formula', () => {
     expect(verdictOf(provider, request(BODY, headers(BODY), [SECRET]))).toBe('ok');
   });

@@ -36,6 +36,19 @@ function sdkAccepts(body: string, value: string, secret: string): boolean {
 }
 
 describe('stripe verify', () => {
+  it('refuses a space after the comma and upper-case hex, as the SDK does', () => {
+    const value = header(BODY);
+    for (const variant of [
+      value.replace(',', ', '),
+      value.replace(/v1=([0-9a-f]+)/, (_m, hex: string) => `v1=${hex.toUpperCase()}`),
+    ]) {
+      expect(sdkAccepts(BODY, variant, SECRET)).toBe(false);
+      expect(verdictOf(provider, request(BODY, { 'Stripe-Signature': variant }, [SECRET]))).toBe(
+        'signature_invalid',
+      );
+    }
+  });
+
   it('accepts a header from the SDK test helper, as does the SDK verifier', () => {
     const value = header(BODY);
     expect(verdictOf(provider, request(BODY, { 'Stripe-Signature': value }, [SECRET]))).toBe('ok');

@@ -1,0 +1,372 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Command, CommanderError, Option } from 'commander';
+import { hashPasswordCommand } from '../console/hash-password.ts';
+import { HookgateError } from '../core/errors.ts';
+import { configCheckCommand } from './commands/config-check.ts';
+import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
+import { migrateCommand } from './commands/migrate.ts';
+import { pruneCommand } from './commands/prune.ts';
+import { replayCommand } from './commands/replay.ts';
+import { REQUEUE_STATUSES, requeueCommand } from './commands/requeue.ts';
+import { sendTestCommand } from './commands/send-test.ts';
+import { serveCommand } from './commands/serve.ts';
+import { statsCommand } from './commands/stats.ts';
+import { verifyCommand } from './commands/verify.ts';
+import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
+import { EVENT_STATUSES } from './support/filters.ts';
+import { addConfigOption } from './support/options.ts';
+import { terminalLines } from './support/terminal-text.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
+const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Where the command line's own text goes (help, usage errors, the failure line). What reaches it
+ * may quote what was typed or sent (an id, a type): control characters are printed as escapes.
+ */
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+const PROCESS_OUTPUT: CliOutput = {
+  out: (text) => process.stdout.write(terminalLines(text)),
+  err: (text) => process.stderr.write(terminalLines(text)),
+};
+
+const examples = (lines: readonly string[]) =>
+  `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+
+/**
+ * The `hookgate` command line, built fresh for each run so that tests can parse command lines in
+ * process and read the exit code and the one failure line instead of spawning a process.
+ */
+export function buildProgram(output: CliOutput = PROCESS_OUTPUT): Command {
+  const program = new Command()
+    .name('hookgate')
+    .description('Verified, exactly-once webhook ingestion into PostgreSQL.')
+    .version(VERSION, '-V, --version', 'print the version and exit')
+    // Usage errors are one line and exit 2, like every other usage error (see runCli below).
+    .exitOverride()
+    .configureOutput({
+      writeOut: (text) => output.out(text),
+      writeErr: (text) => output.err(text),
+      outputError: (text, write) =>
+        write(
+          terminalLines(`hookgate: usage_invalid: ${text.trim().replace(/^error: /, '')} (see --help)\n`),
+        ),
+    })
+    .showSuggestionAfterError(true)
+    .addHelpText(
+      'after',
+      `
+Every command reads DATABASE_URL (unset: the embedded PostgreSQL under ./.hookgate/) and the
+configuration from --config, else $HOOKGATE_CONFIG, else ./hookgate.yaml. Results go to stdout
+(--json for scripts), logs and progress to stderr. Exit codes: 0 ok, 1 operational failure
+(database down, check failed), 2 bad usage (flag, value, endpoint, nothing to do).
+${examples([
+  'hookgate stats --since 1h',
+  'hookgate events list --endpoint stripe --status dead',
+  'hookgate requeue --endpoint stripe --status dead --dry-run',
+])}`,
+    );
+
+  addConfigOption(
+    program
+      .command('serve')
+      .description(
+        'run the gateway, the worker, both, or the web console (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/, and `all` serves the console too)',
+      )
+      .addOption(
+        new Option('--role <role>', 'what this process runs')
+          .choices(['gateway', 'worker', 'console', 'all'])
+          .default('all'),
+      ),
+  )
+    .addHelpText(
+      'after',
+      `
+Environment: PORT (webhooks, default 8080), METRICS_PORT (/metrics, /healthz, /readyz, default
+9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL; the console's CONSOLE_PORT (8081),
+CONSOLE_LISTEN_ADDRESS (127.0.0.1), CONSOLE_SESSION_SECRET, CONSOLE_USERS_FILE (docs/console.md). SIGTERM and SIGINT stop it cleanly; SIGHUP is
+logged and ignored (the configuration is read at start only: restart to change it).
+${examples([
+  'hookgate serve --config hookgate.yaml',
+  'DATABASE_URL=postgres://… hookgate serve --role worker',
+  'DATABASE_URL=postgres://… CONSOLE_SESSION_SECRET=… hookgate serve --role console',
+])}`,
+    )
+    .action((options: unknown) => serveCommand(options));
+
+  const consoleCommand = program.command('console').description('the web console (serve --role console)');
+  consoleCommand
+    .command('hash-password')
+    .description('read a password on stdin and print its hash for console.users or the users file')
+    .addHelpText(
+      'after',
+      examples([
+        'printf \'%s\' "$PASSWORD" | hookgate console hash-password',
+        'echo "alice:$(printf \'%s\' "$PASSWORD" | hookgate console hash-password)" >> users',
+      ]),
+    )
+    .action(() => hashPasswordCommand());
+
+  addConfigOption(
+    program
+      .command('migrate')
+      .description("apply hookgate's migrations and pg-boss's schema (safe to run concurrently)")
+      .option('--dry-run', 'list the migrations that would be applied; change nothing')
+      .option(
+        '--check-config',
+        'first check the configuration as "config check" does; refuse to migrate if it fails',
+      )
+      .option(
+        '--create-roles',
+        'also create the roles hookgate_runtime (rows only) and hookgate_readonly (reads only); needs CREATEROLE',
+      )
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate migrate --dry-run',
+        'DATABASE_URL=postgres://… hookgate migrate',
+        'DATABASE_URL=postgres://owner@… hookgate migrate --create-roles',
+      ]),
+    )
+    .action((options: unknown) => migrateCommand(options));
+
+  const configCommand = program.command('config').description('work with the configuration file');
+  addConfigOption(
+    configCommand
+      .command('check')
+      .description(
+        'refuse (exit 2) what "serve" would refuse at start without a database: keys, bounds, rules across keys, unset environment variables, demo secrets',
+      )
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate config check --config hookgate.yaml',
+        'STRIPE_WEBHOOK_SECRET=… hookgate config check',
+      ]),
+    )
+    .action((options: unknown) => configCheckCommand(options));
+
+  addConfigOption(
+    program
+      .command('send-test')
+      .description(
+        "sign a test event (type hookgate.test: every handler settles it `ignored`, no business writes) with the endpoint's own scheme and post it to a running gateway",
+      )
+      .requiredOption('--endpoint <name>', 'endpoint to send to')
+      .option(
+        '--type <type>',
+        'send a sample of this real event type instead: the handler APPLIES it (business writes); not for production',
+      )
+      .option('--duplicates <n>', 'send the same event this many more times', '1')
+      .option(
+        '--url <url>',
+        "gateway base URL or the endpoint URL (default http://127.0.0.1:$PORT with this shell's PORT, else 8080; the server's PORT is not read)",
+      )
+      .option(
+        '--wait <duration>',
+        'then wait up to this long (e.g. 60s) until a worker has settled it (reads DATABASE_URL)',
+      ),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate send-test --endpoint demo',
+        'PORT=9000 hookgate send-test --endpoint demo   # a gateway started with PORT=9000',
+        'hookgate send-test --endpoint demo --url https://hooks.example.com/webhooks/demo --wait 60s',
+      ]),
+    )
+    .action((options: unknown) => sendTestCommand(options));
+
+  addConfigOption(
+    program
+      .command('stats')
+      .description(
+        'per endpoint: backlog by status, oldest pending age, every settled status, deliveries and duplicate rate, received→processed latency',
+      )
+      .option('--endpoint <name>', 'only this endpoint')
+      .option('--since <when>', 'window for deliveries and latency: a duration (1h) or a timestamp', '1h')
+      .option('--json', 'print the figures as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate stats',
+        'hookgate stats --endpoint stripe --since 24h',
+        'hookgate stats --json | jq .',
+      ]),
+    )
+    .action((options: unknown) => statsCommand(options));
+
+  const events = program.command('events').description("list or show an endpoint's inbox rows");
+  const eventFilters = (command: Command, statuses: readonly string[]) =>
+    command
+      .addOption(new Option('--status <status>', 'only this status').choices(statuses))
+      .option('--type <type>', 'only this event type')
+      .option('--since <when>', 'received at or after: a duration (1h) or a timestamp')
+      .option('--until <when>', 'received before: a duration (10m) or a timestamp')
+      .option('--event-id <id>', 'only this event id');
+  addConfigOption(
+    eventFilters(
+      events
+        .command('list')
+        .description('inbox rows, newest first')
+        .option('--endpoint <name>', 'only this endpoint'),
+      EVENT_STATUSES,
+    )
+      .option('--limit <n>', 'at most this many rows', '50')
+      .option('--json', 'print the rows as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate events list --endpoint stripe --status dead --since 2h',
+        'hookgate events list --type invoice.paid --json | jq -r ".[].event_id"',
+      ]),
+    )
+    .action((options: unknown) => eventsListCommand(options));
+  addConfigOption(
+    events
+      .command('show')
+      .description('one event: payload, headers, attempts, last error and its timeline')
+      .argument('<event-id>', 'the event id')
+      .requiredOption('--endpoint <name>', 'the endpoint that received it')
+      .option('--json', 'print the event as JSON'),
+  )
+    .addHelpText('after', examples(['hookgate events show evt_1Q2w3E --endpoint stripe']))
+    .action((eventId: string, options: Record<string, unknown>) =>
+      eventsShowCommand({ ...options, eventId }),
+    );
+
+  addConfigOption(
+    eventFilters(
+      program
+        .command('requeue')
+        .description('put parked/dead events (or, with --orphans, jobless pending ones) back to work')
+        .option('--endpoint <name>', 'the endpoint whose events to requeue (required)'),
+      REQUEUE_STATUSES,
+    )
+      .option('--id <ids...>', 'these event ids (with --endpoint)')
+      .option('--orphans', 'instead: give pending events whose job is gone or finished a new job')
+      .option('--limit <n>', 'at most this many events', '10000')
+      .option('--dry-run', 'print what would be requeued; change nothing (exit 2 when nothing would)')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate requeue --endpoint stripe --status dead --dry-run',
+        'hookgate requeue --endpoint stripe --status dead --since 2h',
+        'hookgate requeue --endpoint stripe --id evt_1 evt_2',
+        'hookgate requeue --endpoint stripe --orphans --dry-run',
+      ]),
+    )
+    .action((options: unknown) => requeueCommand(options));
+
+  addConfigOption(
+    program
+      .command('replay')
+      .description(
+        "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub) through the claim",
+      )
+      .requiredOption('--endpoint <name>', 'endpoint to fill (its replay settings say where from)')
+      .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
+      .option('--until <when>', 'end of the window (default now)')
+      .option('--dry-run', 'count what is missing; store nothing')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'STRIPE_API_KEY=rk_live_… hookgate replay --endpoint stripe --since 2026-11-30T02:00:00Z --until 2026-11-30T04:00:00Z --dry-run',
+        'GITHUB_TOKEN=… hookgate replay --endpoint github --since 6h',
+      ]),
+    )
+    .action((options: unknown) => replayCommand(options));
+
+  addConfigOption(
+    program
+      .command('prune')
+      .description('delete settled inbox rows (and delivered downstream effects) older than a window')
+      .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
+      .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
+      .option('--batch <n>', 'rows deleted per statement, each its own transaction (100..100000)', '5000')
+      .option(
+        '--pause <ms>',
+        'milliseconds to wait between batches (0..60000), leaving the database to the ack path',
+        '0',
+      )
+      .option('--dry-run', 'count what would be deleted; delete nothing')
+      .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate prune --older-than 30d --dry-run',
+        'hookgate prune --older-than 30d',
+        'hookgate prune --older-than 30d --batch 1000 --pause 100   # paced: keeps ack p99 flat',
+      ]),
+    )
+    .action((options: unknown) => pruneCommand(options));
+
+  addConfigOption(
+    program
+      .command('verify')
+      .description(
+        'after a load run drains: every acknowledged delivery settled once, nothing pending, payments booked, no entity behind',
+      )
+      .option(
+        '--sent <file>',
+        'acknowledged deliveries, one JSON line each (the load driver or k6 --console-output)',
+      )
+      .option('--json', 'print the report as one JSON object'),
+  )
+    .addHelpText('after', examples(['hookgate verify --sent sent.jsonl --config hookgate.yaml']))
+    .action((options: unknown) => verifyCommand(options));
+
+  return program;
+}
+
+function checkEnvironment(env: NodeJS.ProcessEnv): void {
+  const level = env.LOG_LEVEL?.trim();
+  if (level && !LOG_LEVELS.includes(level)) {
+    throw new HookgateError(
+      'env_invalid',
+      `LOG_LEVEL="${level}" is not a log level; use one of ${LOG_LEVELS.join(', ')}.`,
+    );
+  }
+}
+
+/**
+ * Runs one command line (`argv` without node and the script) and returns its exit code. Every
+ * failure is one coded line on `output.err`; a stack only for an error nobody anticipated.
+ * Commands that keep running (serve) return 0 once they are up.
+ */
+export async function runCli(argv: readonly string[], output: CliOutput = PROCESS_OUTPUT): Promise<number> {
+  try {
+    checkEnvironment(process.env);
+    await buildProgram(output).parseAsync([...argv], { from: 'user' });
+    return EXIT_OK;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and --version are "errors" only to commander; its usage messages are already out.
+      const quiet = ['commander.helpDisplayed', 'commander.version', 'commander.help'];
+      return quiet.includes(error.code) ? EXIT_OK : EXIT_USAGE;
+    }
+    const { line, exitCode, stack } = classify(error);
+    output.err(`hookgate: ${line}\n`);
+    if (stack) output.err(`${stack}\n`);
+    return exitCode;
+  }
+}

@@ -1,0 +1,89 @@
+import { isUnreachable } from './db/wait-for-database.ts';
+import type { Logger } from './logging.ts';
+
+/** How often a summary is written while the database stays unreachable. */
+export const OUTAGE_SUMMARY_MS = 30_000;
+
+/** Also "the database is not there": pg-pool's wait for a connection that never comes. */
+const CONNECT_TIMEOUT = /timeout exceeded when trying to connect|Connection terminated/i;
+
+export function databaseUnreachableError(error: unknown): boolean {
+  return isUnreachable(error) || (error instanceof Error && CONNECT_TIMEOUT.test(error.message));
+}
+
+/**
+ * While PostgreSQL is unreachable every loop of a process fails every second or so: written
+ * line by line, that is ten error lines per second per process saying the same thing. This log
+ * writes one line when the database becomes unreachable, a summary every `summaryEveryMs` while it
+ * stays so (how long, how many failures, by source), and one line when it is back. Errors that are
+ * not about reaching the database are left to their callers to log.
+ */
+export class OutageLog {
+  private readonly logger: Logger;
+  private readonly where: string;
+  private readonly summaryEveryMs: number;
+  private readonly now: () => number;
+  private downSince: number | null = null;
+  private failures = new Map<string, number>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(logger: Logger, options: { where: string; summaryEveryMs?: number; now?: () => number }) {
+    this.logger = logger;
+    this.where = options.where;
+    this.summaryEveryMs = options.summaryEveryMs ?? OUTAGE_SUMMARY_MS;
+    this.now = options.now ?? Date.now;
+  }
+
+  get down(): boolean {
+    return this.downSince !== null;
+  }
+
+  /**
+   * Reports a failure of `source` (a loop, the queue, readiness). Returns true when it was the
+   * database being unreachable (counted here; the caller logs nothing), false otherwise.
+   */
+  failed(source: string, error: unknown): boolean {
+    if (!databaseUnreachableError(error)) return false;
+    this.failures.set(source, (this.failures.get(source) ?? 0) + 1);
+    if (this.downSince === null) {
+      this.downSince = this.now();
+      this.logger.error(
+        { database: this.where, source, err: error },
+        `PostgreSQL at ${this.where} is unreachable; retrying (one summary every ${Math.round(this.summaryEveryMs / 1000)}s until it is back)`,
+      );
+      this.timer = setInterval(() => this.summary(), this.summaryEveryMs);
+      this.timer.unref();
+    }
+    return true;
+  }
+
+  /** Something reached the database: ends an outage, if there was one. */
+  recovered(): void {
+    if (this.downSince === null) return;
+    const downForMs = this.now() - this.downSince;
+    this.logger.info(
+      { database: this.where, down_for_ms: downForMs, failures: this.counts() },
+      `PostgreSQL at ${this.where} is reachable again`,
+    );
+    this.stop();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    this.downSince = null;
+    this.failures = new Map();
+  }
+
+  private summary(): void {
+    if (this.downSince === null) return;
+    this.logger.warn(
+      { database: this.where, down_for_ms: this.now() - this.downSince, failures: this.counts() },
+      `PostgreSQL at ${this.where} is still unreachable`,
+    );
+  }
+
+  private counts(): Record<string, number> {
+    return Object.fromEntries(this.failures);
+  }
+}

@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest';
+import { type ApplyJobTimes, type ShownEvent, timeline } from '../../services/cli/commands/events.ts';
+
+const at = (seconds: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, seconds));
+
+function event(overrides: Partial<ShownEvent>): ShownEvent {
+  return {
+    endpoint: 'stripe',
+    event_id: 'evt_1',
+    provider: 'stripe',
+    event_type: 'invoice.paid',
+    entity_type: null,
+    entity_id: null,
+    entity_version: null,
+    status: 'pending',
+    attempts: 0,
+    requeued_attempts: 0,
+    last_error: null,
+    received_at: at(0),
+    processed_at: null,
+    received_via: null,
+    traceparent: null,
+    headers: {},
+    payload: {},
+    ...overrides,
+  };
+}
+
+const job = (overrides: Partial<ApplyJobTimes>): ApplyJobTimes => ({
+  state: 'completed',
+  retry_count: 0,
+  created_on: at(0),
+  started_on: at(1),
+  completed_on: at(2),
+  start_after: at(0),
+  ...overrides,
+});
+
+describe('events show: the timeline', () => {
+  it('a failing event waiting for its next attempt says when it is due and why the last failed', () => {
+    const entries = timeline(
+      event({ attempts: 2, last_error: 'handler_error: downstream timed out' }),
+      [],
+      job({ state: 'retry', retry_count: 1, started_on: at(30), completed_on: null, start_after: at(90) }),
+    );
+    expect(entries).toEqual([
+      { at: at(0).toISOString(), what: 'received' },
+      { at: at(30).toISOString(), what: 'attempt 2 started' },
+      {
+        at: at(90).toISOString(),
+        what: 'attempt 3 due (attempt 2 failed: handler_error: downstream timed out)',
+      },
+    ]);
+  });
+
+  it('once pg-boss has deleted the job, the facts stay, their times marked as not kept', () => {
+    const entries = timeline(
+      event({ status: 'dead', attempts: 4, requeued_attempts: 3, last_error: 'option_missing: set it' }),
+      [],
+      null,
+    );
+    expect(entries).toEqual([
+      { at: at(0).toISOString(), what: 'received' },
+      { at: null, what: 'requeued after 3 attempt(s), with a fresh job' },
+      { at: null, what: 'ended dead after 4 attempt(s): option_missing: set it' },
+    ]);
+  });
+
+  it('a processed event: received, its attempt, settled', () => {
+    expect(
+      timeline(event({ status: 'processed', attempts: 1, processed_at: at(2) }), [], job({})).map(
+        (e) => e.what,
+      ),
+    ).toEqual(['received', 'attempt 1 started', 'settled processed after 1 attempt(s)']);
+  });
+});
