@@ -1,7 +1,8 @@
 // The three roles in use, as a deployment would set them up: a migration login that owns the
 // database (not a superuser) runs `hookgate migrate --create-roles`; the gateway and the worker
-// run under signed load as a login that is only a member of hookgate_runtime; `hookgate verify`
-// then finds nothing lost or doubled, and no process met a permission error.
+// run under signed load as a login that is only a member of hookgate_runtime; `helm test`'s
+// command waits for its event as a read-only login; `hookgate verify` then finds nothing lost or
+// doubled, and no process met a permission error.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -73,6 +74,15 @@ describe('least privilege', { timeout: 180_000 }, () => {
     });
     const load = await startLoad({ ports: fleet.gatewayPorts, rate: 50, seconds: 10, dir, runId: 'roles' })
       .done;
+    // helm test's command, with a login that may only read (tests.databaseUrlSecret).
+    const reader = `hgread_${suffix}`;
+    await db.pool.query(`CREATE ROLE ${reader} LOGIN PASSWORD '${PASSWORD}' IN ROLE hookgate_readonly`);
+    const gatewayUrl = `http://127.0.0.1:${fleet.gatewayPorts[0]}`;
+    const sent = await runHookgate(
+      ['send-test', '--endpoint', 'things', '--config', configFile, '--url', gatewayUrl, '--wait', '30s'],
+      { env: { DATABASE_URL: as(reader), LOG_LEVEL: 'warn' } },
+    );
+    expect(sent.code, sent.output).toBe(0);
     const settled = await settle({ url: as(app), configFile, dir, load, drainTimeoutMs: 60_000 });
     const outputs = fleet.processes.map((p) => p.current?.output() ?? '').join('\n');
     console.log(JSON.stringify({ ...settled, verify: undefined }));
