@@ -21,7 +21,7 @@ COPY migrations ./migrations
 USER 10001:10001
 # 8080: webhooks (LISTEN_ADDRESS, 0.0.0.0 with DATABASE_URL). 9464: /metrics and the worker's
 # probes, on loopback unless METRICS_LISTEN_ADDRESS says otherwise (the chart sets 0.0.0.0).
-EXPOSE 8080 9464
+EXPOSE 8080 8081 9464
 # node is PID 1 and receives SIGTERM directly: hookgate handles it (drain, then exit 0) and starts
 # no child processes, so no init is needed to reap them.
 ENTRYPOINT ["node", "services/cli/main.ts"]

@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 clean
+.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -15,14 +15,17 @@ $(DEPS): package.json package-lock.json
 
 install: $(DEPS)
 
-## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set
+## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
+## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT)
 run: $(DEPS)
 	node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
-## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major), and the chart
-## tools (Helm 4, kubectl-validate, helm-unittest) built with `go install` into .tools/
-tools: chart-tools postgres-15
+## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major, standbys and
+## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
+## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
+## `go install` into .tools/
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -35,6 +38,32 @@ postgres-15:
 	@if [ ! -x $(PG15_BIN)/postgres ] || [ ! -x $(PG15_BIN)/initdb ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends postgresql-15; \
+	fi
+
+# The tests start PgBouncer processes of their own, on free ports, from temporary configuration
+# files (test/support/pgbouncer.ts); the package's own service is never used.
+PGBOUNCER := /usr/sbin/pgbouncer
+pgbouncer:
+	@if [ ! -x $(PGBOUNCER) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends pgbouncer; \
+	fi
+
+# The network-fault tests make network namespaces, veth pairs and iptables rules of their own
+# (test/support/netns.ts); they need root.
+fault-tools:
+	@if ! command -v ip >/dev/null || ! command -v iptables >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends iproute2 iptables; \
+	fi
+
+# The console's browser tests drive Debian's Chromium through playwright-core (never a browser
+# download of Playwright's own): test/support/browser.ts launches /usr/bin/chromium.
+CHROMIUM := /usr/bin/chromium
+chromium:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`
@@ -84,10 +113,13 @@ bench: $(DEPS)
 
 ## chaos: the full chaos run (>= 20 SIGKILLs of gateways and workers, PostgreSQL restarted once,
 ## under signed load with duplicates) on its own embedded PostgreSQL, then a 100 000-event backlog
-## catch-up; `make test` runs a short chaos run and a 20 000-event catch-up
-chaos: $(DEPS)
+## catch-up, then the database tier's long runs (PgBouncer, four failovers, partitions of 30 and
+## 120 s, a slow and lossy link; about 25 minutes, one JSON line of figures each); `make test`
+## runs a short chaos run, a 20 000-event catch-up and the database tier's short runs
+chaos: $(DEPS) postgres-15 pgbouncer fault-tools
 	node test/chaos/main.ts
 	CATCHUP_EVENTS=100000 CATCHUP_DRAIN_MS=600000 vitest run test/e2e/recovery-backlog.test.ts
+	node test/chaos/db-tier-main.ts
 
 clean:
 	rm -rf node_modules .hookgate bench/results

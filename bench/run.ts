@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
+import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
 import { longrunScenario, renderLongrun } from './longrun.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
@@ -33,7 +34,7 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun'),
+    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console'),
     BENCH_MAJORS: z
       .string()
       .default('18,15')
@@ -80,6 +81,9 @@ const settings = z
     BENCH_SOAK_JOB_RETENTION: z.coerce.number().int().min(1).max(86_400).default(60),
     BENCH_SOAK_MAINTENANCE: z.coerce.number().int().min(1).max(86_400).default(30),
     BENCH_SOAK_PRUNE_EVERY: z.coerce.number().int().min(1).max(86_400).default(30),
+    /** console: inbox sizes searched (comma-separated, smallest first) and searches of each kind per size. */
+    BENCH_CONSOLE_ROWS: numberList('10000,1000000', 1_000, 100_000_000),
+    BENCH_CONSOLE_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
   })
   .parse(process.env);
 
@@ -191,6 +195,16 @@ const scenarios: Scenario[] = [
         sampleEverySeconds: 15,
       });
       return { lines: renderSoak(report), report };
+    },
+  },
+  {
+    name: 'console',
+    run: async (database) => {
+      const report = await consoleSearchScenario(database, {
+        sizes: settings.BENCH_CONSOLE_ROWS,
+        runs: settings.BENCH_CONSOLE_RUNS,
+      });
+      return { lines: renderConsoleSearch(report), report };
     },
   },
   {

@@ -5,6 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import { migrate, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
 import { EMBEDDED_DIR, type ResolvedDatabase, resolveDatabase } from '../core/db/resolve.ts';
+import { checkDatabaseServer } from '../core/db/server-checks.ts';
 import { HookgateError } from '../core/errors.ts';
 import type { Logger } from '../core/logging.ts';
 import { createBoss } from '../core/queue/boss.ts';
@@ -92,13 +93,31 @@ export async function openExistingDatabase(): Promise<ResolvedDatabase> {
   return database;
 }
 
-export async function runMigrations(url: string, logger: Logger): Promise<readonly string[]> {
+export async function runMigrations(
+  url: string,
+  logger: Logger,
+  options: { createRoles?: boolean } = {},
+): Promise<readonly string[]> {
+  // The migration lock is a session's: through a pooler lending sessions per transaction it could
+  // be released on another backend and stay held. Refused before anything changes.
+  const probe = createPool({
+    connectionString: url,
+    max: 2,
+    statementTimeoutMs: 10_000,
+    connectTimeoutMs: 10_000,
+    applicationName: 'hookgate-migrate',
+  });
+  try {
+    await checkDatabaseServer(probe, databaseHost(url));
+  } finally {
+    await probe.end();
+  }
   const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
   await client.connect();
   try {
-    const report = await migrate(client, url);
+    const report = await migrate(client, url, options);
     logger.info(
-      { applied: report.applied },
+      { applied: report.applied, roles: report.roles },
       report.applied.length ? 'migrations applied' : 'schema is up to date',
     );
     return report.applied;

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
+import { hashPasswordCommand } from '../console/hash-password.ts';
 import { HookgateError } from '../core/errors.ts';
 import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
@@ -77,11 +78,11 @@ ${examples([
     program
       .command('serve')
       .description(
-        'run the gateway, the worker, or both (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/)',
+        'run the gateway, the worker, both, or the web console (DATABASE_URL unset: embedded PostgreSQL under ./.hookgate/, and `all` serves the console too)',
       )
       .addOption(
         new Option('--role <role>', 'what this process runs')
-          .choices(['gateway', 'worker', 'all'])
+          .choices(['gateway', 'worker', 'console', 'all'])
           .default('all'),
       ),
   )
@@ -89,11 +90,29 @@ ${examples([
       'after',
       `
 Environment: PORT (webhooks, default 8080), METRICS_PORT (/metrics, /healthz, /readyz, default
-9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL. SIGTERM and SIGINT stop it cleanly; SIGHUP is
+9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL; the console's CONSOLE_PORT (8081),
+CONSOLE_LISTEN_ADDRESS (127.0.0.1), CONSOLE_SESSION_SECRET, CONSOLE_USERS_FILE (docs/console.md). SIGTERM and SIGINT stop it cleanly; SIGHUP is
 logged and ignored (the configuration is read at start only: restart to change it).
-${examples(['hookgate serve --config hookgate.yaml', 'DATABASE_URL=postgres://… hookgate serve --role worker'])}`,
+${examples([
+  'hookgate serve --config hookgate.yaml',
+  'DATABASE_URL=postgres://… hookgate serve --role worker',
+  'DATABASE_URL=postgres://… CONSOLE_SESSION_SECRET=… hookgate serve --role console',
+])}`,
     )
     .action((options: unknown) => serveCommand(options));
+
+  const consoleCommand = program.command('console').description('the web console (serve --role console)');
+  consoleCommand
+    .command('hash-password')
+    .description('read a password on stdin and print its hash for console.users or the users file')
+    .addHelpText(
+      'after',
+      examples([
+        'printf \'%s\' "$PASSWORD" | hookgate console hash-password',
+        'echo "alice:$(printf \'%s\' "$PASSWORD" | hookgate console hash-password)" >> users',
+      ]),
+    )
+    .action(() => hashPasswordCommand());
 
   addConfigOption(
     program
@@ -104,11 +123,19 @@ ${examples(['hookgate serve --config hookgate.yaml', 'DATABASE_URL=postgres://�
         '--check-config',
         'first check the configuration as "config check" does; refuse to migrate if it fails',
       )
+      .option(
+        '--create-roles',
+        'also create the roles hookgate_runtime (rows only) and hookgate_readonly (reads only); needs CREATEROLE',
+      )
       .option('--json', 'print the result as JSON'),
   )
     .addHelpText(
       'after',
-      examples(['hookgate migrate --dry-run', 'DATABASE_URL=postgres://… hookgate migrate']),
+      examples([
+        'hookgate migrate --dry-run',
+        'DATABASE_URL=postgres://… hookgate migrate',
+        'DATABASE_URL=postgres://owner@… hookgate migrate --create-roles',
+      ]),
     )
     .action((options: unknown) => migrateCommand(options));
 

@@ -34,6 +34,24 @@ export interface GatewayAppDeps extends ReceiveDeps {
   readonly direct?: boolean;
   /** X-Forwarded-For entries to trust (proxies in front of the gateway); 0 trusts none. */
   readonly trustedProxyHops?: number;
+  /**
+   * Longest a delivery waits for its answer, from its first byte (server.requestTimeout): past it
+   * a claim still running is answered 503 and left to finish. Absent, no deadline.
+   */
+  readonly answerWithinMs?: number;
+}
+
+/** Resolves with `work`'s result, or with null once `ms` have passed (it keeps running). */
+async function within<T>(work: Promise<T>, ms: number): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<null>((resolve) => {
+    timer = setTimeout(() => resolve(null), Math.max(0, ms));
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 export interface GatewayApp {
@@ -310,7 +328,26 @@ export function createGatewayApp(deps: GatewayAppDeps): GatewayApp {
         headers[REPLAY_TOKEN_HEADER] === undefined
           ? ''
           : sourceOf(req.socket.remoteAddress, headers['x-forwarded-for'], deps.trustedProxyHops ?? 0);
-      const result = await receive(deps, endpoint, body, headers, source);
+      const receiving = receive(deps, endpoint, body, headers, source);
+      const left =
+        deps.answerWithinMs === undefined
+          ? undefined
+          : deps.answerWithinMs - Number(process.hrtime.bigint() - started) / 1e6;
+      const result = left === undefined ? await receiving : await within(receiving, left);
+      if (result === null) {
+        // PostgreSQL has not answered the claim in time (unreachable, or a statement stuck behind a
+        // lock): the provider is told to retry rather than held past the bound. The claim runs on
+        // and may still commit, which is safe (its retry is a duplicate, answered 200); its body
+        // stays reserved until the claim ends.
+        if (!res.headersSent && !res.destroyed) {
+          answer(res, endpoint, started, {
+            ...refuse('database_unavailable', 'The event could not be stored in time; retry later.'),
+            cause: `claim_timeout: no answer from PostgreSQL within ${deps.answerWithinMs} ms of the request`,
+          });
+        }
+        await receiving;
+        return;
+      }
       if (res.headersSent || res.destroyed) {
         // The request timed out (answered 408) or the client left while the claim ran.
         return;

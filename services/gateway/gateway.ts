@@ -157,6 +157,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
 
   const gatewayApp = createGatewayApp({
     endpoints: tracingEnabled() ? withVerifySpans(buildEndpoints(config)) : buildEndpoints(config),
+    answerWithinMs: config.server.requestTimeout,
     bodyBudget: new BodyBudget(config.server.maxBufferedBytes),
     metrics,
     logger,

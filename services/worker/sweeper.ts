@@ -39,7 +39,10 @@ export function startSweeper(options: SweeperOptions): { stop(): Promise<void> }
       client = await options.pool.connect();
     } catch (error) {
       if (!options.outage?.failed('worker sweeper', error))
-        options.logger.warn({ err: error }, 'could not sweep for events without a live job; trying again later');
+        options.logger.warn(
+          { err: error },
+          'could not sweep for events without a live job; trying again later',
+        );
       return;
     }
     let broken = false;
@@ -81,7 +84,10 @@ export function startSweeper(options: SweeperOptions): { stop(): Promise<void> }
       broken = true;
       await client.query('ROLLBACK').catch(() => {});
       if (!options.outage?.failed('worker sweeper', error))
-        options.logger.warn({ err: error }, 'could not sweep for events without a live job; trying again later');
+        options.logger.warn(
+          { err: error },
+          'could not sweep for events without a live job; trying again later',
+        );
     } finally {
       client.release(broken);
     }

@@ -72,10 +72,10 @@ function random(seed: number): () => number {
   };
 }
 
-type Role = 'gateway' | 'worker';
+export type Role = 'gateway' | 'worker';
 
 /** One hookgate process that is started again whenever it ends, as a Deployment's pod would be. */
-class Supervised {
+export class Supervised {
   current: RunningProcess | null = null;
   serving = false;
   #stopped = false;

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyRoles } from '../../services/core/db/roles.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { find, type Manifest, render, scenarioFile } from './tools.ts';
 
@@ -44,6 +47,32 @@ describe("the worker's KEDA backlog query", () => {
     } finally {
       await client.query('RESET enable_seqscan');
       client.release();
+    }
+  });
+
+  it('runs as a login that is only a member of hookgate_readonly (worker.keda.databaseUrlSecret)', async () => {
+    const client = await db.pool.connect();
+    try {
+      await applyRoles(client, true);
+    } finally {
+      client.release();
+    }
+    const name = `hgkeda_${randomBytes(4).toString('hex')}`;
+    await db.pool.query(`CREATE ROLE ${name} LOGIN PASSWORD 'keda-test-only' IN ROLE hookgate_readonly`);
+    const url = new URL(db.url);
+    url.username = name;
+    url.password = 'keda-test-only';
+    const keda = new pg.Client({ connectionString: url.toString() });
+    await keda.connect();
+    try {
+      const result = await keda.query<{ count: string }>(query);
+      expect(Number(result.rows[0]?.count)).toBe(200);
+      // And that login can change nothing.
+      await expect(keda.query(`UPDATE hookgate.inbox SET status = 'processed'`)).rejects.toMatchObject({
+        code: '42501',
+      });
+    } finally {
+      await keda.end();
     }
   });
 });

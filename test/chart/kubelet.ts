@@ -13,7 +13,7 @@ import type { Manifest } from './tools.ts';
 //   test runner's environment leaks in;
 // - env: envFrom (Secret/ConfigMap: every key), then env (value, secretKeyRef, configMapKeyRef,
 //   fieldRef metadata.name), with $(VAR) expansion in values, command and args, as Kubernetes does;
-// - volumes: configMap volumes are written to a temp dir, emptyDirs are temp dirs, and an argument
+// - volumes: configMap and secret volumes are written to a temp dir, emptyDirs are temp dirs, and an argument
 //   or env value under a mount path points at the temp dir instead;
 // - `overrides` replaces env values the caller names (the tests use it only for PORT and
 //   METRICS_PORT, with free loopback ports, after checking they are the rendered container ports).
@@ -48,7 +48,12 @@ interface EnvVar {
 
 export interface PodSpec {
   readonly containers: Container[];
-  readonly volumes?: { name: string; configMap?: { name: string }; emptyDir?: unknown }[];
+  readonly volumes?: {
+    name: string;
+    configMap?: { name: string };
+    secret?: { secretName: string; items?: { key: string; path: string }[] };
+    emptyDir?: unknown;
+  }[];
   readonly terminationGracePeriodSeconds?: number;
 }
 
@@ -119,8 +124,17 @@ export function prepare(
       for (const [key, text] of Object.entries(dataOf(manifests, 'ConfigMap', volume.configMap.name))) {
         writeFileSync(join(dir, key), text);
       }
+    } else if (volume.secret) {
+      // A Secret's keys as files (only `items`, at their paths, when listed), decoded.
+      const data = dataOf(manifests, 'Secret', volume.secret.secretName);
+      const items = volume.secret.items ?? Object.keys(data).map((key) => ({ key, path: key }));
+      for (const item of items) {
+        const text = data[item.key];
+        if (text === undefined) throw new Error(`volume ${mount.name}: Secret has no key ${item.key}`);
+        writeFileSync(join(dir, item.path), text);
+      }
     } else if (!volume.emptyDir) {
-      throw new Error(`volume ${mount.name}: only configMap and emptyDir volumes are mapped`);
+      throw new Error(`volume ${mount.name}: only configMap, secret and emptyDir volumes are mapped`);
     }
     mounts[mount.mountPath] = dir;
   }

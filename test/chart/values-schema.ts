@@ -218,6 +218,21 @@ export function configValuesSchema(): Json {
   };
   endpoints.minProperties = 1;
   endpoint.allOf = endpointRules();
+  // The console's session key and password hashes, like signing secrets, come from the Secret.
+  const consoleSection = (generated.properties as Json).console as Json;
+  const consoleProperties = consoleSection.properties as Json;
+  consoleProperties.sessionSecret = {
+    type: 'string',
+    pattern: SECRET_REFERENCE,
+    description:
+      'a ${NAME} reference to a key of the Secret (or leave it out: CONSOLE_SESSION_SECRET), never a literal',
+  };
+  const user = ((consoleProperties.users as Json).items as Json).properties as Json;
+  user.passwordHash = {
+    type: 'string',
+    pattern: SECRET_REFERENCE,
+    description: 'a ${NAME} reference to a key of the Secret holding the hash (or use console.usersSecret)',
+  };
   return {
     description:
       "hookgate's configuration file (docs/configuration.md), generated from services/core/config/schema.ts",

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCliInProcess } from '../support/cli.ts';
 import { jobsNaming } from '../support/apply.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 import { effectCounts, installEffects } from '../support/worker-effects.ts';

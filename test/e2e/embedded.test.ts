@@ -22,7 +22,13 @@ afterAll(() => {
 describe('serve with the embedded PostgreSQL', () => {
   it('announces it first, migrates itself, applies send-test events end to end and stops cleanly', async () => {
     const port = await freePort();
-    const env = { DATABASE_URL: undefined, PORT: String(port), METRICS_PORT: String(await freePort()) };
+    const consolePort = await freePort();
+    const env = {
+      DATABASE_URL: undefined,
+      PORT: String(port),
+      METRICS_PORT: String(await freePort()),
+      CONSOLE_PORT: String(consolePort),
+    };
     const server = startHookgate(['serve', '--config', 'hookgate.yaml'], { cwd: dir, env });
     try {
       const serving = await server.waitFor(/hookgate is serving/, 120_000);
@@ -81,6 +87,26 @@ describe('serve with the embedded PostgreSQL', () => {
         env,
       });
       expect(again.output).toMatch(/delivery: HTTP 200 .*"status":"accepted"/);
+
+      // `--role all` with the embedded database also serves the console, announced with its URL,
+      // open without sign-in on loopback (the demo), and it shows the event.
+      const announced = JSON.parse(
+        server
+          .output()
+          .split('\n')
+          .find((line) => line.includes('console at http')) ?? '{}',
+      );
+      expect(announced).toMatchObject({
+        url: `http://127.0.0.1:${consolePort}/`,
+        host: '127.0.0.1',
+        sign_in: false,
+      });
+      expect(announced.msg).toBe(
+        `console at http://127.0.0.1:${consolePort}/ (embedded demo: no sign-in, loopback only)`,
+      );
+      const page = await fetch(`http://127.0.0.1:${consolePort}/events?endpoint=demo`);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain(eventId!);
     } finally {
       server.child.kill('SIGTERM');
     }

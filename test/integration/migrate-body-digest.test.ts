@@ -99,7 +99,7 @@ describe('migration 0008: canonical body digests', () => {
     const client = new pg.Client({ connectionString: db.url });
     await client.connect();
     try {
-      expect((await migrate(client, db.url)).applied[0]).toBe('8_inbox_canonical_body_digest');
+      expect((await migrate(client, db.url)).applied[0]).toBe('0008_inbox_canonical_body_digest');
     } finally {
       await client.end();
     }

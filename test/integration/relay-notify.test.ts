@@ -143,7 +143,10 @@ describe('relay: notify (billing)', () => {
       [outboxQueue('notify'), outboxJobIdFor('notify', `${id}:paid`)],
     );
     expect(rows).toEqual([{ n: 0 }]);
-    const ledger = await db.pool.query('SELECT count(*)::int AS n FROM billing.ledger_entries WHERE invoice_id = $1', [id]);
+    const ledger = await db.pool.query(
+      'SELECT count(*)::int AS n FROM billing.ledger_entries WHERE invoice_id = $1',
+      [id],
+    );
     expect(ledger.rows).toEqual([{ n: 1 }]);
   });
 

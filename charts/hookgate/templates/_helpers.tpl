@@ -117,14 +117,33 @@ a guess among several, since the event is processed by that endpoint's handler.
     name: {{ include "hookgate.secretName" . }}
 {{- end }}
 
+{{/*
+Where a component's DATABASE_URL comes from: its own Secret when `secret.name` is set (the
+migration login, KEDA's and `helm test`'s read-only login: docs/kubernetes.md, "Roles"), else
+the pods' Secret. Call with (dict "ctx" $ "secret" .Values.migrations.databaseUrlSecret).
+*/}}
+{{- define "hookgate.databaseUrlRef" -}}
+{{- if .secret.name -}}
+name: {{ .secret.name }}
+key: {{ .secret.key }}
+{{- else -}}
+name: {{ include "hookgate.secretName" .ctx }}
+key: {{ .ctx.Values.secrets.databaseUrlKey }}
+{{- end -}}
+{{- end }}
+
 {{/* Call with (dict "ctx" $ "component" "gateway"). */}}
 {{- define "hookgate.env" -}}
 {{- $ctx := .ctx }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
+      {{- if eq .component "test" }}
+      {{- include "hookgate.databaseUrlRef" (dict "ctx" $ctx "secret" $ctx.Values.tests.databaseUrlSecret) | nindent 6 }}
+      {{- else }}
       name: {{ include "hookgate.secretName" $ctx }}
       key: {{ $ctx.Values.secrets.databaseUrlKey }}
+      {{- end }}
 - name: LOG_LEVEL
   value: {{ $ctx.Values.logLevel | quote }}
 - name: HOOKGATE_CONFIG
@@ -249,13 +268,27 @@ These are about secrets and endpoints (configmap.yaml).
 {{- end }}
 
 {{/*
+The console (console-deployment.yaml): it refuses to start without a session key or a way to
+sign in, so say so at render time where the chart can tell.
+*/}}
+{{- define "hookgate.validateConsole" -}}
+{{- $c := default dict .Values.config.console }}
+{{- if not (or .Values.console.usersSecret.name $c.users $c.tokens $c.proxyAuth) }}
+{{- fail "console.enabled needs a way to sign in: console.usersSecret.name (a Secret with name:hash lines from `hookgate console hash-password`), config.console.users, config.console.tokens or config.console.proxyAuth; hookgate never serves an open console outside its embedded demo." }}
+{{- end }}
+{{- if and (not .Values.secrets.existingSecret) (not $c.sessionSecret) (not (hasKey .Values.secrets.values "CONSOLE_SESSION_SECRET")) }}
+{{- fail "console.enabled needs CONSOLE_SESSION_SECRET (32+ random characters, shared by every console replica): add it to secrets.values (or to your existingSecret)." }}
+{{- end }}
+{{- end }}
+
+{{/*
 The most PostgreSQL connections the release may hold at once, as JSON (load/README.md,
 "Connections"): every pod at its largest replica count plus the rolling update's surge (25 %,
 rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
 Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares):
 gateway: config.database.poolSize + 2 (pg-boss); worker: the larger of config.worker.poolSize
 and endpoints × worker.concurrency + 2 × relay.concurrency + 2, plus 6 (pg-boss) and 1 (its
-wake-up listener).
+wake-up listener); console (when enabled): config.console.poolSize + 2 + 2 (pg-boss).
 */}}
 {{- define "hookgate.connections" -}}
 {{- $c := .Values.config }}
@@ -272,8 +305,11 @@ wake-up listener).
 {{- end }}
 {{- $gatewayPods := add $gatewayReplicas (div (add $gatewayReplicas 3) 4) }}
 {{- $workerPods := add $workerReplicas (div (add $workerReplicas 3) 4) }}
+{{- $consolePerPod := add (int (dig "console" "poolSize" 4 $c)) 2 2 }}
+{{- $consoleReplicas := ternary (int .Values.console.replicaCount) 0 .Values.console.enabled }}
+{{- $consolePods := add $consoleReplicas (div (add $consoleReplicas 3) 4) }}
 {{- $migrations := ternary 2 0 .Values.migrations.enabled }}
 {{- $keda := ternary 1 0 .Values.worker.keda.enabled }}
-{{- $total := add (mul $gatewayPods $gatewayPerPod) (mul $workerPods $workerPerPod) $migrations $keda }}
-{{- dict "gatewayPods" $gatewayPods "gatewayPerPod" $gatewayPerPod "workerPods" $workerPods "workerPerPod" $workerPerPod "migrations" $migrations "keda" $keda "total" $total | toJson }}
+{{- $total := add (mul $gatewayPods $gatewayPerPod) (mul $workerPods $workerPerPod) (mul $consolePods $consolePerPod) $migrations $keda }}
+{{- dict "gatewayPods" $gatewayPods "gatewayPerPod" $gatewayPerPod "workerPods" $workerPods "workerPerPod" $workerPerPod "consolePods" $consolePods "consolePerPod" $consolePerPod "migrations" $migrations "keda" $keda "total" $total | toJson }}
 {{- end }}

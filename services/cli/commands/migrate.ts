@@ -13,6 +13,7 @@ export const migrateOptionsSchema = z.strictObject({
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
   checkConfig: z.boolean().optional(),
+  createRoles: z.boolean().optional(),
 });
 
 const APPLIED = `
@@ -61,7 +62,7 @@ export async function migrateCommand(raw: unknown): Promise<void> {
         );
       return;
     }
-    const applied = await runMigrations(database.url, logger);
+    const applied = await runMigrations(database.url, logger, { createRoles: options.createRoles === true });
     if (options.json) printJson({ database: where, applied });
     else if (applied.length === 0) writeOut(`${where} was already up to date.\n`);
     else writeOut(`Applied to ${where}:\n${applied.map((name) => `  ${name}\n`).join('')}`);

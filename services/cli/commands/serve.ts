@@ -1,13 +1,15 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
+import { type RunningConsole, startConsole } from '../../console/server.ts';
 import { createApplyMetrics } from '../../core/apply/metrics.ts';
 import { registerBacklogMetrics } from '../../core/backlog.ts';
 import { demoSecretPaths } from '../../core/config/demo-secrets.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import { type Config, listenAddress } from '../../core/config/schema.ts';
-import { QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
+import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../../core/db/connections.ts';
 import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
+import { checkDatabaseServer } from '../../core/db/server-checks.ts';
 import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
@@ -27,7 +29,7 @@ import { databaseHost, databaseUnreachable } from '../support/exit.ts';
 import { configPath } from '../support/options.ts';
 
 export const serveOptionsSchema = z.strictObject({
-  role: z.enum(['gateway', 'worker', 'all']).default('all'),
+  role: z.enum(['gateway', 'worker', 'console', 'all']).default('all'),
   config: z.string().min(1).optional(),
 });
 
@@ -87,10 +89,12 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const config = loadConfig(configFile);
   const port = envPort('PORT', 8080);
   const metricsPort = envPort('METRICS_PORT', 9464);
-  const runsGateway = options.role !== 'worker';
-  const runsWorker = options.role !== 'gateway';
+  const runsGateway = options.role === 'gateway' || options.role === 'all';
+  const runsWorker = options.role === 'worker' || options.role === 'all';
   const configDir = dirname(resolve(configFile));
   const embedded = !process.env.DATABASE_URL?.trim();
+  // The web console has a role of its own; `all` runs it too for the embedded demo.
+  const runsConsole = options.role === 'console' || (options.role === 'all' && embedded);
   const demoPaths = demoSecretPaths(config);
   refuseDemoSecrets(demoPaths, embedded);
   const host = resolveListenAddress(config, embedded);
@@ -130,7 +134,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   const workerSessionLimits = { idleInTransactionTimeoutMs: Math.max(config.worker.expireIn, 60_000) };
   const pool = createPool({
     connectionString: database.url,
-    max: runsGateway ? config.database.poolSize : workerPoolSize,
+    max: runsGateway ? config.database.poolSize : runsWorker ? workerPoolSize : CONSOLE_ROLE_CONNECTIONS,
     statementTimeoutMs: config.database.statementTimeout,
     connectTimeoutMs: config.database.connectTimeout,
     applicationName: `hookgate-${options.role}`,
@@ -153,6 +157,10 @@ export async function serveCommand(raw: unknown): Promise<void> {
       `The database is not ready for this version of hookgate (${pending}). Run "hookgate migrate" first.`,
     );
   }
+  await checkDatabaseServer(pool, databaseHost(database.url)).catch(async (error: unknown) => {
+    await pool.end().catch(() => {});
+    throw error;
+  });
 
   // Workers supervise pg-boss (expiry, dead-lettering of expired attempts), so any running worker
   // keeps stalled jobs moving; a gateway-only process does not.
@@ -229,6 +237,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
+  let consoleServer: RunningConsole | null = null;
   // The gateway binds its port first: a port in use ends the start before any worker has started
   // (and said so).
   if (runsGateway) {
@@ -266,11 +275,24 @@ export async function serveCommand(raw: unknown): Promise<void> {
       queues: outboxPolicyFrom(config.relay),
     });
   }
+  if (runsConsole) {
+    consoleServer = await startConsole({ config, databaseUrl: database.url, boss, logger, embedded });
+    logger.info(
+      {
+        url: consoleServer.url,
+        host: consoleServer.host,
+        port: consoleServer.port,
+        sign_in: !consoleServer.demo,
+      },
+      `console at ${consoleServer.url}${consoleServer.demo ? ' (embedded demo: no sign-in, loopback only)' : ''}`,
+    );
+  }
   logger.info(
     {
       role: options.role,
       host,
       port: gateway?.port ?? null,
+      console: consoleServer?.url ?? null,
       metrics_host: metricsHost,
       metrics_port: metricsServer.port,
     },
@@ -292,7 +314,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
         logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
         process.exit(1);
       }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
-      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop()]);
+      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop(), consoleServer?.stop()]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
       if (workerPool !== pool) await workerPool.end();

@@ -19,6 +19,10 @@ const USAGE_CODES = new Set([
   'env_invalid',
   'database_url_invalid',
   'database_missing',
+  // A pooler lending sessions per transaction: retrying cannot change it (docs/kubernetes.md).
+  'database_pooling_unsupported',
+  // A PostgreSQL older than hookgate supports (services/core/db/server-checks.ts).
+  'database_version_unsupported',
   'credentials_missing',
   'credentials_invalid',
   // verify's --sent file: the input the command was given is wrong.

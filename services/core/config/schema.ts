@@ -5,6 +5,7 @@ import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
+import { consoleSchema } from './console-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
@@ -263,7 +264,10 @@ export const configSchema = z
           .default(64 * 1024 * 1024),
         /** Largest accepted header block (Node's --max-http-header-size). */
         headerLimit: byteSize.default(16 * 1024),
-        /** A request that has not been answered after this long is cut off. */
+        /**
+         * A request not received within this is answered 408; one not answered within this of its
+         * first byte (its claim still waiting for PostgreSQL) is answered 503 (docs/gateway.md).
+         */
         requestTimeout: durationMs.pipe(z.number().min(1_000).max(300_000)).default(10_000),
         /** How long SIGTERM waits for in-flight requests before closing anyway. */
         shutdownTimeout: durationMs.pipe(z.number().min(0).max(600_000)).default(15_000),
@@ -407,6 +411,8 @@ export const configSchema = z
         deadJobRetention: deadJobRetention(30),
       })
       .prefault({}),
+    /** The web console (docs/console.md). */
+    console: consoleSchema.prefault({}),
     endpoints: z
       .record(
         z.string().regex(ENDPOINT_NAME, 'endpoint names use a-z, 0-9, - and _ (at most 63)'),

@@ -30,8 +30,14 @@ export function workerPoolSize(config: Config): number {
   return Math.max(config.worker.poolSize ?? 0, workerLoopConnections(config));
 }
 
+/** `serve --role console`: the readiness and backlog pool of every role, beside the console's own. */
+export const CONSOLE_ROLE_CONNECTIONS = 2;
+
 /** The most connections one `serve --role <role>` process may open (its pools at their maximum). */
-export function processConnections(config: Config, role: 'gateway' | 'worker' | 'all'): number {
+export function processConnections(config: Config, role: 'gateway' | 'worker' | 'console' | 'all'): number {
+  // The console's pool, the role's small pool, and a pg-boss client that only sends (requeue).
+  if (role === 'console')
+    return config.console.poolSize + CONSOLE_ROLE_CONNECTIONS + QUEUE_CONNECTIONS.gateway;
   const gateway = config.database.poolSize + QUEUE_CONNECTIONS.gateway;
   const worker = workerPoolSize(config) + QUEUE_CONNECTIONS.worker + WAKEUP_LISTENER_CONNECTIONS;
   if (role === 'gateway') return gateway;

@@ -5,13 +5,18 @@ import type pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
+import { applyRoles } from './roles.ts';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
 
-const LOCK = 'SELECT pg_advisory_lock($1)';
+// Tried, not waited for: a session blocked in pg_advisory_lock holds a snapshot for as long as
+// it waits, and CREATE INDEX CONCURRENTLY (below) waits for every older snapshot to end, so a
+// second migrator waiting on the lock would stall the first one's index build.
+const TRY_LOCK = 'SELECT pg_try_advisory_lock($1) AS locked';
+const LOCK_RETRY_MS = 250;
 const UNLOCK = 'SELECT pg_advisory_unlock($1)';
 const CREATE_LEDGER = `
   CREATE SCHEMA IF NOT EXISTS hookgate;
@@ -23,6 +28,57 @@ const CREATE_LEDGER = `
 const APPLIED_VERSIONS = 'SELECT version FROM hookgate.schema_migrations ORDER BY version';
 const LEDGER_EXISTS = `SELECT to_regclass('hookgate.schema_migrations') IS NOT NULL AS exists`;
 const RECORD_VERSION = 'INSERT INTO hookgate.schema_migrations (version, name) VALUES ($1, $2)';
+
+/**
+ * A migration whose first line is this runs outside a transaction, statement by statement: for
+ * CREATE INDEX CONCURRENTLY, which builds an index on a table in use without blocking its writes
+ * (a plain CREATE INDEX on a large inbox would hold every claim for the whole build). Its
+ * statements must be safe to run again (IF NOT EXISTS): a run that stops halfway is repeated.
+ */
+const NO_TRANSACTION = /^-- hookgate: no transaction\b/;
+const CONCURRENT_INDEX =
+  /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+(?:ONLY\s+)?(\w+)\./i;
+/** An index a stopped CREATE INDEX CONCURRENTLY left behind: present, never valid, still paid for by every write. */
+const INVALID_INDEX = `
+  SELECT 1 FROM pg_index i
+    JOIN pg_class c ON c.oid = i.indexrelid
+    JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = $1 AND c.relname = $2 AND NOT i.indisvalid`;
+
+/** The statements of a no-transaction migration: comment lines dropped, split at `;` ending a line. */
+export function statementsOf(sql: string): string[] {
+  return sql
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('--'))
+    .join('\n')
+    .split(/;\s*(?:\n|$)/)
+    .map((statement) => statement.trim())
+    .filter((statement) => statement.length > 0);
+}
+
+async function applyOutsideTransaction(client: pg.Client, migration: Migration): Promise<void> {
+  for (const statement of statementsOf(migration.sql)) {
+    const index = CONCURRENT_INDEX.exec(statement);
+    if (index) {
+      const [, name, schema] = index as unknown as [string, string, string];
+      if ((await client.query(INVALID_INDEX, [schema, name])).rowCount) {
+        await client.query(
+          `DROP INDEX CONCURRENTLY ${client.escapeIdentifier(schema)}.${client.escapeIdentifier(name)}`,
+        );
+      }
+    }
+    await client.query(statement);
+  }
+  await client.query(RECORD_VERSION, [migration.version, migration.name]);
+}
+
+async function lock(client: pg.Client): Promise<void> {
+  for (;;) {
+    const { rows } = await client.query<{ locked: boolean }>(TRY_LOCK, [MIGRATION_LOCK_KEY]);
+    if (rows[0]?.locked) return;
+    await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
+  }
+}
 
 export interface Migration {
   readonly version: number;
@@ -48,14 +104,27 @@ export function migrationName(migration: Pick<Migration, 'version' | 'name'>): s
 
 export interface MigrationReport {
   readonly applied: readonly string[];
+  /** Whether hookgate_runtime and hookgate_readonly exist (and were granted what exists now). */
+  readonly roles: boolean;
+}
+
+export interface MigrateOptions {
+  /** Create hookgate_runtime and hookgate_readonly if they do not exist (roles.ts). */
+  readonly createRoles?: boolean;
 }
 
 /**
- * Applies pending migrations and installs or upgrades pg-boss's schema. Concurrent migrators
- * serialise on one advisory lock: the second waits, then finds nothing left to do.
+ * Applies pending migrations and installs or upgrades pg-boss's schema, then grants the runtime
+ * and read-only roles what now exists (when they exist). Concurrent migrators serialise on one
+ * advisory lock: the second waits (retrying the lock), then finds nothing left to do. Each
+ * migration is one transaction, unless it says otherwise (NO_TRANSACTION).
  */
-export async function migrate(client: pg.Client, connectionString: string): Promise<MigrationReport> {
-  await client.query(LOCK, [MIGRATION_LOCK_KEY]);
+export async function migrate(
+  client: pg.Client,
+  connectionString: string,
+  options: MigrateOptions = {},
+): Promise<MigrationReport> {
+  await lock(client);
   try {
     await client.query(CREATE_LEDGER);
     const done = new Set(
@@ -64,13 +133,18 @@ export async function migrate(client: pg.Client, connectionString: string): Prom
     const applied: string[] = [];
     for (const migration of readMigrations()) {
       if (done.has(migration.version)) continue;
-      await client.query('BEGIN');
+      const transactional = !NO_TRANSACTION.test(migration.sql);
       try {
-        await client.query(migration.sql);
-        await client.query(RECORD_VERSION, [migration.version, migration.name]);
-        await client.query('COMMIT');
+        if (transactional) {
+          await client.query('BEGIN');
+          await client.query(migration.sql);
+          await client.query(RECORD_VERSION, [migration.version, migration.name]);
+          await client.query('COMMIT');
+        } else {
+          await applyOutsideTransaction(client, migration);
+        }
       } catch (error) {
-        await client.query('ROLLBACK');
+        if (transactional) await client.query('ROLLBACK');
         throw new HookgateError(
           'migration_failed',
           `Migration ${migrationName(migration)} failed: ${(error as Error).message}`,
@@ -80,7 +154,8 @@ export async function migrate(client: pg.Client, connectionString: string): Prom
       applied.push(migrationName(migration));
     }
     await installPgBoss(connectionString);
-    return { applied };
+    const roles = await applyRoles(client, options.createRoles === true);
+    return { applied, roles };
   } finally {
     await client.query(UNLOCK, [MIGRATION_LOCK_KEY]);
   }

@@ -1,8 +1,10 @@
 import type pg from 'pg';
 
 /**
- * Runs `work` in one transaction on a pooled connection: COMMIT if it returns, ROLLBACK if it
- * throws. A connection that saw an error mid-transaction is discarded rather than reused.
+ * Runs `work` in one transaction on a pooled connection: COMMIT if it returns; if it throws, the
+ * connection is discarded, and PostgreSQL rolls back the transaction of a session that ends. No
+ * ROLLBACK is sent first: on a connection that stopped answering (a partition, a dead host) it
+ * would wait out its own timeout before the error could be handled.
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
@@ -17,7 +19,6 @@ export async function withTransaction<T>(
     return result;
   } catch (error) {
     broken = true;
-    await client.query('ROLLBACK').catch(() => {});
     throw error;
   } finally {
     client.release(broken);

@@ -380,7 +380,8 @@ export function createBillingHandler(
             booked_at: row.booked_at!,
           };
           // Nowhere to send it: no job (a job per payment "delivered nowhere" cost a row each).
-          if (notifyUrl !== null) await context.outbox(op.event).enqueue(notification(op.event, op.invoice, entry));
+          if (notifyUrl !== null)
+            await context.outbox(op.event).enqueue(notification(op.event, op.invoice, entry));
           results[op.index] = 'processed';
         } else {
           results[op.index] = changed ? 'processed' : 'ignored';

@@ -275,8 +275,10 @@ async function claimInTransaction(
     await client.query('BEGIN');
     inserted = await insertRows(client, sorted, jobs);
   } catch (error) {
-    await client.query('ROLLBACK');
+    // Anything but a row's error ends the connection (claimBatch), and with it the transaction:
+    // a ROLLBACK first would wait out its own timeout on a connection that stopped answering.
     if (sorted.length === 1 || !isRowError(error)) throw error;
+    await client.query('ROLLBACK');
     await client.query('BEGIN');
     inserted = new Set();
     for (const claim of sorted) {
@@ -377,11 +379,12 @@ export async function claimBatch(
     return resultsFor(claims, inserted, failed);
   } catch (error) {
     broken = true;
-    await client.query('ROLLBACK').catch(() => {});
     const failure = failureFor(error);
     return claims.map(() => ({ ok: false, error: failure }));
   } finally {
-    // A connection that saw an error mid-transaction is discarded rather than reused.
+    // A connection that saw an error mid-transaction is discarded rather than reused, and its
+    // session's end rolls the transaction back: no ROLLBACK, which on a connection that stopped
+    // answering (a partition) would first wait out its own timeout.
     client.release(broken);
   }
 }

@@ -1,4 +1,6 @@
-import { PgBoss } from 'pg-boss';
+import type pg from 'pg';
+import { type ConstructorOptions, PgBoss } from 'pg-boss';
+import { KEEPALIVE_IDLE_MS } from '../db/pool.ts';
 import { PGBOSS_SCHEMA } from './names.ts';
 
 export interface BossOptions {
@@ -22,8 +24,13 @@ export interface BossOptions {
  * schema, so start() fails with a clear error on an unmigrated database.
  */
 export function createBoss(options: BossOptions): PgBoss {
-  return new PgBoss({
+  // pg-boss hands its options to its pg.Pool as they are, so the pool's TCP keepalives can be
+  // set here although pg-boss's types do not list them: its connections notice a vanished
+  // database as soon as hookgate's own do (pool.ts, KEEPALIVE_IDLE_MS).
+  const settings: ConstructorOptions & Pick<pg.PoolConfig, 'keepAlive' | 'keepAliveInitialDelayMillis'> = {
     connectionString: options.connectionString,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
     schema: PGBOSS_SCHEMA,
     max: options.max,
     application_name: options.applicationName,
@@ -39,5 +46,6 @@ export function createBoss(options: BossOptions): PgBoss {
     ...(options.maintenanceIntervalSeconds
       ? { maintenanceIntervalSeconds: options.maintenanceIntervalSeconds }
       : {}),
-  });
+  };
+  return new PgBoss(settings);
 }

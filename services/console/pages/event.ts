@@ -1,0 +1,112 @@
+import type { Request, Response } from 'express';
+import type { ConsoleContext } from '../context.ts';
+import { consolePath, html } from '../html/html.ts';
+import { formatTime, layout } from '../html/layout.ts';
+import { sendPage } from '../html/respond.ts';
+import { visible, visibleBlock } from '../html/visible-text.ts';
+import { type EventView, loadEvent } from '../read-models/event.ts';
+import { viewerOf } from '../security/viewer.ts';
+import { queryFailure } from './errors.ts';
+import { statusBadge } from './events.ts';
+
+const NOTICES: Readonly<Record<string, string>> = {
+  requeued: 'Requeued: the event is pending again with a fresh job.',
+};
+
+function headerRows(headers: Record<string, unknown>) {
+  const entries = Object.entries(headers);
+  if (entries.length === 0) return html`<p class="muted">No headers kept.</p>`;
+  return html`<table class="kv">${entries.map(
+    ([name, value]) =>
+      html`<tr><td class="mono">${visible(name)}</td><td class="mono">${visible(typeof value === 'string' ? value : JSON.stringify(value))}</td></tr>`,
+  )}</table>`;
+}
+
+function detail(view: EventView, csrf: string, canRequeue: boolean) {
+  const { event, deliveries, timeline } = view;
+  const payload = JSON.stringify(event.payload, null, 2);
+  return html`<h1 class="mono">${visible(event.event_id)}</h1>
+<div class="actions">
+  <a class="button secondary" href="${consolePath(['events'], { endpoint: event.endpoint })}">← ${visible(event.endpoint)} events</a>
+  ${
+    canRequeue && (event.status === 'dead' || event.status === 'parked')
+      ? html`<form method="post" action="/actions/requeue/preview" class="inline">
+    <input type="hidden" name="_csrf" value="${csrf}">
+    <input type="hidden" name="endpoint" value="${event.endpoint}">
+    <input type="hidden" name="event_id" value="${event.event_id}">
+    <button type="submit">Requeue…</button>
+  </form>`
+      : ''
+  }
+</div>
+<dl class="facts">
+  <dt>Endpoint</dt><dd>${visible(event.endpoint)} (${visible(event.provider)})</dd>
+  <dt>Type</dt><dd class="mono">${visible(event.event_type)}</dd>
+  <dt>Status</dt><dd>${statusBadge(event.status)}</dd>
+  <dt>Attempts</dt><dd>${event.attempts}${event.requeued_attempts > 0 ? html` <span class="muted">(${event.requeued_attempts} before the last requeue)</span>` : ''}</dd>
+  <dt>Entity</dt><dd class="mono">${event.entity_type ? visible(event.entity_type) : '-'} ${
+    event.entity_id
+      ? html`<a href="${consolePath(['events'], { entity_id: event.entity_id })}">${visible(event.entity_id)}</a>`
+      : ''
+  }${event.entity_version ? html` v${event.entity_version}` : ''}</dd>
+  <dt>Received</dt><dd>${formatTime(event.received_at)}${event.received_via ? html` <span class="muted">via ${visible(event.received_via)}</span>` : ''}</dd>
+  <dt>Settled</dt><dd>${formatTime(event.processed_at)}</dd>
+  <dt>Trace</dt><dd class="mono">${visible(event.traceparent ?? '-')}</dd>
+</dl>
+${event.last_error ? html`<h2>Last error</h2><pre class="error-text">${visibleBlock(event.last_error)}</pre>` : ''}
+<h2>Timeline</h2>
+<ol class="timeline">${timeline.map(
+    (entry) =>
+      html`<li><span class="when">${entry.at ? formatTime(entry.at) : 'now'}</span><span>${visible(entry.what)}${
+        entry.detail ? html`<br><span class="mono muted">${visible(entry.detail)}</span>` : ''
+      }</span></li>`,
+  )}</ol>
+<h2>Deliveries downstream</h2>
+${
+  deliveries.length === 0
+    ? html`<p class="muted">None: this event caused no outbox delivery (its handler forwards nothing, or not yet).</p>`
+    : html`<table class="events"><thead><tr><th>Kind</th><th>URL</th><th>Status</th><th>Attempts</th><th>HTTP</th><th>First attempt</th><th>Last attempt</th><th>Settled</th><th>Last error</th></tr></thead><tbody>${deliveries.map(
+        (delivery) =>
+          html`<tr><td>${delivery.kind}</td><td class="mono">${visible(delivery.url ?? '-')}</td><td>${delivery.status}</td><td>${delivery.attempts}</td><td>${delivery.http_status ?? '-'}</td><td class="mono">${formatTime(delivery.first_attempt_at)}</td><td class="mono">${formatTime(delivery.last_attempt_at)}</td><td class="mono">${formatTime(delivery.settled_at)}</td><td class="mono">${visible(delivery.last_error ?? '')}</td></tr>`,
+      )}</tbody></table>`
+}
+<h2>Headers kept</h2>
+${headerRows(event.headers)}
+<h2>Payload <span class="muted">(${event.payload_bytes} bytes stored)</span></h2>
+<pre class="block">${visibleBlock(payload)}</pre>`;
+}
+
+export async function eventPage(context: ConsoleContext, req: Request, res: Response): Promise<void> {
+  const viewer = viewerOf(req);
+  const endpoint = String(req.params.endpoint ?? '');
+  const eventId = String(req.params.eventId ?? '');
+  const frame = (body: ReturnType<typeof html>, notice?: string | null) =>
+    layout(
+      { title: `Event ${eventId.slice(0, 80)}`, viewer, current: 'events', demo: context.demo, notice },
+      body,
+    );
+  if (!context.endpoints.includes(endpoint)) {
+    sendPage(
+      res,
+      frame(html`<div class="error">No endpoint named ${visible(endpoint)} is configured.</div>`),
+      404,
+    );
+    return;
+  }
+  try {
+    const view = await loadEvent(context.pool, endpoint, eventId);
+    if (!view) {
+      sendPage(
+        res,
+        frame(html`<div class="error">No event ${visible(eventId)} on ${visible(endpoint)}.</div>`),
+        404,
+      );
+      return;
+    }
+    const done = typeof req.query.done === 'string' ? (NOTICES[req.query.done] ?? null) : null;
+    sendPage(res, frame(detail(view, viewer.csrf, context.actions.get('requeue') !== undefined), done));
+  } catch (error) {
+    const failure = queryFailure(error, context);
+    sendPage(res, frame(html`<div class="error">${failure.message}</div>`), failure.status);
+  }
+}

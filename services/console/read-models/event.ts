@@ -1,0 +1,104 @@
+import type { Queryable } from '../../core/db/pool.ts';
+import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
+import { EVENT_BY_KEY, EVENT_DELIVERIES } from './event-sql.ts';
+import type { Status } from './events.ts';
+
+export interface EventDetail {
+  readonly endpoint: string;
+  readonly event_id: string;
+  readonly provider: string;
+  readonly event_type: string;
+  readonly entity_type: string | null;
+  readonly entity_id: string | null;
+  readonly entity_version: string | null;
+  readonly status: Status;
+  readonly attempts: number;
+  readonly requeued_attempts: number;
+  readonly last_error: string | null;
+  readonly received_at: Date;
+  readonly processed_at: Date | null;
+  readonly received_via: string | null;
+  readonly traceparent: string | null;
+  readonly headers: Record<string, unknown>;
+  readonly payload: unknown;
+  readonly payload_bytes: number;
+}
+
+export interface DeliveryRow {
+  readonly kind: string;
+  readonly url: string | null;
+  readonly status: string;
+  readonly attempts: number;
+  readonly http_status: number | null;
+  readonly last_error: string | null;
+  readonly first_attempt_at: Date;
+  readonly last_attempt_at: Date;
+  readonly settled_at: Date | null;
+}
+
+export interface TimelineEntry {
+  /** null: a state with no recorded time of its own (now), listed last. */
+  readonly at: Date | null;
+  readonly what: string;
+  readonly detail?: string | null;
+}
+
+export interface EventView {
+  readonly event: EventDetail;
+  readonly deliveries: readonly DeliveryRow[];
+  readonly timeline: readonly TimelineEntry[];
+}
+
+/**
+ * What the inbox and the outbox record, in time order. The inbox keeps the first receipt, the
+ * settlement, and the attempt count (with those made before the last requeue); attempts between
+ * have no time of their own, so they are told as counts, not invented as moments.
+ */
+export function timelineOf(event: EventDetail, deliveries: readonly DeliveryRow[]): TimelineEntry[] {
+  const entries: TimelineEntry[] = [
+    { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
+  ];
+  if (event.requeued_attempts > 0) {
+    entries.push({
+      at: event.received_at,
+      what: `${event.requeued_attempts} attempt(s) before the last requeue`,
+    });
+  }
+  if (event.processed_at) {
+    entries.push({
+      at: event.processed_at,
+      what: `settled ${event.status} after ${event.attempts} attempt(s)`,
+      detail: event.status === 'processed' ? null : event.last_error,
+    });
+  } else if (event.attempts > 0) {
+    entries.push({
+      at: null,
+      what: `${event.status} after ${event.attempts} attempt(s)`,
+      detail: event.last_error,
+    });
+  }
+  for (const delivery of deliveries) {
+    entries.push({
+      at: delivery.first_attempt_at,
+      what: `${delivery.kind}: first attempt`,
+      detail: delivery.url,
+    });
+    const outcome = `${delivery.kind}: ${delivery.status}${delivery.http_status ? ` (HTTP ${delivery.http_status})` : ''} after ${delivery.attempts} attempt(s)`;
+    entries.push({
+      at: delivery.settled_at ?? delivery.last_attempt_at,
+      what: outcome,
+      detail: delivery.status === 'delivered' ? null : delivery.last_error,
+    });
+  }
+  const time = (entry: TimelineEntry) => entry.at?.getTime() ?? Number.POSITIVE_INFINITY;
+  return entries.sort((a, b) => time(a) - time(b));
+}
+
+export async function loadEvent(db: Queryable, endpoint: string, eventId: string): Promise<EventView | null> {
+  const found = await db.query<EventDetail>(EVENT_BY_KEY, [endpoint, eventId]);
+  const event = found.rows[0];
+  if (!event) return null;
+  const deliveries = (await db.query<DeliveryRow>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
+    .rows;
+  return { event, deliveries, timeline: timelineOf(event, deliveries) };
+}

@@ -1,0 +1,189 @@
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { type RunningConsole, startConsole } from '../../services/console/server.ts';
+import { parseConfig } from '../../services/core/config/load.ts';
+import { createBoss } from '../../services/core/queue/boss.ts';
+import { silentLogger } from '../support/apply.ts';
+import { CONSOLE_ENDPOINTS, consoleSearches, eventIdOf, fillConsoleInbox } from '../support/console-inbox.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { SW_SECRET } from '../support/gateway.ts';
+import { auditTargets, PreparedTarget } from '../support/plans.ts';
+import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
+
+// The console's pages on an inbox of a million rows: every statement they send reads the inbox
+// (and the outbox and the counts) through an index, checked by EXPLAIN on the plans PostgreSQL
+// makes for the values really sent (the console's statements are unnamed, so each execution is
+// planned for its values). Statements are recorded as the console sends them while its pages are
+// fetched over HTTP, not listed by hand. The search timings are printed (make bench measures
+// them too: bench/console-search.ts); nothing here asserts a time.
+
+const ROWS = Number(process.env.CONSOLE_PLAN_ROWS ?? 1_000_000);
+const TOKEN = 'console-plan-test-token-0123456789abcdef';
+
+let db: TestDatabase;
+let boss: PgBoss;
+let console_: RunningConsole;
+let sent: SentStatement[] = [];
+const timings = new Map<string, number[]>();
+
+async function get(path: string): Promise<{ status: number; text: string; ms: number }> {
+  const started = performance.now();
+  const response = await fetch(new URL(path, console_.url), {
+    headers: { authorization: `Bearer ${TOKEN}` },
+  });
+  const text = await response.text();
+  return { status: response.status, text, ms: performance.now() - started };
+}
+
+const pageOf = (query: Record<string, string>) => `/events?${new URLSearchParams(query).toString()}`;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  try {
+    await fillConsoleInbox(client, ROWS);
+  } finally {
+    await client.end();
+  }
+  const config = parseConfig(
+    {
+      endpoints: Object.fromEntries(
+        CONSOLE_ENDPOINTS.map((name) => [name, { provider: 'standard-webhooks', secrets: [SW_SECRET] }]),
+      ),
+      console: {
+        port: 0,
+        sessionSecret: 'plan-test-session-secret-0123456789abcdef',
+        tokens: [{ name: 'plans', sha256: createHash('sha256').update(TOKEN).digest('hex') }],
+        queryTimeout: '30s',
+      },
+    },
+    {},
+  );
+  boss = createBoss({
+    connectionString: db.url,
+    max: 2,
+    supervise: false,
+    applicationName: 'console-plan-test',
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  console_ = await startConsole({
+    config,
+    databaseUrl: db.url,
+    boss,
+    logger: silentLogger,
+    embedded: false,
+    env: {},
+  });
+
+  const recorder = recordStatements();
+  try {
+    // Every page and every kind of search, twice with different values, and their next pages.
+    for (const seed of [1, 2]) {
+      for (const search of consoleSearches(ROWS, seed)) {
+        const first = await get(pageOf(search.query));
+        expect(first.status, `${search.name}: ${first.text.slice(0, 500)}`).toBe(200);
+        const next = /<a class="button secondary" rel="next" href="([^"]+)"/.exec(first.text)?.[1];
+        if (next) expect((await get(next.replaceAll('&amp;', '&'))).status).toBe(200);
+      }
+    }
+    expect((await get('/')).status).toBe(200);
+    expect((await get(`/events/stripe/${eventIdOf(1)}`)).status).toBe(200);
+    expect((await get(`/events/rare/${eventIdOf(1_000)}`)).status).toBe(200);
+    const preview = await fetch(new URL('/actions/requeue/preview', console_.url), {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ endpoint: 'github', status: 'dead' }).toString(),
+    });
+    expect(preview.status).toBe(200);
+    expect(await preview.text()).toMatch(/Would put \d+ dead events of github back to pending/);
+  } finally {
+    recorder.stop();
+  }
+  sent = recorder.sent;
+
+  // Timings, after the recording (which wraps every query): each search with 10 sets of values.
+  for (let seed = 10; seed < 20; seed += 1) {
+    for (const search of consoleSearches(ROWS, seed)) {
+      const { ms, status } = await get(pageOf(search.query));
+      expect(status).toBe(200);
+      timings.set(search.name, [...(timings.get(search.name) ?? []), ms]);
+    }
+  }
+}, 1_800_000);
+
+afterAll(async () => {
+  await console_?.stop();
+  await boss?.stop({ graceful: false, close: true });
+  await db?.drop();
+});
+
+const INDEX_OF: ReadonlyArray<[RegExp, RegExp]> = [
+  [/payload @> \$7::jsonb AND/, /inbox_payload_path_idx/],
+  [/WHERE entity_id = \$6::text AND/, /inbox_entity_idx/],
+  [/status = 'dead'/, /inbox_stuck_idx/],
+  [/status = 'pending'/, /inbox_pending_idx/],
+  [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_pkey/],
+  [/FROM hookgate\.inbox\s+WHERE \(\$4::timestamptz IS NULL/, /inbox_received_at_idx/],
+];
+
+function percentile(values: readonly number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))]!;
+}
+
+describe(`the console on an inbox of ${ROWS} rows`, () => {
+  it('reads the inbox, the outbox and the counts through indexes in every statement its pages send', async () => {
+    const targets = auditTargets(sent).filter((target) => /hookgate\./.test(target.text));
+    // The premise: every kind of statement ran.
+    for (const [text] of INDEX_OF)
+      expect(
+        targets.some((t) => text.test(t.text)),
+        String(text),
+      ).toBe(true);
+    expect(targets.some((t) => /delivery_counts/.test(t.text))).toBe(true);
+    expect(targets.some((t) => /outbox_deliveries/.test(t.text))).toBe(true);
+
+    const client = new pg.Client({ connectionString: db.url });
+    await client.connect();
+    const findings: string[] = [];
+    let major = 0;
+    try {
+      major = Math.floor(
+        Number(
+          (await client.query<{ server_version_num: string }>('SHOW server_version_num')).rows[0]!
+            .server_version_num,
+        ) / 10_000,
+      );
+      const expected = inject('postgresMajor');
+      if (expected !== null) expect(major).toBe(expected);
+      for (const [index, target] of targets.entries()) {
+        const statement = new PreparedTarget(client, target, `console_${index}`);
+        await statement.prepare();
+        const plan = await statement.explain('force_custom_plan');
+        if (plan.scans.length > 0)
+          findings.push(`scans ${plan.scans.join(', ')}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);
+        for (const [text, index_] of INDEX_OF) {
+          if (text.test(target.text) && !index_.test(plan.text)) {
+            findings.push(`does not use ${index_}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);
+          }
+        }
+      }
+    } finally {
+      await client.end();
+    }
+    const report = [...timings.entries()].map(
+      ([name, values]) =>
+        `  ${name.padEnd(30)} p50 ${percentile(values, 0.5).toFixed(1)} ms  p95 ${percentile(values, 0.95).toFixed(1)} ms`,
+    );
+    const all = [...timings.values()].flat();
+    console.log(
+      `console on PostgreSQL ${major}, ${ROWS} inbox rows: ${targets.length} statements planned, ${findings.length} findings; ` +
+        `page times (HTTP, 10 runs each):\n${report.join('\n')}\n  all searches p95 ${percentile(all, 0.95).toFixed(1)} ms`,
+    );
+    expect(findings, findings.join('\n\n========\n\n')).toEqual([]);
+  }, 600_000);
+});
