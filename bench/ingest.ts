@@ -10,7 +10,7 @@ import { drive, type LoadResult, type PreparedRequest } from './load.ts';
 import { type BenchDatabase, ROOT, startProcess, stopProcess } from './processes.ts';
 
 /** The ingest goal: accepted deliveries/s at least this share of bare Express's. */
-export const INGEST_GOAL = 0.4;
+export const INGEST_GOAL = 0.5;
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 

@@ -9,7 +9,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
-import { bytesScenario, renderBytes } from './bytes.ts';
+import { type BytesReport, bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
 import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
@@ -50,8 +50,9 @@ const settings = z
     BENCH_APPLY_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
     BENCH_APPLY_BATCH: z.coerce.number().int().min(1).max(500).default(100),
     BENCH_APPLY_POLLING_MS: z.coerce.number().int().min(100).max(60_000).default(500),
-    /** apply: arrival rate (deliveries/s) of the end-to-end phase, BENCH_SECONDS long; 0 skips it. */
-    BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(1_000),
+    /** apply: arrival rate (deliveries/s) of the end-to-end phase and its length; rate 0 skips it. */
+    BENCH_APPLY_RATE: z.coerce.number().int().min(0).max(100_000).default(2_000),
+    BENCH_APPLY_E2E_SECONDS: z.coerce.number().int().min(2).max(3_600).default(60),
     /** pgbench: seconds per run, client connections, claim batch sizes. */
     BENCH_PGBENCH_SECONDS: z.coerce.number().int().min(2).max(600).default(10),
     /** claim: seconds per batch size, connections, batch sizes. */
@@ -115,7 +116,7 @@ const scenarios: Scenario[] = [
         batchSize: settings.BENCH_APPLY_BATCH,
         pollingIntervalMs: settings.BENCH_APPLY_POLLING_MS,
         rate: settings.BENCH_APPLY_RATE,
-        seconds: settings.BENCH_SECONDS,
+        seconds: settings.BENCH_APPLY_E2E_SECONDS,
         connections: settings.BENCH_CONNECTIONS,
       });
       return { lines: renderApply(report), report };
@@ -262,6 +263,7 @@ for (const major of settings.BENCH_MAJORS) {
   const summary = renderSummary(
     (reports.get(`ingest${suffix}`) as IngestReport | undefined) ?? null,
     (reports.get(`apply${suffix}`) as ApplyReport | undefined) ?? null,
+    (reports.get(`bytes${suffix}`) as BytesReport | undefined) ?? null,
   );
   if (summary.length > 0) {
     const titled = [`[PostgreSQL ${major}]`, ...summary];

@@ -30,6 +30,8 @@ const config = workerConfig(
         stripeApiKey: 'sk_test_differential',
         stripeApiBase: 'http://127.0.0.1:9',
         stripeTimeout: '2s',
+        // Notifications are only queued (no relay runs): both sides' outbox jobs are compared.
+        notifyUrl: 'http://127.0.0.1:9/paid',
       },
     },
     proj: { handler: 'project' },
@@ -352,7 +354,7 @@ async function snapshot(db: pg.Pool, seed: number) {
 
 describe('a batch equals the same events applied one by one', () => {
   it(`over ${SEEDS} seeded random mixes of billing and projection events`, async () => {
-    const seen = { outcomes: new Set<string>(), ledger: 0 };
+    const seen = { outcomes: new Set<string>(), ledger: 0, notifications: 0 };
     for (let seed = 1; seed <= SEEDS; seed++) {
       for (const batch of generate(seed)) {
         await Promise.all([run(setBased, batch), run(perEvent, batch)]);
@@ -361,10 +363,12 @@ describe('a batch equals the same events applied one by one', () => {
       expect(a, `seed ${seed}: one batch (left) vs one by one (right)`).toEqual(b);
       for (const row of b.inbox as { status: string }[]) seen.outcomes.add(row.status);
       seen.ledger += (b.ledger as unknown[]).length;
+      seen.notifications += b.outbox.length;
     }
     // The premise: the mix really produced every outcome the rules can give.
     expect([...seen.outcomes].sort()).toEqual(['dead', 'ignored', 'pending', 'processed', 'stale']);
     expect(seen.ledger).toBeGreaterThan(SEEDS);
+    expect(seen.notifications).toBeGreaterThan(SEEDS / 2);
     expect(batchForm.completed).toBeGreaterThan(SEEDS * 4);
     expect(batchForm.threw).toBeGreaterThan(0);
     expect(batchForm.threwUnexpectedly).toEqual([]);

@@ -11,7 +11,8 @@ import { Claimer, workerConfig } from '../support/worker-harness.ts';
 // The billing handler through the real batch apply: its notify effects are collected and
 // inserted once, in the apply transaction, only for the events that applied.
 const config = workerConfig({
-  bill: { handler: 'billing' },
+  // Nothing listens there: the notifications are only queued here, never sent.
+  bill: { handler: 'billing', options: { notifyUrl: 'http://127.0.0.1:9/paid' } },
   mod: { handler: 'record' },
   half: { handler: 'record' },
 });
