@@ -372,5 +372,5 @@ describe('a batch equals the same events applied one by one', () => {
     expect(batchForm.completed).toBeGreaterThan(SEEDS * 4);
     expect(batchForm.threw).toBeGreaterThan(0);
     expect(batchForm.threwUnexpectedly).toEqual([]);
-  }, 120_000);
+  }, 600_000);
 });

@@ -20,7 +20,10 @@ beforeAll(async () => {
   downstream = await startFakeDownstream();
   hookgate = await startObservedHookgate(
     db.url,
-    workerConfig({ traced: { handler: 'forward', options: { url: `${downstream.url}/hook` } } }),
+    workerConfig({
+      traced: { handler: 'forward', options: { url: `${downstream.url}/hook` } },
+      direct: { handler: 'record', mode: 'sync' },
+    }),
   );
 });
 
@@ -82,5 +85,32 @@ describe('traces', () => {
         .getFinishedSpans()
         .some((s) => s.name === 'webhook.verify' && attribute(s, 'outcome') === 'signature_invalid'),
     );
+  });
+
+  it('sync mode records what the worker records: the apply span under the claim, the apply metrics', async () => {
+    const delivery = standardWebhook(SECRET, { eventId: 'evt_sync_traced' });
+    const reply = await post(`${hookgate.url}/webhooks/direct`, delivery);
+    expect(reply.status).toBe(200);
+    // Applied before the answer: the row is settled and the spans are finished.
+    const row = await db.pool.query<{ status: string; attempts: number }>(
+      `SELECT status, attempts FROM hookgate.inbox WHERE endpoint = 'direct' AND event_id = 'evt_sync_traced'`,
+    );
+    expect(row.rows).toEqual([{ status: 'processed', attempts: 1 }]);
+    await waitFor('the sync apply span', async () => named('webhook.apply', 'evt_sync_traced').length === 1);
+    const [claim] = named('webhook.claim', 'evt_sync_traced');
+    const [apply] = named('webhook.apply', 'evt_sync_traced');
+    expect(claim, 'webhook.claim span').toBeTruthy();
+    expect(apply, 'webhook.apply span').toBeTruthy();
+    expect(attribute(apply!, 'outcome')).toBe('applied');
+    expect(attribute(apply!, 'attempt')).toBe(1);
+    expect(apply!.spanContext().traceId).toBe(claim!.spanContext().traceId);
+
+    const text = await hookgate.scrape();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? Number.NaN);
+    expect(
+      value(/^hookgate_events_applied_total\{[^}]*endpoint="direct"[^}]*outcome="applied"[^}]*\} (\S+)$/m),
+    ).toBe(1);
+    expect(value(/^hookgate_apply_duration_seconds_count\{endpoint="direct"\} (\S+)$/m)).toBe(1);
+    expect(value(/^hookgate_end_to_end_seconds_count\{endpoint="direct"\} (\S+)$/m)).toBe(1);
   });
 });

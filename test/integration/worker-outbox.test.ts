@@ -77,7 +77,11 @@ describe('outbox effects in a batch', () => {
     const jobs = await fetchAll('bill');
     // One claim: one job carrying its 4 events.
     expect(jobs.flatMap((job) => job.eventIds)).toHaveLength(4);
-    const handler = await createHandler('billing', {}, { endpoint: 'bill', logger, configDir: '.' });
+    const handler = await createHandler('billing', config.endpoints.bill!.options, {
+      endpoint: 'bill',
+      logger,
+      configDir: '.',
+    });
     const pool = createPool({
       connectionString: db.url,
       max: 1,
