@@ -1,11 +1,14 @@
+import type { ErrorCode } from './error-codes.ts';
+
 /**
  * Every error hookgate raises on purpose carries a stable machine code and a sentence a
- * person can act on. Codes are part of the public surface (HTTP bodies, CLI exit output).
+ * person can act on. Codes are part of the public surface (HTTP bodies, CLI exit output) and are all listed,
+ * with their HTTP status and exit code, in error-codes.ts.
  */
 export class HookgateError extends Error {
-  readonly code: string;
+  readonly code: ErrorCode;
 
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'HookgateError';
     this.code = code;

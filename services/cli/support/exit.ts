@@ -1,5 +1,6 @@
 import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
+import { exitCodeOf } from '../../core/error-codes.ts';
 import { describeError, HookgateError } from '../../core/errors.ts';
 
 /** Exit codes every command shares: scripts and on-call runbooks rely on them. */
@@ -8,31 +9,6 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 /** The command was used wrongly: a flag, a value, an endpoint, or there was nothing to do. */
 export const EXIT_USAGE = 2;
-
-/** Codes that mean "the command line (or the configuration it names) is wrong": exit 2. */
-const USAGE_CODES = new Set([
-  'usage_invalid',
-  'endpoint_unknown',
-  'event_unknown',
-  'config_invalid',
-  'config_unreadable',
-  'env_invalid',
-  'database_url_invalid',
-  'database_missing',
-  // A pooler lending sessions per transaction: retrying cannot change it (docs/kubernetes.md).
-  'database_pooling_unsupported',
-  // A PostgreSQL older than hookgate supports (services/core/db/server-checks.ts).
-  'database_version_unsupported',
-  'credentials_missing',
-  'credentials_invalid',
-  // verify's --sent file: the input the command was given is wrong.
-  'sent_file_invalid',
-  'sent_file_unreadable',
-  'sent_file_empty',
-  'nothing_changed',
-  // send-test would send an event its handler applies: the endpoint's configuration says so.
-  'send_test_unrecognisable',
-]);
 
 /** Flags as typed (`eventId` → `--event-id`), for usage errors coming from option schemas. */
 function flag(path: readonly PropertyKey[]): string {
@@ -141,7 +117,7 @@ export function classify(
   if (error instanceof HookgateError) {
     return {
       line: describeError(error),
-      exitCode: USAGE_CODES.has(error.code) ? EXIT_USAGE : EXIT_FAILURE,
+      exitCode: exitCodeOf(error.code),
     };
   }
   if (error instanceof CommanderError) {

@@ -95,20 +95,14 @@ export const requeueAction: ConsoleAction<RequeueTarget> = {
           endpoint: target.endpoint,
           status: target.status === 'any' ? undefined : target.status,
         });
-    try {
-      const ids = await requeue(context.pool, context.boss, requestOf(target));
-      return {
-        changed: ids.length,
-        message:
-          ids.length > 0
-            ? `Requeued ${ids.length} event(s) of ${target.endpoint}.`
-            : `Nothing was requeued: no ${describe(target)} is parked or dead now.`,
-        back,
-      };
-    } catch (error) {
-      if (error instanceof HookgateError && error.code === 'job_busy')
-        return { changed: 0, message: error.message, back };
-      throw error;
-    }
+    const ids = await requeue(context.pool, context.boss, requestOf(target));
+    return {
+      changed: ids.length,
+      message:
+        ids.length > 0
+          ? `Requeued ${ids.length} event(s) of ${target.endpoint}.`
+          : `Nothing was requeued: no ${describe(target)} is parked or dead now.`,
+      back,
+    };
   },
 };

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import type { ErrorCode } from '../error-codes.ts';
 import { HookgateError } from '../errors.ts';
-import { EntityNotYetKnown, EventUnusable } from '../handlers/types.ts';
+import { EventUnusable } from '../handlers/types.ts';
 
 /**
- * Why an attempt failed, as the worker records it: on the inbox row (`last_error`) and in the
- * job's output (pg-boss `fail`), from which the dead-letter step decides `parked` or `dead`.
- * The code is the decision; the message is for people.
+ * Why an attempt failed, as the apply engine records it: on the inbox row (`last_error`) and,
+ * when a whole batch's transaction failed, in the job's output (pg-boss `fail`). The code decides
+ * `parked` or `dead` on the last attempt; the message is for people.
  */
 export interface Failure {
   readonly code: string;
@@ -17,11 +18,11 @@ export interface Failure {
 const LAST_ERROR_MAX = 2_000;
 
 /** The code that parks an event that ran out of attempts instead of killing it. */
-export const PARKING_CODE = new EntityNotYetKnown('').code;
+export const PARKING_CODE: ErrorCode = 'entity_not_yet_known';
 
 export function failureOf(error: unknown): Failure {
   let code = 'handler_error';
-  if (error instanceof EntityNotYetKnown || error instanceof HookgateError) code = error.code;
+  if (error instanceof HookgateError) code = error.code;
   else if (error && typeof error === 'object' && typeof (error as { code?: unknown }).code === 'string') {
     const pgCode = (error as { code: string }).code;
     code = /^[0-9A-Z]{5}$/.test(pgCode) ? `sqlstate_${pgCode}` : pgCode;

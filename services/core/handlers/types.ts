@@ -118,11 +118,9 @@ export class EventUnusable extends HookgateError {}
  * whose creation has not arrived). Retried like any failure; past the limit it is `parked`,
  * not `dead`, because requeueing it once the parent exists will succeed.
  */
-export class EntityNotYetKnown extends Error {
-  readonly code = 'entity_not_yet_known';
-
+export class EntityNotYetKnown extends HookgateError {
   constructor(message: string) {
-    super(message);
+    super('entity_not_yet_known', message);
     this.name = 'EntityNotYetKnown';
   }
 }
