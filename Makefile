@@ -99,6 +99,8 @@ test: $(DEPS) tools lint typecheck
 
 lint: $(DEPS)
 	biome check .
+	# Unused files, exports and dependencies (knip.json: the entry points).
+	knip
 
 format: $(DEPS)
 	biome check --write .

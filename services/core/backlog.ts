@@ -1,8 +1,9 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from './db/pool.ts';
+import { STUCK_STATUSES } from './inbox/status.ts';
 
 /** The unsettled statuses the backlog gauges report. */
-export const BACKLOG_STATUSES = ['pending', 'parked', 'dead'] as const;
+export const BACKLOG_STATUSES = ['pending', ...STUCK_STATUSES] as const;
 
 /**
  * Two arms, each matching one partial index's predicate exactly (inbox_pending_idx,

@@ -7,6 +7,7 @@ import {
   requeue,
   requeueOrphans,
 } from '../../core/inbox/requeue.ts';
+import { STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
@@ -16,7 +17,7 @@ import { progressBar } from '../support/progress.ts';
 import { writeErr, writeOut } from '../support/terminal-text.ts';
 
 /** What `requeue --status` takes: only stuck events are put back (pending ones: --orphans). */
-export const REQUEUE_STATUSES = ['parked', 'dead'] as const;
+export const REQUEUE_STATUSES = STUCK_STATUSES;
 
 export const requeueOptionsSchema = z
   .strictObject({

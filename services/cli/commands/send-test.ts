@@ -4,6 +4,7 @@ import { loadConfig } from '../../core/config/load.ts';
 import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
+import { STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createProvider } from '../../core/providers/index.ts';
 import { withCommandPool } from '../database.ts';
 import { type SampleDelivery, sampleDelivery } from '../sample-delivery.ts';
@@ -34,7 +35,7 @@ export const EVENT_STATUS = `
   SELECT status, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2`;
 
 const SETTLED_OK = new Set(['processed', 'ignored', 'stale']);
-const SETTLED_FAILED = new Set(['parked', 'dead']);
+const SETTLED_FAILED: ReadonlySet<string> = new Set(STUCK_STATUSES);
 
 /** Polls the inbox (DATABASE_URL) until the event is settled; refuses parked, dead and timeouts. */
 async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: number): Promise<void> {

@@ -1,8 +1,9 @@
 import { z } from 'zod';
+import { INBOX_STATUSES } from '../../core/inbox/status.ts';
 import { endpointName, pointInTime } from './options.ts';
 
 /** Every status an inbox row can have, as `--status` takes them. */
-export const EVENT_STATUSES = ['pending', 'processed', 'ignored', 'stale', 'parked', 'dead'] as const;
+export const EVENT_STATUSES = INBOX_STATUSES;
 
 /** The event filters `events list` and `requeue` share. */
 export const eventFilterShape = {

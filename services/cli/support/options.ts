@@ -60,5 +60,3 @@ export function pointInTime(now: () => number = Date.now) {
 }
 
 export const endpointName = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,62}$/, 'is not an endpoint name');
-
-export const positiveInt = (max: number) => z.coerce.number().int().min(1).max(max);

@@ -42,8 +42,3 @@ export function visible(text: string | null | undefined): Html {
 export function visibleBlock(text: string | null | undefined): Html {
   return marked(text ?? '', UNSAFE_BUT_NEWLINE);
 }
-
-/** The same text with controls escaped, for attribute values such as a title. */
-export function plainVisible(text: string): string {
-  return text.replace(UNSAFE, controlEscape);
-}

@@ -1,9 +1,10 @@
 import type { Queryable } from '../../core/db/pool.ts';
+import { INBOX_STATUSES } from '../../core/inbox/status.ts';
 import { EVENT_PARAMETERS, EVENT_STATEMENTS, type EventParameter, type SearchPath } from './events-sql.ts';
 
 export type { SearchPath } from './events-sql.ts';
 
-export const STATUSES = ['pending', 'processed', 'ignored', 'stale', 'parked', 'dead'] as const;
+export const STATUSES = INBOX_STATUSES;
 export type Status = (typeof STATUSES)[number];
 
 export interface Cursor {

@@ -52,25 +52,6 @@ function toJob(
 }
 
 /**
- * An Outbox bound to the apply transaction: the job is inserted with the transaction's own
- * connection, so it exists only if the apply commits. Its id derives from (kind, key), so a
- * re-run of the same apply (or the same effect queued by a second event) is a no-op while the
- * first job is retained.
- */
-export function createOutbox(
-  boss: PgBoss,
-  db: IDatabase,
-  event: Pick<InboxEvent, 'endpoint' | 'eventId'>,
-): Outbox {
-  return {
-    async enqueue(message: OutboxMessage): Promise<void> {
-      const job = toJob(message, event);
-      await boss.send(outboxQueue(job.kind), job.data, { id: job.id, db });
-    },
-  };
-}
-
-/**
  * An Outbox that only collects: the worker inserts a whole batch's effects with one statement
  * per kind before its COMMIT (`insertOutboxJobs`), and drops an event's effects if that event's
  * apply is rolled back. Same ids, same transaction, one round trip instead of one per effect.

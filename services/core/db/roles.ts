@@ -15,9 +15,6 @@ import type pg from 'pg';
  * Both are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
  */
-export const RUNTIME_ROLE = 'hookgate_runtime';
-export const READONLY_ROLE = 'hookgate_readonly';
-
 /** Concurrent migrators may race to create a role: the loser finds it made. */
 export const CREATE_ROLES = `
   DO $$

@@ -47,8 +47,6 @@ export const billingOptionsSchema = z.strictObject({
   notifyTimeout: durationMs.default(10_000),
 });
 
-export type BillingOptions = z.output<typeof billingOptionsSchema>;
-
 const customerRef = z.union([z.string(), z.looseObject({ id: z.string() })]).nullish();
 const epochSeconds = z.number().int().nullish();
 

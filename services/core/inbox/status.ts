@@ -2,21 +2,12 @@
 // fragments below; nothing else writes these lists out.
 
 export const INBOX_STATUSES = ['pending', 'processed', 'ignored', 'stale', 'parked', 'dead'] as const;
-export type InboxStatus = (typeof INBOX_STATUSES)[number];
 
 /** Applied: the event's effect (or its decision not to have one) has committed. Final. */
 export const SETTLED_STATUSES = ['processed', 'ignored', 'stale'] as const;
-export type SettledStatus = (typeof SETTLED_STATUSES)[number];
 
 /** Stopped, waiting for an operator: out of attempts (`parked`: missing context; `dead`: failed). */
 export const STUCK_STATUSES = ['parked', 'dead'] as const;
-export type StuckStatus = (typeof STUCK_STATUSES)[number];
-
-/** Not settled: the backlog (pending) and what needs an operator (parked, dead). */
-export const UNSETTLED_STATUSES = ['pending', ...STUCK_STATUSES] as const;
-
-const SETTLED: ReadonlySet<string> = new Set(SETTLED_STATUSES);
-export const isSettled = (status: string): status is SettledStatus => SETTLED.has(status);
 
 /** A status list as an SQL list of literals, e.g. `'processed', 'ignored', 'stale'`. */
 export function sqlList(statuses: readonly string[]): string {

@@ -1,10 +1,10 @@
 /**
  * pg-boss job rows written with hookgate's own SQL, so that the claim can store its inbox rows,
  * their apply jobs and the workers' wake-up in one statement (one round trip; see
- * inbox/claim-sql.ts). Everything else about jobs (fetch, complete, fail, retry, expiry,
- * dead letters, deletion) stays pg-boss's.
+ * inbox/claim-sql.ts). Everything else about jobs (fetch, complete, fail, retries of tries that
+ * never report, expiry, deletion) stays pg-boss's.
  *
- * This is the one place that knows pg-boss's job table. It mirrors `insertJobs()` of the pg-boss
+ * This is the one place that writes pg-boss's job rows. It mirrors `insertJobs()` of the pg-boss
  * version below (dist/plans.js) for jobs that carry only an id and data: every other column is
  * what pg-boss itself would write (the queue's settings, else pg-boss's defaults). The contract
  * test (test/integration/pgboss-job-rows.test.ts) pins this version against package-lock.json,

@@ -37,10 +37,6 @@ export function tampered(body: string): string {
   return body.replace('"', '"x');
 }
 
-export function lower(headers: Record<string, string>): HeaderBag {
-  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
-}
-
 /** Identifies after a successful verification, as the gateway does. */
 export function identify(provider: Provider, req: VerifyRequest) {
   const verdict = provider.verify(req);
