@@ -2,6 +2,7 @@ import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, ST
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import express, { type ErrorRequestHandler } from 'express';
+import { sourceOf } from '../core/client-source.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
@@ -12,7 +13,6 @@ import { answersMethod, handshakeAnswer } from './handshake.ts';
 import { readBody } from './read-body.ts';
 import { type Answer, type ReceiveDeps, receive, refuse } from './receive.ts';
 import { RefusalLog } from './refusal-log.ts';
-import { sourceOf } from './replay-limit.ts';
 import { REPLAY_TOKEN_HEADER } from './replay-token.ts';
 
 export interface GatewayAppDeps extends ReceiveDeps {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ReplayTokenLimiter, sourceOf } from '../../services/gateway/replay-limit.ts';
+import { sourceOf } from '../../services/core/client-source.ts';
+import { ReplayTokenLimiter } from '../../services/gateway/replay-limit.ts';
 
 describe('ReplayTokenLimiter', () => {
   it('limits after maxFailures within the window and forgets after it', () => {

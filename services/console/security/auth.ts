@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
-import { sourceOf } from '../../gateway/replay-limit.ts';
+import { sourceOf } from '../../core/client-source.ts';
 import type { ConsoleSettings } from '../settings.ts';
 import { LoginLimiter } from './login-limiter.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
