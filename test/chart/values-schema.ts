@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { byteSize, durationMs, formatDuration, formatSize } from '../../services/core/config/duration.ts';
 import { handlerOptionsSchema } from '../../services/core/config/handler-options.ts';
 import { configSchema } from '../../services/core/config/schema.ts';
+import { DEFAULT_HANDLER, NAMED_HANDLERS, PREFIXED_HANDLERS } from '../../services/core/handlers/registry.ts';
 import { ROOT } from '../support/process.ts';
 import { DURATION_GRAMMAR, durationPattern, SIZE_GRAMMAR, sizePattern } from './schema-patterns.ts';
 
@@ -158,11 +159,20 @@ function lessThan(below: readonly [string, string], above: readonly [string, str
 /** The handler's option schema, applied when the endpoint names that handler. */
 function handlerOptionRules(): Json[] {
   const handlers = [
-    { condition: { properties: { handler: { const: 'record' } } }, name: 'record' },
-    { condition: has('handler', { const: 'project' }), name: 'project' },
-    { condition: has('handler', { const: 'billing' }), name: 'billing' },
-    { condition: has('handler', { const: 'forward' }), name: 'forward' },
-    { condition: has('handler', { type: 'string', pattern: '^sql:' }), name: 'sql:SELECT 1' },
+    // The default handler's rules also hold for an endpoint that names none.
+    ...Object.keys(NAMED_HANDLERS).map((name) => ({
+      condition:
+        name === DEFAULT_HANDLER
+          ? { properties: { handler: { const: name } } }
+          : has('handler', { const: name }),
+      name,
+    })),
+    ...Object.entries(PREFIXED_HANDLERS)
+      .filter(([, kind]) => kind.optionsSchema !== null)
+      .map(([prefix]) => ({
+        condition: has('handler', { type: 'string', pattern: `^${prefix}` }),
+        name: `${prefix}SELECT 1`,
+      })),
   ];
   return handlers.map(({ condition, name }) => {
     const options = handlerOptionsSchema(name);

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN } from '../handlers/registry.ts';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
@@ -54,13 +55,8 @@ const extractSchema = z.strictObject({
   version: jsonPointer.optional(),
 });
 
-/** `record`, `project`, `forward`, `billing`, `module:<path>` or `sql:<statement>`. */
-const handlerSchema = z
-  .string()
-  .regex(
-    /^(record|project|forward|billing|module:.+|sql:.+)$/s,
-    'must be record, project, forward, billing, module:<path> or sql:<statement>',
-  );
+/** A handler handlers/registry.ts knows: `record`, `project`, …, `module:<path>`, `sql:<statement>`. */
+const handlerSchema = z.string().regex(HANDLER_PATTERN, `must be ${HANDLER_CHOICES}`);
 
 const envName = z
   .string()
@@ -102,7 +98,7 @@ const endpointSchema = z
     secrets: z.array(z.string().min(1, 'must not be empty')).min(1, 'needs at least one secret'),
     tolerance: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(300_000),
     mode: z.enum(['async', 'sync']).default('async'),
-    handler: handlerSchema.default('record'),
+    handler: handlerSchema.default(DEFAULT_HANDLER),
     /** Handler-specific settings, validated by the handler itself. */
     options: z.record(z.string(), z.unknown()).default({}),
     extract: extractSchema.optional(),

@@ -1,10 +1,6 @@
+import { HookgateError } from '../errors.ts';
 import type { Logger } from '../logging.ts';
-import { createBillingHandler } from './billing.ts';
-import { createForwardHandler } from './forward.ts';
-import { createModuleHandler } from './module.ts';
-import { createProjectHandler } from './project.ts';
-import { createRecordHandler } from './record.ts';
-import { createSqlHandler } from './sql.ts';
+import { HANDLER_CHOICES, handlerKindOf } from './registry.ts';
 import type { Handler } from './types.ts';
 
 export interface HandlerDeps {
@@ -15,16 +11,18 @@ export interface HandlerDeps {
 }
 
 /**
- * Builds an endpoint's handler from its `handler` spec and `options`. Each factory validates
- * its own options with a schema and throws a HookgateError naming the bad option. Whatever the
- * handler, test events (`hookgate.test`) never reach it: the engine settles them (test-event.ts).
+ * Builds an endpoint's handler from its `handler` spec and `options` (registry.ts says which
+ * specs exist). Each factory validates its own options with a schema and throws a HookgateError
+ * naming the bad option. Whatever the handler, test events (`hookgate.test`) never reach it: the
+ * engine settles them (test-event.ts).
  */
 export async function createHandler(spec: string, options: unknown, deps: HandlerDeps): Promise<Handler> {
-  if (spec === 'record') return createRecordHandler(options, deps);
-  if (spec === 'project') return createProjectHandler(options, deps);
-  if (spec === 'billing') return createBillingHandler(options, deps);
-  if (spec === 'forward') return createForwardHandler(options, deps);
-  if (spec.startsWith('module:')) return createModuleHandler(spec.slice('module:'.length), options, deps);
-  if (spec.startsWith('sql:')) return createSqlHandler(spec.slice('sql:'.length), options, deps);
-  throw new Error(`unknown handler spec ${spec}`);
+  const found = handlerKindOf(spec);
+  if (!found) {
+    throw new HookgateError(
+      'handler_spec_invalid',
+      `${deps.endpoint}.handler: ${JSON.stringify(spec)} must be ${HANDLER_CHOICES}`,
+    );
+  }
+  return found.kind.create(found.argument, options, deps);
 }
