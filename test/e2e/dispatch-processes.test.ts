@@ -63,7 +63,7 @@ async function effects(eventIds: readonly string[]): Promise<Record<string, numb
     [eventIds],
   );
   const byEvent: Record<string, number[]> = {};
-  for (const row of rows) (byEvent[row.event_id] ??= []).push(row.attempt);
+  for (const row of rows) byEvent[row.event_id] = [...(byEvent[row.event_id] ?? []), row.attempt];
   return byEvent;
 }
 
