@@ -155,6 +155,7 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         await sleep(settings.pruneEverySeconds * 1000);
         if (!running) return;
         const report = await prune(db, {
+          actor: 'bench',
           inboxOlderThanMs: settings.retentionSeconds * 1000,
           deliveriesOlderThanMs: settings.retentionSeconds * 1000,
           chunk: 5_000,

@@ -14,6 +14,7 @@ import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
 import { statsCommand } from './commands/stats.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { addActorOption, addOperationsCommands } from './operations-program.ts';
 import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
 import { EVENT_STATUSES } from './support/filters.ts';
 import { addConfigOption } from './support/options.ts';
@@ -248,7 +249,7 @@ ${examples([
       eventsShowCommand({ ...options, eventId }),
     );
 
-  addConfigOption(
+  const requeue = addConfigOption(
     eventFilters(
       program
         .command('requeue')
@@ -261,7 +262,8 @@ ${examples([
       .option('--limit <n>', 'at most this many events', '10000')
       .option('--dry-run', 'print what would be requeued; change nothing (exit 2 when nothing would)')
       .option('--json', 'print the result as JSON'),
-  )
+  );
+  addActorOption(requeue)
     .addHelpText(
       'after',
       examples([
@@ -273,7 +275,7 @@ ${examples([
     )
     .action((options: unknown) => requeueCommand(options));
 
-  addConfigOption(
+  const replay = addConfigOption(
     program
       .command('replay')
       .description(
@@ -284,7 +286,8 @@ ${examples([
       .option('--until <when>', 'end of the window (default now)')
       .option('--dry-run', 'count what is missing; store nothing')
       .option('--json', 'print the result as JSON'),
-  )
+  );
+  addActorOption(replay)
     .addHelpText(
       'after',
       examples([
@@ -294,7 +297,7 @@ ${examples([
     )
     .action((options: unknown) => replayCommand(options));
 
-  addConfigOption(
+  const prune = addConfigOption(
     program
       .command('prune')
       .description('delete settled inbox rows (and delivered downstream effects) older than a window')
@@ -309,7 +312,8 @@ ${examples([
       .option('--dry-run', 'count what would be deleted; delete nothing')
       .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
       .option('--json', 'print the result as JSON'),
-  )
+  );
+  addActorOption(prune)
     .addHelpText(
       'after',
       examples([
@@ -335,6 +339,7 @@ ${examples([
     .addHelpText('after', examples(['hookgate verify --sent sent.jsonl --config hookgate.yaml']))
     .action((options: unknown) => verifyCommand(options));
 
+  addOperationsCommands(program);
   return program;
 }
 

@@ -90,7 +90,10 @@ describe('hookgate requeue', () => {
     // The fault is fixed; two operators requeue at the same moment.
     await db.pool.query(`DELETE FROM public.fail_control`);
     const args = ['requeue', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', configFile];
-    const [a, b] = await Promise.all([runHookgate(args, { env }), runHookgate(args, { env })]);
+    const [a, b] = await Promise.all([
+      runHookgate(args, { env: { ...env, HOOKGATE_ACTOR: 'alice' } }),
+      runHookgate(args, { env: { ...env, HOOKGATE_ACTOR: 'bob' } }),
+    ]);
     const codes = [a.code, b.code].sort();
     // One moved it; the other found nothing left to move (exit 2, "nothing changed").
     expect(codes, `${a.output}\n---\n${b.output}`).toEqual([0, 2]);
@@ -98,7 +101,19 @@ describe('hookgate requeue', () => {
     expect(loser.output).toMatch(/nothing_changed/);
     await waitFor('evt_dead to be processed', async () => (await statusOf('evt_dead')) === 'processed');
     // Requeued, then applied: every change with its time, in order.
-    const requeued = await show();
+    // Both requeues are audited; the one that moved the event names it, and its timeline says who.
+    const audited = await db.pool.query<{ actor: string; count: string; event_ids: string[] }>(
+      `SELECT actor, count, event_ids FROM hookgate.audit WHERE command = 'requeue' AND NOT dry_run ORDER BY count DESC`,
+    );
+    const mover = a.code === 0 ? 'alice' : 'bob';
+    expect(audited.rows).toEqual([
+      { actor: mover, count: '1', event_ids: ['evt_dead'] },
+      { actor: mover === 'alice' ? 'bob' : 'alice', count: '0', event_ids: [] },
+    ]);
+    const shown = await show();
+    // The audit row is written after the requeue commits: a worker may start the attempt first.
+    expect(shown.map((entry) => entry.what)).toContain(`requeued by ${mover}`);
+    const requeued = shown.filter((entry) => !entry.what.startsWith('requeued by'));
     expect(requeued.map((entry) => entry.what)).toEqual([
       'received',
       'requeued after 1 attempt(s), with a fresh job',

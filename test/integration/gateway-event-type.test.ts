@@ -115,7 +115,17 @@ describe('event types with control characters', () => {
       webhook: { kind: 'repository', repository: 'acme/shop', hookId: 1 },
     });
     const window = { since: new Date(Date.now() - 60_000), until: new Date(Date.now() + 1_000) };
-    const report = await replayEvents(claimer.pool, claimer.boss, 'gh', config.endpoints.gh!, source, window);
+    const report = await replayEvents(
+      claimer.pool,
+      claimer.boss,
+      'gh',
+      config.endpoints.gh!,
+      source,
+      window,
+      {
+        actor: 'test',
+      },
+    );
     expect(report).toMatchObject({ fetched: 2, new: 1, unusable: 1 });
     expect(report.problems).toEqual([
       'The event type is blank, or contains control characters or invalid Unicode.',

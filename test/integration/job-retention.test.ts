@@ -128,6 +128,7 @@ async function pruneRow(endpoint: string, eventId: string): Promise<void> {
     [endpoint, eventId],
   );
   const report = await prune(db.pool, {
+    actor: 'test',
     inboxOlderThanMs: 30 * DAY,
     deliveriesOlderThanMs: 90 * DAY,
     chunk: 100,

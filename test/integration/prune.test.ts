@@ -37,6 +37,7 @@ describe('prune', () => {
               ('notify', 'stuck', 'dead', now() - interval '100 days')`,
     );
     const report = await prune(db.pool, {
+      actor: 'test',
       inboxOlderThanMs: 30 * DAY,
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,

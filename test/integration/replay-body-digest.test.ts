@@ -81,6 +81,7 @@ async function replay(delivery: GithubDelivery, dryRun = false) {
     window,
     {
       dryRun,
+      actor: 'test',
     },
   );
 }

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
@@ -155,6 +156,13 @@ export interface ApplyJobTimes {
   start_after: Date;
 }
 
+/** How an audited action reads in a timeline. */
+const ACTION_VERBS: Readonly<Record<string, string>> = {
+  requeue: 'requeued',
+  discard: 'discarded',
+  redeliver: 'redelivered',
+};
+
 export interface TimelineEntry {
   /** Null when hookgate keeps the fact but not its time (the job is gone: retention). */
   at: string | null;
@@ -170,10 +178,18 @@ export function timeline(
   event: ShownEvent,
   deliveries: readonly Delivery[],
   job: ApplyJobTimes | null,
+  actions: readonly Pick<AuditRow, 'at' | 'actor' | 'command' | 'reason'>[] = [],
 ): TimelineEntry[] {
   const entries: { at: Date | null; what: string }[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
   ];
+  // The operator actions that named this event (hookgate.audit): who, and why when they said.
+  for (const action of actions) {
+    entries.push({
+      at: action.at,
+      what: `${ACTION_VERBS[action.command] ?? action.command} by ${action.actor}${action.reason ? `: ${action.reason}` : ''}`,
+    });
+  }
   // The requeue (or a settled duplicate under `dedupe: observe`) that gave the event a fresh
   // budget of attempts; its time is known while its job is the current one.
   const requeuedNow = event.requeued_attempts > 0 && event.requeued_attempts === event.dispatched_attempts;
@@ -252,7 +268,8 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   const jobId = event.dispatch_job ?? jobIdFor(endpoint, eventId);
   const job =
     (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
-  return { event, deliveries, job };
+  const actions = await actionsOnEvent(pool, endpoint, eventId);
+  return { event, deliveries, job, actions };
 }
 
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
@@ -263,8 +280,8 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
   if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('events', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
-    const { event, deliveries, job } = await loadEvent(pool, options.endpoint, options.eventId);
-    const events = timeline(event, deliveries, job);
+    const { event, deliveries, job, actions } = await loadEvent(pool, options.endpoint, options.eventId);
+    const events = timeline(event, deliveries, job, actions);
     if (options.json) {
       printJson({ ...event, deliveries, timeline: events });
       return;

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
+import { resolveActor } from '../../core/audit/actor.ts';
 import { durationMs } from '../../core/config/duration.ts';
 import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
@@ -38,6 +39,7 @@ export const pruneOptionsSchema = z
     pause: z.coerce.number().int().min(0).max(60_000).default(0),
     dryRun: z.boolean().optional(),
     force: z.boolean().optional(),
+    actor: z.string().min(1).max(200).optional(),
     json: z.boolean().optional(),
     config: z.string().min(1).optional(),
   })
@@ -64,7 +66,13 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     const windows = { inboxOlderThanMs: options.olderThan, deliveriesOlderThanMs: options.outboxOlderThan };
     const seconds = options.olderThan / 1000;
     if (options.dryRun) {
-      const would = await countPrunable(pool, windows);
+      // prune's own dry run, so the audit trail records it.
+      const would = await prune(pool, {
+        ...windows,
+        chunk: 1,
+        dryRun: true,
+        actor: resolveActor(options.actor),
+      });
       const counts = Number(
         (await pool.query<{ n: string }>(COUNT_DELIVERY_COUNTS, [seconds])).rows[0]?.n ?? 0,
       );
@@ -92,6 +100,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     try {
       report = await prune(pool, {
         ...windows,
+        actor: resolveActor(options.actor),
         chunk: options.batch,
         pauseMs: options.pause,
         onBatch: ({ deleted }) => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveActor } from '../../core/audit/actor.ts';
 import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
@@ -18,6 +19,7 @@ export const replayOptionsSchema = z.strictObject({
   since: pointInTime(),
   until: pointInTime().optional(),
   dryRun: z.boolean().optional(),
+  actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
@@ -62,6 +64,7 @@ export async function replayCommand(raw: unknown): Promise<void> {
   checkWindow(window);
   const source = replaySourceFor(options.endpoint, endpoint);
   const logger = createLogger(undefined, 2);
+  const actor = resolveActor(options.actor);
   writeErr(
     `hookgate: replaying ${options.endpoint} from ${source.description}, ${window.since.toISOString()} to ${window.until.toISOString()}${options.dryRun ? ' (dry run)' : ''}\n`,
   );
@@ -75,7 +78,11 @@ export async function replayCommand(raw: unknown): Promise<void> {
     };
     report = options.dryRun
       ? await withCommandPool('replay', 60_000, (pool) =>
-          replayEvents(pool, null, options.endpoint, endpoint, source, window, { dryRun: true, onPage }),
+          replayEvents(pool, null, options.endpoint, endpoint, source, window, {
+            dryRun: true,
+            onPage,
+            actor,
+          }),
         )
       : await withCommandQueue('replay', 60_000, logger, async (pool, boss) => {
           await ensureQueues(
@@ -84,7 +91,10 @@ export async function replayCommand(raw: unknown): Promise<void> {
             retryPolicyFrom(config.worker),
             outboxPolicyFrom(config.relay),
           );
-          return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, { onPage });
+          return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, {
+            onPage,
+            actor,
+          });
         });
   } finally {
     progress.stop();

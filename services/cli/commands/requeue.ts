@@ -1,10 +1,13 @@
 import { z } from 'zod';
+import { resolveActor } from '../../core/audit/actor.ts';
+import { recordAction } from '../../core/audit/audit.ts';
 import { HookgateError } from '../../core/errors.ts';
 import {
   countRequeue,
   findOrphans,
   previewRequeue,
   requeue,
+  requeueFilters,
   requeueOrphans,
 } from '../../core/inbox/requeue.ts';
 import { STUCK_STATUSES } from '../../core/inbox/status.ts';
@@ -38,6 +41,7 @@ export const requeueOptionsSchema = z
     orphans: z.boolean().optional(),
     limit: z.coerce.number().int().min(1).max(1_000_000).default(10_000),
     dryRun: z.boolean().optional(),
+    actor: z.string().min(1).max(200).optional(),
     json: z.boolean().optional(),
     config: z.string().min(1).optional(),
   })
@@ -92,6 +96,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     since: options.since,
     until: options.until,
     limit: options.limit,
+    actor: resolveActor(options.actor),
   };
   await withCommandQueue('requeue', 60_000, logger, async (pool, boss) => {
     if (options.dryRun && options.orphans) {
@@ -103,6 +108,15 @@ export async function requeueCommand(raw: unknown): Promise<void> {
         options.limit,
       );
       const orphans = found.redispatched;
+      await recordAction(pool, {
+        actor: request.actor,
+        command: 'requeue',
+        endpoint: options.endpoint,
+        filters: { orphans: true, limit: options.limit },
+        count: orphans.length + found.ended.length,
+        dryRun: true,
+        eventIds: [...orphans, ...found.ended],
+      });
       if (options.json)
         printJson({
           endpoint: options.endpoint,
@@ -124,6 +138,15 @@ export async function requeueCommand(raw: unknown): Promise<void> {
     }
     if (options.dryRun) {
       const candidates = await previewRequeue(pool, request);
+      await recordAction(pool, {
+        actor: request.actor,
+        command: 'requeue',
+        endpoint: options.endpoint,
+        filters: requeueFilters(request),
+        count: candidates.length,
+        dryRun: true,
+        eventIds: candidates.map((candidate) => candidate.event_id),
+      });
       if (options.json) {
         printJson({
           endpoint: options.endpoint,
@@ -168,6 +191,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
         boss,
         options.endpoint,
         { maxAttempts: config.worker.retryLimit + 1 },
+        request.actor,
         options.limit,
       );
       ids = orphans.redispatched;

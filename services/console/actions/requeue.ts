@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { consoleActor } from '../../core/audit/actor.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { countRequeue, previewRequeue, type RequeueRequest, requeue } from '../../core/inbox/requeue.ts';
 import { consolePath } from '../html/html.ts';
@@ -26,8 +27,9 @@ export interface RequeueTarget {
 /** The most events one console requeue moves; the CLI's --limit goes further. */
 const CONSOLE_LIMIT = 10_000;
 
-function requestOf(target: RequeueTarget): RequeueRequest {
+function requestOf(target: RequeueTarget, actor: string): RequeueRequest {
   return {
+    actor,
     endpoint: target.endpoint,
     statuses: target.status === 'any' ? ['parked', 'dead'] : [target.status],
     eventIds: target.eventId ? [target.eventId] : undefined,
@@ -72,7 +74,7 @@ export const requeueAction: ConsoleAction<RequeueTarget> = {
     return fields;
   },
   async preview(context, target) {
-    const request = requestOf(target);
+    const request = requestOf(target, consoleActor(context.viewer.name));
     const [count, sample] = await Promise.all([
       countRequeue(context.pool, request),
       previewRequeue(context.pool, { ...request, limit: 20 }),
@@ -95,7 +97,11 @@ export const requeueAction: ConsoleAction<RequeueTarget> = {
           endpoint: target.endpoint,
           status: target.status === 'any' ? undefined : target.status,
         });
-    const ids = await requeue(context.pool, context.boss, requestOf(target));
+    const ids = await requeue(
+      context.pool,
+      context.boss,
+      requestOf(target, consoleActor(context.viewer.name)),
+    );
     return {
       changed: ids.length,
       message:

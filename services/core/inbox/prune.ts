@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { recordAction } from '../audit/audit.ts';
 import {
   type PruneCounts,
   type PruneOptions,
@@ -59,6 +60,8 @@ export interface PruneRequest {
   readonly onBatch?: (progress: PruneProgress) => void | Promise<void>;
   readonly pauseMs?: number;
   readonly signal?: AbortSignal;
+  /** Who asked (recorded in hookgate.audit with what was deleted). */
+  readonly actor: string;
 }
 
 export interface PruneReport {
@@ -66,8 +69,28 @@ export interface PruneReport {
   readonly deliveries: number;
 }
 
-/** Both retentions, as `hookgate prune` runs them: the inbox, then the delivery records. */
+/**
+ * Both retentions, as `hookgate prune` runs them: the inbox, then the delivery records; then the
+ * action is recorded in the audit trail (a dry run too), with the counts.
+ */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
+  const report = await pruneBoth(db, request);
+  await recordAction(db, {
+    actor: request.actor,
+    command: 'prune',
+    filters: {
+      inbox_older_than_ms: request.inboxOlderThanMs,
+      deliveries_older_than_ms: request.deliveriesOlderThanMs,
+      inbox_rows: report.inboxRows,
+      deliveries: report.deliveries,
+    },
+    count: report.inboxRows + report.deliveries,
+    dryRun: request.dryRun === true,
+  });
+  return report;
+}
+
+async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Promise<PruneReport> {
   const common = {
     batchSize: request.chunk,
     ...(request.dryRun ? { dryRun: true } : {}),
@@ -86,5 +109,5 @@ export async function countPrunable(
   db: pg.Pool,
   windows: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs'>,
 ): Promise<PruneReport> {
-  return prune(db, { ...windows, chunk: 1, dryRun: true });
+  return pruneBoth(db, { ...windows, chunk: 1, dryRun: true });
 }

@@ -1,6 +1,7 @@
 // `hookgate requeue`: parked, dead and orphaned events back to pending with a live job each.
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { recordAction } from '../audit/audit.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { dispatchEvents } from '../queue/dispatch.ts';
 import { type SweepPolicy, sweepOrphans } from './orphans.ts';
@@ -61,6 +62,20 @@ export interface RequeueRequest {
   readonly chunk?: number;
   /** Called after each committed chunk with the number of events it moved. */
   readonly onChunk?: (moved: number) => void;
+  /** Who asked (recorded in hookgate.audit with what moved). */
+  readonly actor: string;
+}
+
+/** The filters an audit row records for a requeue. */
+export function requeueFilters(request: RequeueRequest): Record<string, unknown> {
+  return {
+    statuses: request.statuses,
+    ...(request.eventIds && request.eventIds.length > 0 ? { ids: request.eventIds } : {}),
+    ...(request.eventType ? { type: request.eventType } : {}),
+    ...(request.since ? { since: request.since.toISOString() } : {}),
+    ...(request.until ? { until: request.until.toISOString() } : {}),
+    ...(request.limit !== undefined ? { limit: request.limit } : {}),
+  };
 }
 
 function requeueParams(request: RequeueRequest, limit: number): unknown[] {
@@ -97,9 +112,24 @@ export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Pr
 }
 
 /**
- * Requeues in chunks, each one transaction: rows back to pending, and their jobs (dispatchEvents).
+ * Requeues in chunks, each one transaction: rows back to pending, and their jobs (dispatchEvents);
+ * then records the action, with every event it moved, in the audit trail.
  */
 export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
+  const all = await requeueChunks(pool, boss, request);
+  await recordAction(pool, {
+    actor: request.actor,
+    command: 'requeue',
+    endpoint: request.endpoint,
+    filters: requeueFilters(request),
+    count: all.length,
+    dryRun: false,
+    eventIds: all,
+  });
+  return all;
+}
+
+async function requeueChunks(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
   const chunk = request.chunk ?? 500;
   const all: string[] = [];
   for (;;) {
@@ -140,9 +170,23 @@ export async function requeueOrphans(
   boss: PgBoss,
   endpoint: string,
   policy: Pick<SweepPolicy, 'maxAttempts'>,
+  actor: string,
   limit = 10_000,
 ): Promise<OrphansResult> {
-  return withTransaction(pool, (client) => sweep(client, boss, endpoint, policy, limit));
+  return withTransaction(pool, async (client) => {
+    const result = await sweep(client, boss, endpoint, policy, limit);
+    // In the sweep's transaction: the audit row commits with what it changed.
+    await recordAction(client, {
+      actor,
+      command: 'requeue',
+      endpoint,
+      filters: { orphans: true, limit },
+      count: result.redispatched.length + result.ended.length,
+      dryRun: false,
+      eventIds: [...result.redispatched, ...result.ended],
+    });
+    return result;
+  });
 }
 
 /**

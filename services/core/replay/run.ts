@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { recordAction } from '../audit/audit.ts';
 import type { EndpointConfig } from '../config/schema.ts';
 import { HookgateError } from '../errors.ts';
 import { type Claim, claimBatch } from '../inbox/claim.ts';
@@ -39,6 +40,8 @@ const PRESENT = `
    ORDER BY i.ord`;
 
 export interface ReplayOptions {
+  /** Who asked (recorded in hookgate.audit with the counts). */
+  readonly actor: string;
   readonly dryRun?: boolean;
   readonly onPage?: (fetchedSoFar: number) => void;
 }
@@ -56,7 +59,7 @@ export async function replayEvents(
   endpoint: EndpointConfig,
   source: ReplaySource,
   window: ReplayWindow,
-  options: ReplayOptions = {},
+  options: ReplayOptions,
 ): Promise<ReplayReport> {
   const provider = createProvider(endpoint);
   let fetched = 0;
@@ -124,6 +127,20 @@ export async function replayEvents(
     }
     options.onPage?.(fetched);
   }
+  await recordAction(pool, {
+    actor: options.actor,
+    command: 'replay',
+    endpoint: endpointName,
+    filters: {
+      since: window.since.toISOString(),
+      until: window.until.toISOString(),
+      fetched,
+      already_present: present,
+      unusable,
+    },
+    count: fresh,
+    dryRun: options.dryRun === true || !boss,
+  });
   return { fetched, new: fresh, alreadyPresent: present, unusable, problems };
 }
 

@@ -1,0 +1,22 @@
+-- Operations, part two (issue 23): the operators' audit trail.
+--
+-- hookgate.audit: one row per operator action (requeue, discard, pause, resume, replay, prune,
+-- and redeliver once destinations land), dry runs included, written by services/core/audit/.
+-- `event_ids` keeps at most the first 1000 events an action touched (`count` says how many in
+-- all), so one row stays small whatever the action moved; its GIN index serves `events show`'s
+-- "which actions touched this event". A few hundred bytes per action; `hookgate prune` leaves it.
+CREATE TABLE hookgate.audit (
+  id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  at         timestamptz NOT NULL DEFAULT now(),
+  actor      text        NOT NULL CHECK (length(actor) BETWEEN 1 AND 200),
+  command    text        NOT NULL CHECK (length(command) BETWEEN 1 AND 63),
+  endpoint   text,
+  filters    jsonb       NOT NULL DEFAULT '{}'::jsonb,
+  count      bigint      NOT NULL CHECK (count >= 0),
+  dry_run    boolean     NOT NULL,
+  reason     text        CHECK (length(reason) <= 1000),
+  event_ids  text[]      NOT NULL DEFAULT '{}' CHECK (cardinality(event_ids) <= 1000)
+);
+CREATE INDEX audit_at_idx ON hookgate.audit (at);
+CREATE INDEX audit_endpoint_at_idx ON hookgate.audit (endpoint, at) WHERE endpoint IS NOT NULL;
+CREATE INDEX audit_event_ids_idx ON hookgate.audit USING gin (event_ids);

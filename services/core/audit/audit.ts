@@ -1,0 +1,112 @@
+import type { Queryable } from '../db/pool.ts';
+
+// The operators' audit trail (hookgate.audit, migrations/0013_operations.sql): every action an
+// operator takes (requeue, discard, pause, resume, replay, prune; redeliver once destinations
+// land), dry runs included, with who, when, what it was asked for and how much it changed. The one
+// owner of the table's SQL; batch-first, so a caller recording several actions pays one statement.
+
+/** Most event ids one row keeps (the table's CHECK); `count` says how many the action touched. */
+export const AUDIT_EVENT_IDS_KEPT = 1000;
+
+/** One operator action, as its caller reports it. */
+export interface AuditEntry {
+  /** Who: `--actor`, HOOKGATE_ACTOR, else the OS user (CLI); `console:<user>` (console). */
+  readonly actor: string;
+  /** The command's name: `requeue`, `discard`, `pause`, … */
+  readonly command: string;
+  readonly endpoint?: string | undefined;
+  /** What it was asked for (statuses, ids, times, windows), as given. */
+  readonly filters: Readonly<Record<string, unknown>>;
+  /** How many things it changed (or, in a dry run, would change). */
+  readonly count: number;
+  readonly dryRun: boolean;
+  /** The events it touched (the first AUDIT_EVENT_IDS_KEPT are kept). */
+  readonly eventIds?: readonly string[] | undefined;
+  readonly reason?: string | undefined;
+}
+
+const RECORD_ACTIONS = `
+  INSERT INTO hookgate.audit (actor, command, endpoint, filters, count, dry_run, reason, event_ids)
+  SELECT a.actor, a.command, a.endpoint, a.filters, a.count, a.dry_run, a.reason,
+         -- text[][] cannot be unnested per row: the ids travel as one JSON array per action.
+         ARRAY(SELECT jsonb_array_elements_text(a.event_ids))
+    FROM unnest($1::text[], $2::text[], $3::text[], $4::jsonb[], $5::bigint[], $6::boolean[], $7::text[], $8::jsonb[])
+      AS a(actor, command, endpoint, filters, count, dry_run, reason, event_ids)
+  RETURNING id::text AS id`;
+
+/** Records several actions in one statement; returns their ids in order. */
+export async function recordActions(db: Queryable, entries: readonly AuditEntry[]): Promise<string[]> {
+  if (entries.length === 0) return [];
+  const result = await db.query<{ id: string }>(RECORD_ACTIONS, [
+    entries.map((entry) => entry.actor.slice(0, 200)),
+    entries.map((entry) => entry.command),
+    entries.map((entry) => entry.endpoint ?? null),
+    entries.map((entry) => JSON.stringify(entry.filters)),
+    entries.map((entry) => entry.count),
+    entries.map((entry) => entry.dryRun),
+    entries.map((entry) => (entry.reason === undefined ? null : entry.reason.slice(0, 1000))),
+    entries.map((entry) => JSON.stringify((entry.eventIds ?? []).slice(0, AUDIT_EVENT_IDS_KEPT))),
+  ]);
+  return result.rows.map((row) => row.id);
+}
+
+/** Records one action (in the caller's transaction when `db` is one); returns its id. */
+export async function recordAction(db: Queryable, entry: AuditEntry): Promise<string> {
+  const [id] = await recordActions(db, [entry]);
+  return id!;
+}
+
+export interface AuditRow {
+  readonly id: string;
+  readonly at: Date;
+  readonly actor: string;
+  readonly command: string;
+  readonly endpoint: string | null;
+  readonly filters: Record<string, unknown>;
+  readonly count: number;
+  readonly dry_run: boolean;
+  readonly reason: string | null;
+  readonly event_ids: string[];
+}
+
+const COLUMNS = `id::text AS id, at, actor, command, endpoint, filters, count::float8 AS count, dry_run, reason, event_ids`;
+
+/** Newest first, through audit_at_idx or audit_endpoint_at_idx. NULL filters mean "any". */
+const LIST_ACTIONS = `
+  SELECT ${COLUMNS}
+    FROM hookgate.audit
+   WHERE ($1::timestamptz IS NULL OR at >= $1)
+     AND ($2::text IS NULL OR endpoint = $2)
+     AND ($3::text IS NULL OR command = $3)
+   ORDER BY at DESC, id DESC
+   LIMIT $4`;
+
+export interface AuditQuery {
+  readonly since?: Date | undefined;
+  readonly endpoint?: string | undefined;
+  readonly command?: string | undefined;
+  readonly limit: number;
+}
+
+export async function listActions(db: Queryable, query: AuditQuery): Promise<AuditRow[]> {
+  return (
+    await db.query<AuditRow>(LIST_ACTIONS, [
+      query.since ?? null,
+      query.endpoint ?? null,
+      query.command ?? null,
+      query.limit,
+    ])
+  ).rows;
+}
+
+/** The actions that named this event (real runs only), oldest first: audit_event_ids_idx. */
+const ACTIONS_ON_EVENT = `
+  SELECT ${COLUMNS}
+    FROM hookgate.audit
+   WHERE event_ids @> ARRAY[$2::text] AND endpoint = $1 AND NOT dry_run
+   ORDER BY at, id
+   LIMIT 100`;
+
+export async function actionsOnEvent(db: Queryable, endpoint: string, eventId: string): Promise<AuditRow[]> {
+  return (await db.query<AuditRow>(ACTIONS_ON_EVENT, [endpoint, eventId])).rows;
+}
