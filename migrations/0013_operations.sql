@@ -20,3 +20,16 @@ CREATE TABLE hookgate.audit (
 CREATE INDEX audit_at_idx ON hookgate.audit (at);
 CREATE INDEX audit_endpoint_at_idx ON hookgate.audit (endpoint, at) WHERE endpoint IS NOT NULL;
 CREATE INDEX audit_event_ids_idx ON hookgate.audit USING gin (event_ids);
+
+-- Discard (`hookgate discard`): a parked or dead event an operator settles for good, with who, why
+-- and when on its row (and in hookgate.audit). `discarded` is final and kept: prune never deletes
+-- it, requeue moves it only when asked (`--status discarded`). The CHECK is replaced NOT VALID and
+-- validated apart: adding it takes a moment's lock, validating it reads the inbox without
+-- blocking claims (SHARE UPDATE EXCLUSIVE).
+ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_status_check;
+ALTER TABLE hookgate.inbox ADD CONSTRAINT inbox_status_check
+  CHECK (status IN ('pending', 'processed', 'ignored', 'stale', 'parked', 'dead', 'discarded')) NOT VALID;
+ALTER TABLE hookgate.inbox VALIDATE CONSTRAINT inbox_status_check;
+ALTER TABLE hookgate.inbox ADD COLUMN discarded_at timestamptz;
+ALTER TABLE hookgate.inbox ADD COLUMN discarded_by text;
+ALTER TABLE hookgate.inbox ADD COLUMN discard_reason text;

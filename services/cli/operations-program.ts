@@ -1,5 +1,8 @@
 import type { Command } from 'commander';
+import { Option } from 'commander';
+import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
 import { auditCommand } from './commands/audit.ts';
+import { discardCommand } from './commands/discard.ts';
 import { addConfigOption } from './support/options.ts';
 
 // The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
@@ -32,4 +35,30 @@ export function addOperationsCommands(program: Command): void {
       examples(['hookgate audit --since 24h', 'hookgate audit --endpoint stripe --command discard --json']),
     )
     .action((options: unknown) => auditCommand(options));
+
+  addConfigOption(
+    addActorOption(
+      program
+        .command('discard')
+        .description('settle parked/dead events for good as discarded, with who, why and when (audited)')
+        .option('--endpoint <name>', 'the endpoint whose events to discard (required)')
+        .addOption(new Option('--status <status>', 'only this status').choices(DISCARDABLE_STATUSES))
+        .option('--type <type>', 'only this event type')
+        .option('--since <when>', 'received at or after: a duration (1h) or a timestamp')
+        .option('--until <when>', 'received before: a duration (10m) or a timestamp')
+        .option('--id <ids...>', 'only these event ids')
+        .option('--reason <text>', 'why (required; kept on each event and in the audit trail)')
+        .option('--limit <n>', 'at most this many events', '10000')
+        .option('--dry-run', 'print what would be discarded; change nothing (exit 2 when nothing would)')
+        .option('--json', 'print the result as JSON'),
+    ),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate discard --endpoint stripe --status dead --type invoice.voided --reason "test-mode leftovers" --dry-run',
+        'hookgate discard --endpoint github --id 5f1c… --reason "projection_unkeyed: no entity in this event kind"',
+      ]),
+    )
+    .action((options: unknown) => discardCommand(options));
 }

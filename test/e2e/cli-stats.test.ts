@@ -68,6 +68,10 @@ describe('hookgate stats', () => {
     });
     // Two settled events are parked by hand (the scenario's "missing context" events).
     await db.pool.query(`UPDATE hookgate.inbox SET status = 'parked' WHERE event_id IN ('evt_18', 'evt_19')`);
+    // One is discarded (as `hookgate discard` leaves one): counted apart, never in the backlog.
+    await db.pool.query(
+      `UPDATE hookgate.inbox SET status = 'discarded', discarded_at = now(), discarded_by = 'op', discard_reason = 'r' WHERE event_id = 'evt_17'`,
+    );
 
     const run = await runHookgate(['stats', '--json', '--config', configFile, '--since', '10m'], {
       env: env(),
@@ -83,15 +87,23 @@ describe('hookgate stats', () => {
     // The premise: the scenario produced failures and parked events.
     expect(count('ops', 'dead')).toBe(3);
     expect(count('ops', 'parked')).toBe(2);
-    for (const status of ['pending', 'parked', 'dead', 'processed', 'stale']) {
+    expect(count('ops', 'discarded')).toBe(1);
+    for (const status of ['pending', 'parked', 'dead', 'processed', 'stale', 'discarded']) {
       expect(ops[status], status).toBe(count('ops', status));
     }
     expect(ops.test).toBe(2);
     expect(ops.ignored).toBe(count('ops', 'ignored') - 2);
     // The columns add up: every accepted event of the window is in exactly one of them.
-    expect(ops.pending + ops.parked + ops.dead + ops.processed + ops.ignored + ops.stale + ops.test).toBe(
-      ops.accepted,
-    );
+    expect(
+      ops.pending +
+        ops.parked +
+        ops.dead +
+        ops.processed +
+        ops.ignored +
+        ops.stale +
+        ops.discarded +
+        ops.test,
+    ).toBe(ops.accepted);
     expect(ops.accepted).toBe(sentAccepted);
     expect(ops.duplicate).toBe(sentDuplicates);
     expect(ops.duplicate_rate).toBeCloseTo(sentDuplicates / (sentAccepted + sentDuplicates), 10);
@@ -110,9 +122,9 @@ describe('hookgate stats', () => {
     const human = await runHookgate(['stats', '--config', configFile], { env: env() });
     expect(human.code).toBe(0);
     expect(human.output).toMatch(
-      /ENDPOINT\s+PENDING\s+OLDEST\s+PARKED\s+DEAD\s+PROCESSED\s+IGNORED\s+STALE\s+TEST\s+ACCEPTED\s+DUPLICATES\s+DUP-RATE/,
+      /ENDPOINT\s+PENDING\s+OLDEST\s+PARKED\s+DEAD\s+PROCESSED\s+IGNORED\s+STALE\s+DISCARDED\s+TEST\s+ACCEPTED\s+DUPLICATES\s+DUP-RATE/,
     );
-    expect(human.output).toMatch(/ops\s+0\s+-\s+2\s+3\s+15\s+0\s+0\s+2\s+22\s+9\s+29\.0%/);
+    expect(human.output).toMatch(/ops\s+0\s+-\s+2\s+3\s+14\s+0\s+0\s+1\s+2\s+22\s+9\s+29\.0%/);
   }, 120_000);
 
   it('events list filters and events show prints the timeline; unknown endpoints are refused', async () => {

@@ -48,19 +48,23 @@ describe('requeue', () => {
     expect(run.stderr).not.toMatch(/Invalid input|expected string|received undefined/);
   });
 
-  it('--status offers and takes only parked and dead; events list takes all six', async () => {
+  it('--status offers and takes only parked, dead and discarded; events list takes all seven', async () => {
     const help = await runCliInProcess(['requeue', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/--status <status>\s+only this status \(choices: "parked", "dead"\)/);
+    expect(help.stdout).toMatch(
+      /--status <status>\s+only this status \(choices: "parked", "dead", "discarded"\)/,
+    );
     const pending = await runCliInProcess(
       ['requeue', '--endpoint', 'stripe', '--status', 'pending'],
       NOWHERE,
     );
     expect(pending.code).toBe(2);
-    expect(oneLine(pending.stderr)).toMatch(/^hookgate: usage_invalid: .*Allowed choices are parked, dead/);
+    expect(oneLine(pending.stderr)).toMatch(
+      /^hookgate: usage_invalid: .*Allowed choices are parked, dead, discarded/,
+    );
     const list = await runCliInProcess(['events', 'list', '--help']);
     expect(list.stdout.replace(/\s+/g, ' ')).toContain(
-      '--status <status> only this status (choices: "pending", "processed", "ignored", "stale", "parked", "dead")',
+      '--status <status> only this status (choices: "pending", "processed", "ignored", "stale", "parked", "dead", "discarded")',
     );
   });
 

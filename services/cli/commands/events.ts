@@ -87,7 +87,8 @@ export const eventsShowOptionsSchema = z.strictObject({
 export const SHOW_EVENT = `
   SELECT endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version::text AS entity_version,
          status, attempts, requeued_attempts, dispatched_attempts, dispatch_job::text AS dispatch_job,
-         next_attempt_at, last_error, received_at, processed_at, received_via, traceparent, headers, payload
+         next_attempt_at, last_error, received_at, processed_at, received_via, traceparent,
+         discarded_at, discarded_by, discard_reason, headers, payload
     FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = $2`;
 
@@ -121,6 +122,10 @@ export interface ShownEvent {
   processed_at: Date | null;
   received_via: string | null;
   traceparent: string | null;
+  /** Set while the event is discarded (`hookgate discard`): when, by whom, why. */
+  discarded_at: Date | null;
+  discarded_by: string | null;
+  discard_reason: string | null;
   headers: Record<string, string>;
   payload: unknown;
 }
@@ -294,6 +299,9 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       `status     ${event.status}`,
       `attempts   ${event.attempts}${event.requeued_attempts ? ` (${event.requeued_attempts} before the last requeue)` : ''}`,
       `last error ${event.last_error ?? '-'}`,
+      ...(event.discarded_at
+        ? [`discarded  ${event.discarded_at.toISOString()} by ${event.discarded_by}: ${event.discard_reason}`]
+        : []),
       `trace      ${event.traceparent ?? '-'}`,
       '',
       'timeline',

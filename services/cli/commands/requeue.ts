@@ -10,7 +10,7 @@ import {
   requeueFilters,
   requeueOrphans,
 } from '../../core/inbox/requeue.ts';
-import { STUCK_STATUSES } from '../../core/inbox/status.ts';
+import { DISCARDED_STATUS, STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
@@ -19,8 +19,11 @@ import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../su
 import { progressBar } from '../support/progress.ts';
 import { writeErr, writeOut } from '../support/terminal-text.ts';
 
-/** What `requeue --status` takes: only stuck events are put back (pending ones: --orphans). */
-export const REQUEUE_STATUSES = STUCK_STATUSES;
+/**
+ * What `requeue --status` takes: stuck events, and discarded ones when named (pending ones:
+ * --orphans). Without --status only stuck events move.
+ */
+export const REQUEUE_STATUSES = [...STUCK_STATUSES, DISCARDED_STATUS] as const;
 
 export const requeueOptionsSchema = z
   .strictObject({
@@ -31,7 +34,9 @@ export const requeueOptionsSchema = z
       })
       .pipe(endpointName),
     status: z
-      .enum(REQUEUE_STATUSES, { error: 'only parked or dead events are requeued (pending: --orphans)' })
+      .enum(REQUEUE_STATUSES, {
+        error: 'only parked, dead or discarded events are requeued (pending: --orphans)',
+      })
       .optional(),
     type: z.string().min(1).max(500).optional(),
     since: pointInTime().optional(),
@@ -90,7 +95,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
   const eventIds = [...(options.id ?? []), ...(options.eventId ? [options.eventId] : [])];
   const request = {
     endpoint: options.endpoint,
-    statuses: options.status ? [options.status] : REQUEUE_STATUSES,
+    statuses: options.status ? [options.status] : STUCK_STATUSES,
     eventIds,
     eventType: options.type,
     since: options.since,

@@ -1,11 +1,11 @@
 /**
- * Settled rows received in the window, by endpoint and status (received_at index), test events
+ * Settled (and discarded) rows received in the window, by endpoint and status (received_at index), test events
  * ($3, settled `ignored` by every handler) apart from the rest.
  */
 export const SETTLED_IN_WINDOW = `
   SELECT endpoint, status, event_type = $3 AS test, count(*)::bigint AS events
     FROM hookgate.inbox
-   WHERE received_at >= $1 AND status IN ('processed', 'ignored', 'stale')
+   WHERE received_at >= $1 AND status IN ('processed', 'ignored', 'stale', 'discarded')
      AND ($2::text IS NULL OR endpoint = $2)
    GROUP BY endpoint, status, event_type = $3`;
 

@@ -26,6 +26,8 @@ export interface EndpointStats {
   processed: number;
   ignored: number;
   stale: number;
+  /** Discarded by an operator (`hookgate discard`), among the events received in the window. */
+  discarded: number;
   /** Test events (`hookgate.test`, settled `ignored` without business writes) received in the window. */
   test: number;
   /** Deliveries answered 200 in the window: stored now, or already stored. */
@@ -51,6 +53,7 @@ function blank(endpoint: string): EndpointStats {
     processed: 0,
     ignored: 0,
     stale: 0,
+    discarded: 0,
     test: 0,
     accepted: 0,
     duplicate: 0,
@@ -99,7 +102,12 @@ export async function collectStats(
   for (const row of settled.rows) {
     const stats = entry(row.endpoint);
     if (row.test) stats.test += Number(row.events);
-    else if (row.status === 'processed' || row.status === 'ignored' || row.status === 'stale')
+    else if (
+      row.status === 'processed' ||
+      row.status === 'ignored' ||
+      row.status === 'stale' ||
+      row.status === 'discarded'
+    )
       stats[row.status] += Number(row.events);
   }
   const deliveries = await pool.query<{ endpoint: string; accepted: string; duplicate: string }>(
@@ -136,6 +144,7 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     String(s.processed),
     String(s.ignored),
     String(s.stale),
+    String(s.discarded),
     String(s.test),
     String(s.accepted),
     String(s.duplicate),
@@ -152,6 +161,7 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     'PROCESSED',
     'IGNORED',
     'STALE',
+    'DISCARDED',
     'TEST',
     'ACCEPTED',
     'DUPLICATES',

@@ -1,4 +1,5 @@
-// `hookgate requeue`: parked, dead and orphaned events back to pending with a live job each.
+// `hookgate requeue`: parked, dead (and, when asked, discarded) and orphaned events back to
+// pending with a live job each.
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { recordAction } from '../audit/audit.ts';
@@ -43,14 +44,16 @@ const REQUEUE_ROWS = `
      FOR UPDATE
   )
   UPDATE hookgate.inbox i
-     SET status = 'pending', processed_at = NULL
+     SET status = 'pending', processed_at = NULL,
+         discarded_at = NULL, discarded_by = NULL, discard_reason = NULL
     FROM picked
    WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
   RETURNING i.event_id, i.attempts`;
 
 export interface RequeueRequest {
   readonly endpoint: string;
-  readonly statuses: readonly ('parked' | 'dead')[];
+  /** `discarded` only when the operator asks for it (`--status discarded`). */
+  readonly statuses: readonly ('parked' | 'dead' | 'discarded')[];
   /** Only these events (none: any). */
   readonly eventIds?: readonly string[] | undefined;
   readonly eventType?: string | undefined;
