@@ -33,3 +33,17 @@ ALTER TABLE hookgate.inbox VALIDATE CONSTRAINT inbox_status_check;
 ALTER TABLE hookgate.inbox ADD COLUMN discarded_at timestamptz;
 ALTER TABLE hookgate.inbox ADD COLUMN discarded_by text;
 ALTER TABLE hookgate.inbox ADD COLUMN discard_reason text;
+
+-- Pause (`hookgate pause` / `resume`): an endpoint's processing held by an operator. One row per
+-- endpoint ever paused, written by services/core/pause/pause.ts; `paused_at` set means paused.
+-- Workers read it (cached for a second) before fetching an endpoint's jobs, and apply
+-- transactions hold a shared advisory lock that `pause` takes exclusively, so once `pause` has
+-- returned no apply of the endpoint commits. The gateway never reads it: deliveries are still
+-- verified, claimed and acknowledged.
+CREATE TABLE hookgate.endpoint_state (
+  endpoint      text        PRIMARY KEY,
+  paused_at     timestamptz,
+  paused_by     text,
+  pause_reason  text        CHECK (length(pause_reason) <= 1000),
+  updated_at    timestamptz NOT NULL DEFAULT now()
+);

@@ -3,6 +3,7 @@ import { Option } from 'commander';
 import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
 import { auditCommand } from './commands/audit.ts';
 import { discardCommand } from './commands/discard.ts';
+import { pauseCommand, resumeCommand } from './commands/pause.ts';
 import { addConfigOption } from './support/options.ts';
 
 // The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
@@ -61,4 +62,35 @@ export function addOperationsCommands(program: Command): void {
       ]),
     )
     .action((options: unknown) => discardCommand(options));
+
+  addConfigOption(
+    addActorOption(
+      program
+        .command('pause')
+        .description(
+          "hold an endpoint's processing: workers apply none of its events; the gateway keeps accepting",
+        )
+        .option('--endpoint <name>', 'the endpoint to pause (required)')
+        .option('--reason <text>', 'why (shown by stats and the audit trail)')
+        .option('--json', 'print the result as JSON'),
+    ),
+  )
+    .addHelpText(
+      'after',
+      examples(['hookgate pause --endpoint stripe --reason "deploying the billing handler fix"']),
+    )
+    .action((options: unknown) => pauseCommand(options));
+
+  addConfigOption(
+    addActorOption(
+      program
+        .command('resume')
+        .description('release a paused endpoint: its held events are applied in their order')
+        .option('--endpoint <name>', 'the endpoint to resume (required)')
+        .option('--reason <text>', 'why (for the audit trail)')
+        .option('--json', 'print the result as JSON'),
+    ),
+  )
+    .addHelpText('after', examples(['hookgate resume --endpoint stripe']))
+    .action((options: unknown) => resumeCommand(options));
 }

@@ -5,6 +5,7 @@ import { applyEvents, type EngineDeps, type EventResult } from '../core/apply/en
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
 import type { Handler } from '../core/handlers/types.ts';
+import { beginWithPauseFence, pausedAtBegin } from '../core/pause/pause.ts';
 import { dispatchEvents } from '../core/queue/dispatch.ts';
 import { applyQueue } from '../core/queue/names.ts';
 
@@ -54,7 +55,71 @@ export async function applyJobs(
   jobs: readonly (FetchedJob | JobPart)[],
   policy: JobPolicy,
 ): Promise<EventResult[]> {
-  return withTransaction(deps.pool, async (tx) => {
+  return withTransaction(
+    deps.pool,
+    async (tx, begun) => {
+      // Paused after this worker last looked: hand the events back unapplied, charged nothing.
+      if (pausedAtBegin(begun)) return holdJobs(deps, tx, endpoint, jobs);
+      return applyInTransaction(deps, tx, endpoint, handler, jobs, policy);
+    },
+    { begin: beginWithPauseFence(endpoint) },
+  );
+}
+
+/** Seconds before held events may be fetched again (they are not fetched while the pause lasts). */
+const HELD_DELAY_SECONDS = 1;
+
+/**
+ * A paused endpoint's fetched events go back in new jobs with their attempts as they were, in the
+ * order they came (keepWithinBatch's hand-back); the jobs are completed. No attempt is counted.
+ */
+async function holdJobs(
+  deps: ApplyJobsDeps,
+  tx: pg.PoolClient,
+  endpoint: string,
+  jobs: readonly (FetchedJob | JobPart)[],
+): Promise<EventResult[]> {
+  for (const job of jobs) {
+    await dispatchEvents(
+      deps.boss,
+      tx,
+      endpoint,
+      job.eventIds.map((eventId) => ({ eventId, attempts: 0, fromJob: job.id })),
+      { keepAttempts: true, delaySeconds: HELD_DELAY_SECONDS },
+    );
+  }
+  const done = jobs.filter((job) => !('completes' in job) || job.completes);
+  if (done.length > 0) {
+    await deps.boss.complete(
+      applyQueue(endpoint),
+      done.map(({ id, retryCount }) => ({ id, retryCount })),
+      null,
+      { db: executorFor(tx) },
+    );
+  }
+  return jobs.flatMap((job) =>
+    job.eventIds.map(
+      (eventId): EventResult => ({
+        eventId,
+        eventType: '',
+        outcome: 'held',
+        attempts: 0,
+        receivedAt: null,
+        traceparent: null,
+      }),
+    ),
+  );
+}
+
+async function applyInTransaction(
+  deps: ApplyJobsDeps,
+  tx: pg.PoolClient,
+  endpoint: string,
+  handler: Handler,
+  jobs: readonly (FetchedJob | JobPart)[],
+  policy: JobPolicy,
+): Promise<EventResult[]> {
+  {
     const results = await applyEvents(tx, deps, {
       endpoint,
       handler,
@@ -74,7 +139,7 @@ export async function applyJobs(
       );
     }
     return results;
-  });
+  }
 }
 
 /**

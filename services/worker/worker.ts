@@ -14,6 +14,7 @@ import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { applyJobs, type FetchedJob, type JobPart, type JobPolicy, keepWithinBatch } from './apply.ts';
+import { PauseWatch } from './pause-watch.ts';
 import { startSweeper } from './sweeper.ts';
 import { Waker } from './waker.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
@@ -238,9 +239,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   };
 
   const perFetch = new Map<string, JobsPerFetch>();
+  const pauses = new PauseWatch(pool);
 
   /** One fetch-and-apply step; returns whether it fetched a full load (more is waiting). */
   const applyStep = async (endpoint: string, handler: Handler): Promise<boolean> => {
+    // A paused endpoint's jobs stay queued, in order, until it is resumed (its NOTIFY wakes us).
+    if (await pauses.paused(endpoint)) return false;
     const queue = applyQueue(endpoint);
     const sizing = perFetch.get(endpoint) ?? new JobsPerFetch(batchSize);
     perFetch.set(endpoint, sizing);

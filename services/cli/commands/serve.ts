@@ -16,6 +16,7 @@ import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
 import { startMetricsServer } from '../../core/metrics-server.ts';
 import { OutageLog } from '../../core/outage-log.ts';
+import { registerPauseMetrics } from '../../core/pause/metrics.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
@@ -217,6 +218,13 @@ export async function serveCommand(raw: unknown): Promise<void> {
     onError: (error) => {
       if (!outage.failed('backlog metrics', error))
         logger.warn({ err: error }, 'backlog metrics: query failed');
+    },
+  });
+  registerPauseMetrics(registry, {
+    db: pool,
+    endpoints: Object.keys(config.endpoints),
+    onError: (error) => {
+      if (!outage.failed('pause metrics', error)) logger.warn({ err: error }, 'pause metrics: query failed');
     },
   });
   let stopping = false;

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { BACKLOG_BY_ENDPOINT } from '../../core/backlog.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
+import { pausedEndpoints } from '../../core/pause/pause.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { age, percent, printJson, table } from '../support/format.ts';
@@ -36,6 +37,12 @@ export interface EndpointStats {
   duplicate_rate: number | null;
   latency_p50_seconds: number | null;
   latency_p99_seconds: number | null;
+  /** Paused by an operator (`hookgate pause`): its events are held, not failing. */
+  paused: boolean;
+  paused_at: string | null;
+  paused_by: string | null;
+  pause_reason: string | null;
+  paused_seconds: number | null;
 }
 
 export interface StatsReport {
@@ -60,6 +67,11 @@ function blank(endpoint: string): EndpointStats {
     duplicate_rate: null,
     latency_p50_seconds: null,
     latency_p99_seconds: null,
+    paused: false,
+    paused_at: null,
+    paused_by: null,
+    pause_reason: null,
+    paused_seconds: null,
   };
 }
 
@@ -130,6 +142,15 @@ export async function collectStats(
     stats.latency_p50_seconds = round(row.p50);
     stats.latency_p99_seconds = round(row.p99);
   }
+  for (const pause of await pausedEndpoints(pool)) {
+    if (endpoint !== null && pause.endpoint !== endpoint) continue;
+    const stats = entry(pause.endpoint);
+    stats.paused = true;
+    stats.paused_at = pause.paused_at.toISOString();
+    stats.paused_by = pause.paused_by;
+    stats.pause_reason = pause.pause_reason;
+    stats.paused_seconds = round(pause.paused_seconds);
+  }
   const endpoints = [...byEndpoint.values()].sort((a, b) => (a.endpoint < b.endpoint ? -1 : 1));
   return { since: since.toISOString(), endpoints };
 }
@@ -151,6 +172,7 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     percent(s.duplicate_rate),
     age(s.latency_p50_seconds),
     age(s.latency_p99_seconds),
+    s.paused ? `${age(s.paused_seconds)} by ${s.paused_by}` : '-',
   ]);
   const header = [
     'ENDPOINT',
@@ -168,6 +190,7 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     'DUP-RATE',
     'P50',
     'P99',
+    'PAUSED',
   ];
   return `Backlog now; deliveries and latency since ${report.since} (${windowLabel}).\n\n${table(header, rows)}`;
 }

@@ -2,6 +2,8 @@ import type pg from 'pg';
 import { HookgateError } from '../errors.ts';
 import type { Handler } from '../handlers/types.ts';
 import type { Claim } from '../inbox/claim.ts';
+import { pausedAmong } from '../pause/pause.ts';
+import { dispatchEvents } from '../queue/dispatch.ts';
 import { applyEvents, type EngineDeps } from './engine.ts';
 
 /**
@@ -10,7 +12,8 @@ import { applyEvents, type EngineDeps } from './engine.ts';
  * that retrying may fix throws: the claim rolls back, nothing of the delivery is stored, and the
  * provider gets a 503 and retries. An event that can never be applied (EventUnusable) is stored
  * `dead` with its reason and acknowledged: retrying it cannot help, and a verified delivery is
- * never dropped.
+ * never dropped. A paused endpoint's events are not applied: they get a job (in this transaction)
+ * and wait, as an async endpoint's do, for the resume.
  */
 export async function applyInClaim(
   client: pg.PoolClient,
@@ -25,7 +28,18 @@ export async function applyInClaim(
     list.push(claim.event.eventId);
     byEndpoint.set(claim.endpoint, list);
   }
+  const paused = await pausedAmong(client, [...byEndpoint.keys()]);
   for (const [endpoint, eventIds] of byEndpoint) {
+    if (paused.has(endpoint)) {
+      await dispatchEvents(
+        deps.boss,
+        client,
+        endpoint,
+        eventIds.map((eventId) => ({ eventId, attempts: 0 })),
+        { keepAttempts: true },
+      );
+      continue;
+    }
     const results = await applyEvents(client, deps, {
       endpoint,
       handler: handlers.get(endpoint)!,

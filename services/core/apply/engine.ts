@@ -60,7 +60,8 @@ export interface EngineDeps {
 /**
  * How each event of a request ended. `retry`: the attempt failed and the row stays pending, for
  * the caller to send again; `already_settled`, `superseded` (another job carries it now) and
- * `missing` (no row) were not applied and change nothing.
+ * `missing` (no row) were not applied and change nothing; `held` (a paused endpoint's, handed
+ * back by the worker) neither.
  */
 export type EventOutcome =
   | ApplyOutcome
@@ -69,7 +70,9 @@ export type EventOutcome =
   | 'dead'
   | 'already_settled'
   | 'superseded'
-  | 'missing';
+  | 'missing'
+  /** Not applied: its endpoint is paused (the worker handed it back, charged nothing). */
+  | 'held';
 
 export interface EventResult {
   readonly eventId: string;

@@ -8,13 +8,18 @@ import type pg from 'pg';
  */
 export async function withTransaction<T>(
   pool: pg.Pool,
-  work: (client: pg.PoolClient) => Promise<T>,
+  /** `begun`: what the opening query returned (one result per statement of `options.begin`). */
+  work: (client: pg.PoolClient, begun: readonly pg.QueryResult[]) => Promise<T>,
+  options: {
+    /** What opens the transaction, when more rides on its round trip (a constant text: no input). */
+    readonly begin?: string;
+  } = {},
 ): Promise<T> {
   const client = await pool.connect();
   let broken = false;
   try {
-    await client.query('BEGIN');
-    const result = await work(client);
+    const opened: pg.QueryResult | pg.QueryResult[] = await client.query(options.begin ?? 'BEGIN');
+    const result = await work(client, Array.isArray(opened) ? opened : [opened]);
     await client.query('COMMIT');
     return result;
   } catch (error) {
