@@ -47,3 +47,23 @@ CREATE TABLE hookgate.endpoint_state (
   pause_reason  text        CHECK (length(pause_reason) <= 1000),
   updated_at    timestamptz NOT NULL DEFAULT now()
 );
+
+-- Per-attempt history: one row per apply attempt of an event (when it started, which worker, how
+-- it ended, its error, how long its batch took), written by the apply engine in the attempt's own
+-- transaction (services/core/attempts/attempts.ts) and read by `events show`. Bounded: deleted by
+-- `hookgate prune` with the inbox window (oldest first, through apply_attempts_at_idx), whatever
+-- the event's status; an event's attempts are bounded by its retry budget per requeue.
+CREATE TABLE hookgate.apply_attempts (
+  id             bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  endpoint       text        NOT NULL,
+  event_id       text        NOT NULL,
+  attempt        integer     NOT NULL CHECK (attempt >= 1),
+  at             timestamptz NOT NULL DEFAULT now(),
+  worker         text        NOT NULL,
+  outcome        text        NOT NULL,
+  error_code     text,
+  error_message  text        CHECK (length(error_message) <= 2000),
+  duration_ms    double precision NOT NULL CHECK (duration_ms >= 0)
+);
+CREATE INDEX apply_attempts_event_idx ON hookgate.apply_attempts (endpoint, event_id, at);
+CREATE INDEX apply_attempts_at_idx ON hookgate.apply_attempts (at);

@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import type { EventResult } from '../core/apply/engine.ts';
 import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
+import { recordAttempts, THIS_WORKER } from '../core/attempts/attempts.ts';
 import type { Config } from '../core/config/schema.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -144,6 +145,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     handler: Handler,
     jobs: readonly (FetchedJob | JobPart)[],
   ): Promise<EventResult[] | null> => {
+    const started = process.hrtime.bigint();
     try {
       return await applyJobs(deps, endpoint, handler, jobs, policy);
     } catch (error) {
@@ -156,10 +158,25 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
           'apply batch failed; its jobs are failed (tried again while attempts remain)',
         );
       const failure = { code: 'batch_failed', message: (error as Error).message, permanent: false };
-      await recordBatchFailure(pool, endpoint, events, lastErrorOf(failure)).catch((recordError: unknown) => {
-        if (!options.outage?.failed('worker apply', recordError))
-          logger.error({ err: recordError }, 'could not record the batch failure');
-      });
+      await recordBatchFailure(pool, endpoint, events, lastErrorOf(failure))
+        .then((counted) =>
+          // The attempt history too: its transaction, where the engine writes it, rolled back.
+          recordAttempts(pool, endpoint, {
+            worker: THIS_WORKER,
+            durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+            records: counted.map(({ eventId, attempts }) => ({
+              eventId,
+              attempt: attempts,
+              outcome: 'failed',
+              errorCode: failure.code,
+              errorMessage: failure.message,
+            })),
+          }),
+        )
+        .catch((recordError: unknown) => {
+          if (!options.outage?.failed('worker apply', recordError))
+            logger.error({ err: recordError }, 'could not record the batch failure');
+        });
       await boss
         .fail(
           applyQueue(endpoint),

@@ -69,7 +69,9 @@ describe('hookgate requeue', () => {
     const dead = await show();
     expect(dead.map((entry) => entry.what)).toEqual([
       'received',
-      'attempt 1 started',
+      expect.stringMatching(
+        /^attempt 1 by \S+:\d+: dead, sqlstate_P0001: injected failure for evt_dead.* \(\d+ ms\)$/,
+      ),
       expect.stringMatching(
         /^ended dead after 1 attempt\(s\): sqlstate_P0001: injected failure for evt_dead/,
       ),
@@ -116,19 +118,22 @@ describe('hookgate requeue', () => {
     const requeued = shown.filter((entry) => !entry.what.startsWith('requeued by'));
     expect(requeued.map((entry) => entry.what)).toEqual([
       'received',
+      expect.stringMatching(/^attempt 1 by \S+: dead, /),
       'requeued after 1 attempt(s), with a fresh job',
-      'attempt 2 started',
+      expect.stringMatching(/^attempt 2 by \S+: processed \(\d+ ms\)$/),
       'settled processed after 2 attempt(s)',
     ]);
     const times = requeued.map((entry) => Date.parse(entry.at!));
     expect(times.every((time) => Number.isFinite(time))).toBe(true);
     expect([...times].sort((a, b) => a - b)).toEqual(times);
-    expect(times[1]!).toBeGreaterThan(Date.parse(dead[2]!.at!));
+    expect(times[2]!).toBeGreaterThan(Date.parse(dead[2]!.at!));
     const human = await runCliInProcess(
       ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--config', configFile],
       env,
     );
-    expect(human.stdout).toMatch(/timeline\n {2}\S+Z +received\n {2}\S+Z +requeued after 1 attempt\(s\)/);
+    expect(human.stdout).toMatch(
+      /timeline\n {2}\S+Z +received\n {2}\S+Z +attempt 1 by \S+: dead, .*\n {2}\S+Z +requeued after 1 attempt\(s\)/,
+    );
 
     // Nothing left to requeue: a dry run says so with exit 2, as a real run does.
     const nothing = await runCliInProcess(

@@ -143,7 +143,7 @@ describe('hookgate stats', () => {
     expect(show.code, show.output).toBe(0);
     expect(show.output).toMatch(/status\s+processed/);
     expect(show.output).toMatch(
-      /timeline\n.*received\n.*attempt 1 started\n.*settled processed after 1 attempt/,
+      /timeline\n.*received\n.*attempt 1 by \S+: processed \(\d+ ms\)\n.*settled processed after 1 attempt/,
     );
     expect(show.output).toMatch(/"id": "evt_3"/);
 

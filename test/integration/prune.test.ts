@@ -36,13 +36,23 @@ describe('prune', () => {
               ('notify', 'recent', 'delivered', now() - interval '10 days'),
               ('notify', 'stuck', 'dead', now() - interval '100 days')`,
     );
+    // The attempt history goes with the inbox window (three old rows, in two chunks of 2).
+    await db.pool.query(
+      `INSERT INTO hookgate.apply_attempts (endpoint, event_id, attempt, at, worker, outcome, duration_ms)
+       VALUES ('ep', 'old_processed', 1, now() - interval '40 days', 'w', 'processed', 1),
+              ('ep', 'old_dead', 1, now() - interval '40 days', 'w', 'failed', 1),
+              ('ep', 'old_dead', 2, now() - interval '39 days', 'w', 'dead', 1),
+              ('ep', 'new_processed', 1, now() - interval '1 day', 'w', 'processed', 1)`,
+    );
     const report = await prune(db.pool, {
       actor: 'test',
       inboxOlderThanMs: 30 * DAY,
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
-    expect(report).toEqual({ inboxRows: 8, deliveries: 1 });
+    expect(report).toEqual({ inboxRows: 8, deliveries: 1, attempts: 3 });
+    const attempts = await db.pool.query('SELECT event_id FROM hookgate.apply_attempts');
+    expect(attempts.rows.map((r) => r.event_id)).toEqual(['new_processed']);
     const left = await db.pool.query('SELECT event_id FROM hookgate.inbox ORDER BY event_id');
     expect(left.rows.map((r) => r.event_id)).toEqual([
       'new_dead',

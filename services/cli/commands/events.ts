@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
@@ -184,6 +185,7 @@ export function timeline(
   deliveries: readonly Delivery[],
   job: ApplyJobTimes | null,
   actions: readonly Pick<AuditRow, 'at' | 'actor' | 'command' | 'reason'>[] = [],
+  attempts: readonly AttemptRow[] = [],
 ): TimelineEntry[] {
   const entries: { at: Date | null; what: string }[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
@@ -205,9 +207,20 @@ export function timeline(
     });
   }
   const lastError = event.last_error ? `: ${event.last_error}` : '';
+  // Each attempt the history keeps (hookgate.apply_attempts): when, which worker, how it ended.
+  for (const attempt of attempts) {
+    const error = attempt.error_code ? `, ${attempt.error_code}: ${attempt.error_message ?? ''}` : '';
+    entries.push({
+      at: attempt.at,
+      what: `attempt ${attempt.attempt} by ${attempt.worker}: ${attempt.outcome}${error} (${Math.round(attempt.duration_ms)} ms)`,
+    });
+  }
+  const recorded = new Set(attempts.map((attempt) => attempt.attempt));
   if (job?.started_on) {
     const attempt = event.dispatched_attempts + job.retry_count + 1;
-    entries.push({ at: job.started_on, what: `attempt ${attempt} started` });
+    // An attempt the history has is shown from there; one it has not (running now, or lost with
+    // its worker) from the job.
+    if (!recorded.has(attempt)) entries.push({ at: job.started_on, what: `attempt ${attempt} started` });
     if (job.state === 'retry')
       entries.push({
         at: job.start_after,
@@ -274,7 +287,8 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   const job =
     (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
   const actions = await actionsOnEvent(pool, endpoint, eventId);
-  return { event, deliveries, job, actions };
+  const attempts = await attemptsOf(pool, endpoint, eventId);
+  return { event, deliveries, job, actions, attempts };
 }
 
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
@@ -285,10 +299,14 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
   if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('events', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
-    const { event, deliveries, job, actions } = await loadEvent(pool, options.endpoint, options.eventId);
-    const events = timeline(event, deliveries, job, actions);
+    const { event, deliveries, job, actions, attempts } = await loadEvent(
+      pool,
+      options.endpoint,
+      options.eventId,
+    );
+    const events = timeline(event, deliveries, job, actions, attempts);
     if (options.json) {
-      printJson({ ...event, deliveries, timeline: events });
+      printJson({ ...event, deliveries, attempt_history: attempts, timeline: events });
       return;
     }
     const lines = [

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { type AttemptOutcome, type AttemptRecord, THIS_WORKER } from '../attempts/attempts.ts';
 import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import { isTestEvent } from '../handlers/test-event.ts';
@@ -55,6 +56,8 @@ export interface EngineDeps {
   readonly boss: PgBoss;
   readonly logger: Logger;
   readonly metrics?: ApplyMetrics | null;
+  /** Who applies, for the attempt history (default: this process, `host:pid`). */
+  readonly worker?: string;
 }
 
 /**
@@ -270,10 +273,41 @@ export async function applyEvents(
       }
     }
   }
-  await settleBatch(tx, endpoint, { applied, ended, failed });
+  await settleBatch(
+    tx,
+    endpoint,
+    { applied, ended, failed },
+    {
+      worker: deps.worker ?? THIS_WORKER,
+      durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+      records: results.flatMap(attemptRecord),
+    },
+  );
   if (outbox.length > 0) await insertOutboxJobs(deps.boss, executorFor(tx), outbox);
   report(deps, endpoint, results, Number(process.hrtime.bigint() - started) / 1e9);
   return results;
+}
+
+/** What the attempt history keeps of an event's result: nothing when it was not attempted. */
+function attemptRecord(result: EventResult): AttemptRecord[] {
+  const outcomes: Partial<Record<EventOutcome, AttemptOutcome>> = {
+    processed: 'processed',
+    ignored: 'ignored',
+    stale: 'stale',
+    retry: 'failed',
+    parked: 'parked',
+    dead: 'dead',
+  };
+  const outcome = outcomes[result.outcome];
+  if (!outcome || result.attempts < 1) return [];
+  const code = result.failureCode;
+  const message =
+    result.error && code && result.error.startsWith(`${code}: `)
+      ? result.error.slice(code.length + 2)
+      : result.error;
+  return [
+    { eventId: result.eventId, attempt: result.attempts, outcome, errorCode: code, errorMessage: message },
+  ];
 }
 
 /** Metrics and one log line per event: identifiers and the outcome, never the payload. */

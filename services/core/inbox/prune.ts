@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { pruneAttempts } from '../attempts/attempts.ts';
 import { recordAction } from '../audit/audit.ts';
 import {
   type PruneCounts,
@@ -67,10 +68,13 @@ export interface PruneRequest {
 export interface PruneReport {
   readonly inboxRows: number;
   readonly deliveries: number;
+  /** Rows of the per-attempt history older than the inbox window. */
+  readonly attempts: number;
 }
 
 /**
- * Both retentions, as `hookgate prune` runs them: the inbox, then the delivery records; then the
+ * The retentions, as `hookgate prune` runs them: the inbox, the attempt history (the inbox's
+ * window), then the delivery records; then the
  * action is recorded in the audit trail (a dry run too), with the counts.
  */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
@@ -83,8 +87,9 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       deliveries_older_than_ms: request.deliveriesOlderThanMs,
       inbox_rows: report.inboxRows,
       deliveries: report.deliveries,
+      attempts: report.attempts,
     },
-    count: report.inboxRows + report.deliveries,
+    count: report.inboxRows + report.attempts + report.deliveries,
     dryRun: request.dryRun === true,
   });
   return report;
@@ -99,9 +104,12 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     ...(request.signal ? { signal: request.signal } : {}),
   };
   const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
-  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0 };
+  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0, attempts: 0 };
+  // The attempt history goes with the inbox window (of every event, settled or not).
+  const attempts = await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs });
+  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0, attempts: attempts.rows };
   const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
-  return { inboxRows: inbox.rows, deliveries: deliveries.rows };
+  return { inboxRows: inbox.rows, deliveries: deliveries.rows, attempts: attempts.rows };
 }
 
 /** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { type AttemptBatch, attemptParams, recordAttemptsCte } from '../attempts/attempts.ts';
 import type { ApplyOutcome } from '../handlers/types.ts';
 import { SETTLED_SQL, STUCK_SQL } from './status.ts';
 
@@ -74,7 +75,7 @@ export interface FailedAttempt {
   readonly lastError: string;
 }
 
-const SETTLE_BATCH = `
+const SETTLE_UPDATE = `
   UPDATE hookgate.inbox i
      SET status = coalesce(u.status, i.status),
          attempts = CASE WHEN u.status IN (${STUCK_SQL}) THEN GREATEST(i.attempts, u.attempts)
@@ -85,6 +86,11 @@ const SETTLE_BATCH = `
                              ELSE i.processed_at END
     FROM unnest($2::text[], $3::text[], $4::int[], $5::text[]) AS u(event_id, status, attempts, last_error)
    WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'`;
+
+const SETTLE_BATCH = SETTLE_UPDATE;
+/** The same, with the batch's attempt history written in the same statement (apply_attempts). */
+const SETTLE_BATCH_RECORDING = `WITH ${recordAttemptsCte(1, 6)}
+${SETTLE_UPDATE}`;
 
 /**
  * A whole batch's attempt in one statement: applied events settle (processed, ignored, stale),
@@ -99,6 +105,8 @@ export async function settleBatch(
     readonly ended: readonly Ended[];
     readonly failed: readonly FailedAttempt[];
   },
+  /** The attempts to record in the history, in the same statement. */
+  attempts?: AttemptBatch,
 ): Promise<void> {
   const rows = [
     ...batch.applied.map((r) => [r.eventId, r.status, r.attempts, null] as const),
@@ -106,13 +114,16 @@ export async function settleBatch(
     ...batch.failed.map((r) => [r.eventId, null, r.attempts, r.lastError] as const),
   ];
   if (rows.length === 0) return;
-  await client.query(SETTLE_BATCH, [
+  const settle = [
     endpoint,
     rows.map((r) => r[0]),
     rows.map((r) => r[1]),
     rows.map((r) => r[2]),
     rows.map((r) => r[3]),
-  ]);
+  ];
+  if (attempts && attempts.records.length > 0)
+    await client.query(SETTLE_BATCH_RECORDING, [...settle, ...attemptParams(attempts)]);
+  else await client.query(SETTLE_BATCH, settle);
 }
 
 // attemptOf, in SQL: the rows are not read first on this error path.
@@ -120,23 +131,25 @@ const RECORD_BATCH_FAILURE = `
   UPDATE hookgate.inbox i
      SET attempts = i.dispatched_attempts + u.retry_count + 1, last_error = $4
     FROM unnest($2::text[], $3::int[]) AS u(event_id, retry_count)
-   WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'`;
+   WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'
+  RETURNING i.event_id, i.attempts`;
 
 /**
  * Records a failed batch (the transaction itself failed, nothing committed) on its still-pending
- * rows, so `attempts` and `last_error` tell people the truth. Nothing decides from it: pg-boss
- * retries the batch's jobs.
+ * rows, so `attempts` and `last_error` tell people the truth; returns the attempts it counted.
+ * Nothing decides from it: pg-boss retries the batch's jobs.
  */
 export async function recordBatchFailure(
   db: pg.Pool | pg.ClientBase,
   endpoint: string,
   events: readonly { readonly eventId: string; readonly retryCount: number }[],
   lastError: string,
-): Promise<void> {
-  await db.query(RECORD_BATCH_FAILURE, [
+): Promise<{ eventId: string; attempts: number }[]> {
+  const result = await db.query<{ event_id: string; attempts: number }>(RECORD_BATCH_FAILURE, [
     endpoint,
     events.map((event) => event.eventId),
     events.map((event) => event.retryCount),
     lastError,
   ]);
+  return result.rows.map((row) => ({ eventId: row.event_id, attempts: row.attempts }));
 }
