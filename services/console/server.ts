@@ -5,6 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
+import { discardAction } from './actions/discard.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -35,7 +36,7 @@ export interface RunningConsole {
 
 /** Every action the console offers today; later ones register here (see actions/registry.ts). */
 export function consoleActions(): ActionRegistry {
-  return new ActionRegistry().register(requeueAction);
+  return new ActionRegistry().register(requeueAction).register(discardAction);
 }
 
 /**

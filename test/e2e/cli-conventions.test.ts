@@ -43,6 +43,9 @@ describe('usage errors exit 2 with one line', () => {
     [['events', 'list', '--until', 'yesterday-ish']],
     [['prune', '--older-than', '1h']],
     [['requeue', '--endpoint', 'demo', '--orphans', '--status', 'dead']],
+    [['discard', '--endpoint', 'demo', '--status', 'dead']],
+    [['discard', '--endpoint', 'demo', '--reason', 'no target']],
+    [['pause']],
   ])('hookgate %j', async (args) => {
     const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
     expect(run.code, run.output).toBe(2);
@@ -56,6 +59,9 @@ describe('usage errors exit 2 with one line', () => {
       ['stats', '--endpoint', 'nope'],
       ['requeue', '--endpoint', 'nope'],
       ['send-test', '--endpoint', 'nope'],
+      ['discard', '--endpoint', 'nope', '--id', 'evt_1', '--reason', 'r'],
+      ['pause', '--endpoint', 'nope'],
+      ['resume', '--endpoint', 'nope'],
     ]) {
       const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
       expect(run.code, `${args.join(' ')}: ${run.output}`).toBe(2);

@@ -131,6 +131,13 @@ beforeAll(async () => {
   }
   await deliver('shop', 'evt_shop_1', { type: 'invoice.paid', data: { object: { id: 'in_1' } } });
   await deliver('shop', 'evt_hostile', { type: 'issue.opened', data: HOSTILE });
+  // Dead too, and older: the one the console discards.
+  await deliver('ops', 'evt_ops_poison', { type: 'job.run', data: { fail: 'yes' } });
+  await waitFor(
+    'evt_ops_poison to be dead',
+    async () => (await statusOf('evt_ops_poison')) === 'dead',
+    60_000,
+  );
   await deliver('ops', 'evt_ops_dead', { type: 'job.run', data: { fail: 'yes' } });
   await waitFor('evt_ops_dead to be dead', async () => (await statusOf('evt_ops_dead')) === 'dead', 60_000);
   await waitFor(
@@ -291,6 +298,41 @@ describe('the console in Chromium', () => {
     await page.close();
   });
 
+  it('discards a dead event with a reason after a dry run and a confirmation, audited as the console user', async () => {
+    const page = watch(await browser.context.newPage());
+    await page.goto(`${consoleUrl}/events/ops/evt_ops_poison`);
+    expect((await page.locator('.facts .status').textContent())?.trim()).toBe('dead');
+    await page.fill('form[action="/actions/discard/preview"] input[name=reason]', 'poison: never applicable');
+    await Promise.all([page.waitForNavigation(), page.click('button:text("Discard…")')]);
+    expect(await page.locator('.confirm').textContent()).toContain(
+      'Dry run: Would discard 1 event evt_ops_poison of ops for good (kept as discarded, never applied), because: poison: never applicable.',
+    );
+    await shot(page, 'discard-confirm');
+    expect(await statusOf('evt_ops_poison')).toBe('dead');
+    await Promise.all([page.waitForNavigation(), page.click('.confirm button.danger')]);
+    expect((await page.locator('.notice').textContent())?.trim()).toBe('Discarded 1 event(s) of ops.');
+    expect(await statusOf('evt_ops_poison')).toBe('discarded');
+    const row = await db.pool.query(
+      `SELECT discarded_by, discard_reason FROM hookgate.inbox WHERE event_id = 'evt_ops_poison'`,
+    );
+    expect(row.rows[0]).toEqual({
+      discarded_by: 'console:alice',
+      discard_reason: 'poison: never applicable',
+    });
+    // The dry run and the discard, both audited under the console user.
+    const audit = await db.pool.query(
+      `SELECT actor, dry_run, count::int AS count, event_ids FROM hookgate.audit WHERE command = 'discard' ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { actor: 'console:alice', dry_run: true, count: 1, event_ids: ['evt_ops_poison'] },
+      { actor: 'console:alice', dry_run: false, count: 1, event_ids: ['evt_ops_poison'] },
+    ]);
+    await page.goto(`${consoleUrl}/events/ops/evt_ops_poison`);
+    expect((await page.locator('.facts .status').textContent())?.trim()).toBe('discarded');
+    expect(await page.locator('button:text("Discard…")').count()).toBe(0);
+    await page.close();
+  });
+
   it('requeues a dead event after a dry run and a confirmation, and shows it processed', async () => {
     const page = watch(await browser.context.newPage());
     await page.goto(`${consoleUrl}/events/ops/evt_ops_dead`);
@@ -321,6 +363,10 @@ describe('the console in Chromium', () => {
     expect(consoleProcess.output()).toMatch(
       /"console_user":"alice".*"action":"requeue".*"msg":"console action"/,
     );
+    const requeued = await db.pool.query(
+      `SELECT actor, event_ids FROM hookgate.audit WHERE command = 'requeue' AND NOT dry_run`,
+    );
+    expect(requeued.rows).toEqual([{ actor: 'console:alice', event_ids: ['evt_ops_dead'] }]);
     await page.close();
   });
 

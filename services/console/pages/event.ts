@@ -22,7 +22,7 @@ function headerRows(headers: Record<string, unknown>) {
   )}</table>`;
 }
 
-function detail(view: EventView, csrf: string, canRequeue: boolean) {
+function detail(view: EventView, csrf: string, canRequeue: boolean, canDiscard: boolean) {
   const { event, deliveries, timeline } = view;
   const payload = JSON.stringify(event.payload, null, 2);
   return html`<h1 class="mono">${visible(event.event_id)}</h1>
@@ -35,6 +35,17 @@ function detail(view: EventView, csrf: string, canRequeue: boolean) {
     <input type="hidden" name="endpoint" value="${event.endpoint}">
     <input type="hidden" name="event_id" value="${event.event_id}">
     <button type="submit">Requeue…</button>
+  </form>`
+      : ''
+  }
+  ${
+    canDiscard && (event.status === 'dead' || event.status === 'parked')
+      ? html`<form method="post" action="/actions/discard/preview" class="inline">
+    <input type="hidden" name="_csrf" value="${csrf}">
+    <input type="hidden" name="endpoint" value="${event.endpoint}">
+    <input type="hidden" name="event_id" value="${event.event_id}">
+    <input type="text" name="reason" required maxlength="1000" placeholder="why it can never succeed" aria-label="Reason to discard">
+    <button type="submit" class="secondary">Discard…</button>
   </form>`
       : ''
   }
@@ -104,7 +115,18 @@ export async function eventPage(context: ConsoleContext, req: Request, res: Resp
       return;
     }
     const done = typeof req.query.done === 'string' ? (NOTICES[req.query.done] ?? null) : null;
-    sendPage(res, frame(detail(view, viewer.csrf, context.actions.get('requeue') !== undefined), done));
+    sendPage(
+      res,
+      frame(
+        detail(
+          view,
+          viewer.csrf,
+          context.actions.get('requeue') !== undefined,
+          context.actions.get('discard') !== undefined,
+        ),
+        done,
+      ),
+    );
   } catch (error) {
     const failure = queryFailure(error, context);
     sendPage(res, frame(html`<div class="error">${failure.message}</div>`), failure.status);
