@@ -164,7 +164,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     claim,
     now: options.now ?? Date.now,
     shuttingDown: () => drain.draining,
-    direct: !tracingEnabled(),
     trustedProxyHops: config.server.trustedProxyHops,
     replayLimiter: new ReplayTokenLimiter({
       maxFailures: config.server.replayTokenLimit.maxFailures,

@@ -1,5 +1,6 @@
 // First: tracing starts before the gateway's modules (http, express, pg) load.
 
+import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -66,6 +67,17 @@ describe('traces', () => {
     expect(forward!.spanContext().traceId).toBe(providerTrace);
     expect(apply!.parentSpanContext?.spanId).toBe(claim!.spanContext().spanId);
     expect(forward!.parentSpanContext?.spanId).toBe(apply!.spanContext().spanId);
+
+    // The HTTP server span continues the provider's context and names the route, on the
+    // gateway's one webhook path (the same code runs untraced).
+    const servers = exporter
+      .getFinishedSpans()
+      .filter((s) => s.kind === SpanKind.SERVER && s.spanContext().traceId === providerTrace);
+    expect(servers.map((s) => [s.name, s.attributes['http.route']])).toEqual([
+      ['POST /webhooks/:endpoint', '/webhooks/:endpoint'],
+    ]);
+    expect(servers[0]!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(claim!.parentSpanContext?.spanId).toBe(servers[0]!.spanContext().spanId);
 
     // What the inbox row stores is the claim span's own traceparent.
     const row = await db.pool.query<{ traceparent: string }>(
