@@ -116,11 +116,13 @@ export function createAnswering(deps: {
     res.writeHead(result.status, {
       ...(result.status === 204
         ? {}
-        : {
-            'content-type':
-              result.text === undefined ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
-            'content-length': Buffer.byteLength(payload),
-          }),
+        : payload === '' && result.text === undefined
+          ? { 'content-length': 0 }
+          : {
+              'content-type':
+                result.text === undefined ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
+              'content-length': Buffer.byteLength(payload),
+            }),
       ...(closing ? { connection: 'close' } : {}),
     });
     if (closing) {
