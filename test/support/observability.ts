@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { stringify } from 'yaml';
 import { createApplyMetrics } from '../../services/core/apply/metrics.ts';
-import { registerBacklogMetrics } from '../../services/core/backlog.ts';
 import type { Config } from '../../services/core/config/schema.ts';
 import { createPool } from '../../services/core/db/pool.ts';
 import { createLogger } from '../../services/core/logging.ts';
@@ -13,6 +12,7 @@ import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../..
 import { startMetricsServer } from '../../services/core/metrics-server.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { registerBacklogMetrics } from '../../services/core/read-models/backlog.ts';
 import { startGateway } from '../../services/gateway/gateway.ts';
 import { createRelayMetrics, startRelays } from '../../services/worker/relay.ts';
 import { startWorker } from '../../services/worker/worker.ts';
