@@ -13,6 +13,7 @@ import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../co
 import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
+import type { Provider, VerifyRequest } from '../core/providers/types.ts';
 import { NOTIFY_ENDPOINTS, WAKEUP_CHANNEL } from '../core/queue/wakeup.ts';
 import { WakeupThrottle } from '../core/queue/wakeup-throttle.ts';
 import {
@@ -234,10 +235,10 @@ function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<
     const { provider } = endpoint;
     traced.set(name, {
       ...endpoint,
-      provider: {
-        name: provider.name,
-        identify: (delivery) => provider.identify(delivery),
-        verify: (request) =>
+      // Everything else the provider has (handshakes, body decoding, empty acknowledgements)
+      // stays reachable through the prototype: only verify is wrapped.
+      provider: Object.assign(Object.create(provider) as Provider, {
+        verify: (request: VerifyRequest) =>
           inSpanSync(
             'webhook.verify',
             spanAttributes({ endpoint: name, provider: provider.name }),
@@ -248,7 +249,7 @@ function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<
             },
             deliveryParent(request.headers.traceparent),
           ),
-      },
+      }),
     });
   }
   return traced;
