@@ -5,7 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
-import { pendingMigrations } from '../core/db/migrate.ts';
+import { readinessCheck } from '../core/db/readiness.ts';
 import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -48,6 +48,8 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Directory of the config file, for sync-mode `module:` handlers (default: cwd). */
   readonly configDir?: string;
+  /** What /readyz checks (default: services/core/db/readiness.ts on this pool). */
+  readonly readiness?: () => Promise<string | null>;
 }
 
 export interface RunningGateway {
@@ -62,7 +64,6 @@ export interface RunningGateway {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { config, pool, boss, logger, metrics } = options;
-  let migrated = false;
 
   // Sync-mode endpoints share the group committer's bounds (queue size, queue age, commit slots)
   // but are committed alone: each delivery is claimed and applied in its own transaction, so a
@@ -171,22 +172,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       windowMs: config.server.replayTokenLimit.window,
       maxSources: config.server.replayTokenLimit.maxSources,
     }),
-    readiness: async () => {
-      try {
-        if (!migrated) {
-          const pending = await pendingMigrations(pool);
-          if (pending) return pending;
-          migrated = true;
-        } else {
-          await pool.query('SELECT 1');
-        }
-        return null;
-      } catch (error) {
-        // The error text stays in the log; the probe's answer is public.
-        logger.warn({ err: error }, 'readiness check failed');
-        return 'database unreachable';
-      }
-    },
+    readiness: options.readiness ?? readinessCheck(pool, { logger }),
   });
 
   const server: Server = createServer(
