@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { consoleActor } from '../../core/audit/actor.ts';
-import { HookgateError } from '../../core/errors.ts';
 import { countRequeue, previewRequeue, type RequeueRequest, requeue } from '../../core/inbox/requeue.ts';
 import { consolePath } from '../html/html.ts';
 import type { ConsoleAction } from './registry.ts';

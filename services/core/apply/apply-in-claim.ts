@@ -2,8 +2,8 @@ import type pg from 'pg';
 import { HookgateError } from '../errors.ts';
 import type { Handler } from '../handlers/types.ts';
 import type { Claim } from '../inbox/claim.ts';
+import { dispatchEvents } from '../inbox/dispatch.ts';
 import { pausedAmong } from '../pause/pause.ts';
-import { dispatchEvents } from '../queue/dispatch.ts';
 import { applyEvents, type EngineDeps } from './engine.ts';
 
 /**
