@@ -6,6 +6,7 @@ import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
 import { discardAction } from './actions/discard.ts';
+import { pauseAction, resumeAction } from './actions/pause.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -36,7 +37,11 @@ export interface RunningConsole {
 
 /** Every action the console offers today; later ones register here (see actions/registry.ts). */
 export function consoleActions(): ActionRegistry {
-  return new ActionRegistry().register(requeueAction).register(discardAction);
+  return new ActionRegistry()
+    .register(requeueAction)
+    .register(discardAction)
+    .register(pauseAction)
+    .register(resumeAction);
 }
 
 /**

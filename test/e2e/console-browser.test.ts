@@ -370,6 +370,55 @@ describe('the console in Chromium', () => {
     await page.close();
   });
 
+  it('pauses and resumes an endpoint from the overview after a dry run and a confirmation, audited as the console user', async () => {
+    const page = watch(await browser.context.newPage());
+    const card = 'section.card[aria-label=shop]';
+    const state = async () =>
+      (
+        await db.pool.query(
+          `SELECT paused_at IS NOT NULL AS paused, paused_by, pause_reason FROM hookgate.endpoint_state WHERE endpoint = 'shop'`,
+        )
+      ).rows[0];
+    await page.goto(consoleUrl);
+    await page.fill(`${card} input[name=reason]`, 'downstream maintenance');
+    await Promise.all([page.waitForNavigation(), page.click(`${card} button:text("Pause…")`)]);
+    expect(await page.locator('.confirm').textContent()).toContain(
+      'Dry run: Would pause shop: workers apply none of its events until it is resumed; the gateway keeps accepting them.',
+    );
+    expect(await state()).toBeUndefined();
+    await Promise.all([page.waitForNavigation(), page.click('.confirm button.danger:text("Pause shop")')]);
+    expect((await page.locator('.notice').textContent())?.trim()).toBe(
+      'Paused shop: its events are held until it is resumed.',
+    );
+    expect(await state()).toEqual({
+      paused: true,
+      paused_by: 'console:alice',
+      pause_reason: 'downstream maintenance',
+    });
+    await page.goto(consoleUrl);
+    expect(await page.locator(`${card} .paused`).textContent()).toMatch(
+      /Paused since .* by console:alice: downstream maintenance/,
+    );
+    await shot(page, 'overview-paused');
+    await Promise.all([page.waitForNavigation(), page.click(`${card} button:text("Resume…")`)]);
+    expect(await page.locator('.confirm').textContent()).toContain(
+      'Dry run: Would resume shop (paused by console:alice): its held events are applied in their order.',
+    );
+    await Promise.all([page.waitForNavigation(), page.click('.confirm button.danger:text("Resume shop")')]);
+    expect((await page.locator('.notice').textContent())?.trim()).toBe(
+      'Resumed shop: its held events are applied in their order.',
+    );
+    expect(await state()).toMatchObject({ paused: false });
+    const audit = await db.pool.query(
+      `SELECT actor, command, count::int AS count FROM hookgate.audit WHERE endpoint = 'shop' ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { actor: 'console:alice', command: 'pause', count: 1 },
+      { actor: 'console:alice', command: 'resume', count: 1 },
+    ]);
+    await page.close();
+  });
+
   it('signs out: the session is gone and pages redirect again', async () => {
     const page = watch(await browser.context.newPage());
     await page.goto(consoleUrl);

@@ -23,6 +23,8 @@ export interface ActionPreview {
   readonly count: number;
   /** A sentence saying what it would do, in the operator's words. */
   readonly summary: string;
+  /** The confirmation button's text (default: "<title> <count> event(s)"). */
+  readonly confirmLabel?: string;
   /** Some of them, for the confirmation page: [label, link] pairs. */
   readonly sample: ReadonlyArray<{
     readonly label: string;

@@ -75,7 +75,7 @@ export async function actionPreview(context: ConsoleContext, req: Request, res: 
     <input type="hidden" name="_csrf" value="${viewer.csrf}">
     ${fields.map(([name, value]) => html`<input type="hidden" name="${name}" value="${value}">`)}
     <input type="hidden" name="expected" value="${preview.count}">
-    <button type="submit" class="danger">${action.title} ${preview.count} event(s)</button>
+    <button type="submit" class="danger">${preview.confirmLabel ?? `${action.title} ${preview.count} event(s)`}</button>
   </form>`
       : html`<p>Nothing to do.</p>`
   }

@@ -1,4 +1,5 @@
 import type { Request, Response } from 'express';
+import { type PauseState, pausedEndpoints } from '../../core/pause/pause.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
 import { formatAge, formatTime, layout } from '../html/layout.ts';
@@ -17,13 +18,35 @@ function figure(label: string, value: string | number, href?: string, tone?: 'ba
   return html`<div><span class="label">${label}</span><span class="value${tone ? html` ${tone}` : ''}">${shown}</span></div>`;
 }
 
-function card(endpoint: EndpointOverview, since: Date) {
+/** The endpoint's pause, and the form that changes it (when the console offers pause/resume). */
+function pauseControl(endpoint: string, pause: PauseState | undefined, csrf: string, offered: boolean) {
+  const state = pause
+    ? html`<div class="paused"><strong>Paused</strong> since ${formatTime(pause.paused_at)} by ${visible(pause.paused_by)}${pause.pause_reason ? html`: ${visible(pause.pause_reason)}` : ''}</div>`
+    : '';
+  if (!offered) return state;
+  const form = pause
+    ? html`<form method="post" action="/actions/resume/preview" class="inline">
+    <input type="hidden" name="_csrf" value="${csrf}">
+    <input type="hidden" name="endpoint" value="${endpoint}">
+    <button type="submit">Resume…</button>
+  </form>`
+    : html`<form method="post" action="/actions/pause/preview" class="inline">
+    <input type="hidden" name="_csrf" value="${csrf}">
+    <input type="hidden" name="endpoint" value="${endpoint}">
+    <input type="text" name="reason" maxlength="1000" placeholder="why (optional)" aria-label="Reason to pause">
+    <button type="submit" class="secondary">Pause…</button>
+  </form>`;
+  return html`${state}<div class="actions">${form}</div>`;
+}
+
+function card(endpoint: EndpointOverview, since: Date, control: ReturnType<typeof html> | string) {
   const list = (status?: string) => consolePath(['events'], { endpoint: endpoint.endpoint, status });
   const oldestTone =
     endpoint.oldestPendingSeconds !== null && endpoint.oldestPendingSeconds > 300 ? 'warn' : undefined;
   return html`<section class="card" aria-label="${endpoint.endpoint}">
   <h2><a href="${list()}">${visible(endpoint.endpoint)}</a></h2>
   <div class="muted">${endpoint.provider ?? 'not configured'}${endpoint.handler ? html` · ${endpoint.handler}` : ''}${endpoint.mode ? html` · ${endpoint.mode}` : ''}</div>
+  ${control}
   <div class="figures">
     ${figure('Pending', endpoint.pending, list('pending'))}
     ${figure('Oldest pending', formatAge(endpoint.oldestPendingSeconds), undefined, oldestTone)}
@@ -43,13 +66,23 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
   const viewer = viewerOf(req);
   try {
     const overview = await loadOverview(context.pool, context.endpointInfo, context.latencySample);
+    const pauses = new Map((await pausedEndpoints(context.pool)).map((pause) => [pause.endpoint, pause]));
+    const offered = context.actions.get('pause') !== undefined && context.actions.get('resume') !== undefined;
     sendPage(
       res,
       layout(
         { title: 'Overview', viewer, current: 'overview', demo: context.demo },
         html`<h1>Overview</h1>
 <p class="muted">Backlog now; deliveries from ${formatTime(overview.since)} to ${formatTime(overview.until)}; received → processed latency over the newest ${overview.sampleLimit} events of that hour (console.latencySample).</p>
-<div class="cards">${overview.endpoints.map((endpoint) => card(endpoint, overview.since))}</div>`,
+<div class="cards">${overview.endpoints.map((endpoint) =>
+          card(
+            endpoint,
+            overview.since,
+            endpoint.provider
+              ? pauseControl(endpoint.endpoint, pauses.get(endpoint.endpoint), viewer.csrf, offered)
+              : '',
+          ),
+        )}</div>`,
       ),
     );
   } catch (error) {
