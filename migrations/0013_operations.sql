@@ -4,7 +4,8 @@
 -- and redeliver once destinations land), dry runs included, written by services/core/audit/.
 -- `event_ids` keeps at most the first 1000 events an action touched (`count` says how many in
 -- all), so one row stays small whatever the action moved; its GIN index serves `events show`'s
--- "which actions touched this event". A few hundred bytes per action; `hookgate prune` leaves it.
+-- "which actions touched this event". A few hundred bytes per action; `hookgate prune` deletes
+-- rows older than `--audit-older-than` (default 365d) through audit_at_idx.
 CREATE TABLE hookgate.audit (
   id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
   at         timestamptz NOT NULL DEFAULT now(),

@@ -303,6 +303,7 @@ ${examples([
       .description('delete settled inbox rows (and delivered downstream effects) older than a window')
       .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
       .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
+      .option('--audit-older-than <duration>', 'retention for the audit trail (default 365d)')
       .option('--batch <n>', 'rows deleted per statement, each its own transaction (100..100000)', '5000')
       .option(
         '--pause <ms>',

@@ -51,6 +51,7 @@ describe('hookgate prune', () => {
       inbox_rows: 3,
       deliveries: 0,
       attempts: 0,
+      audit: 0,
       delivery_count_rows: 1,
     });
     expect(await ids()).toEqual(before);
@@ -68,8 +69,9 @@ describe('hookgate prune', () => {
       inbox_rows: 6,
       deliveries: 0,
       attempts: 0,
+      audit: 0,
       delivery_count_rows: 2,
-      batches: 4,
+      batches: 5,
     });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
@@ -91,7 +93,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\) and 0 per-minute delivery count row\(s\) in 4 batch\(es\)\./,
+      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 audit row\(s\) and 0 per-minute delivery count row\(s\) in 5 batch\(es\)\./,
     );
   });
 
@@ -109,13 +111,15 @@ describe('hookgate prune', () => {
     const elapsed = Date.now() - started;
     expect(run.code, run.output).toBe(0);
     // 450 rows by 100: five inbox statements (the last one short), then one each for the
-    // attempt history, the delivery records and the counts; a pause between the full ones.
+    // attempt history, the delivery records, the audit trail and the counts; a pause between the
+    // full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
       deliveries: 0,
       attempts: 0,
+      audit: 0,
       delivery_count_rows: 0,
-      batches: 8,
+      batches: 9,
     });
     expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
     const left = await db.pool.query(

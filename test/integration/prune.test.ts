@@ -44,13 +44,22 @@ describe('prune', () => {
               ('ep', 'old_dead', 2, now() - interval '39 days', 'w', 'dead', 1),
               ('ep', 'new_processed', 1, now() - interval '1 day', 'w', 'processed', 1)`,
     );
+    // The audit trail has its own window: one action older than it, one within.
+    await db.pool.query(
+      `INSERT INTO hookgate.audit (at, actor, command, count, dry_run)
+       VALUES (now() - interval '400 days', 'old', 'requeue', 1, false), (now() - interval '10 days', 'recent', 'requeue', 1, false)`,
+    );
     const report = await prune(db.pool, {
       actor: 'test',
+      auditOlderThanMs: 365 * DAY,
       inboxOlderThanMs: 30 * DAY,
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
-    expect(report).toEqual({ inboxRows: 8, deliveries: 1, attempts: 3 });
+    expect(report).toEqual({ inboxRows: 8, deliveries: 1, attempts: 3, audit: 1 });
+    const actors = await db.pool.query('SELECT actor FROM hookgate.audit ORDER BY id');
+    // The old action went; the recent one stayed, and this prune recorded itself.
+    expect(actors.rows.map((r) => r.actor)).toEqual(['recent', 'test']);
     const attempts = await db.pool.query('SELECT event_id FROM hookgate.apply_attempts');
     expect(attempts.rows.map((r) => r.event_id)).toEqual(['new_processed']);
     const left = await db.pool.query('SELECT event_id FROM hookgate.inbox ORDER BY event_id');

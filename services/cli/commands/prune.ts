@@ -18,6 +18,7 @@ export const pruneOptionsSchema = z
   .strictObject({
     olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
+    auditOlderThan: durationMs.pipe(z.number().min(86_400_000, 'must be at least 1d')).optional(),
     batch: z.coerce.number().int().min(100).max(100_000),
     /** Milliseconds between batches: a paced prune leaves the database to the ack path. */
     pause: z.coerce.number().int().min(0).max(60_000).default(0),
@@ -47,7 +48,11 @@ export const pruneOptionsSchema = z
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
   await withCommandPool('prune', 300_000, async (pool) => {
-    const windows = { inboxOlderThanMs: options.olderThan, deliveriesOlderThanMs: options.outboxOlderThan };
+    const windows = {
+      inboxOlderThanMs: options.olderThan,
+      deliveriesOlderThanMs: options.outboxOlderThan,
+      auditOlderThanMs: options.auditOlderThan,
+    };
     const seconds = options.olderThan / 1000;
     if (options.dryRun) {
       // prune's own dry run, so the audit trail records it.
@@ -64,18 +69,19 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           inbox_rows: would.inboxRows,
           deliveries: would.deliveries,
           attempts: would.attempts,
+          audit: would.audit,
           delivery_count_rows: counts,
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.audit} audit row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
     const progress = progressBar('prune');
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
-      progress.total(total.inboxRows + total.attempts + total.deliveries);
+      progress.total(total.inboxRows + total.attempts + total.deliveries + total.audit);
     }
     let report: Awaited<ReturnType<typeof prune>>;
     // Statements run, so a script can see the pacing it asked for (--batch, --pause).
@@ -107,12 +113,13 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         inbox_rows: report.inboxRows,
         deliveries: report.deliveries,
         attempts: report.attempts,
+        audit: report.audit,
         delivery_count_rows: counts,
         batches: statements,
       });
     else
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.audit} audit row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });
 }

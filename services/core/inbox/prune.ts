@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { pruneAttempts } from '../attempts/attempts.ts';
-import { recordAction } from '../audit/audit.ts';
+import { pruneAudit, recordAction } from '../audit/audit.ts';
 import {
   type PruneCounts,
   type PruneOptions,
@@ -55,6 +55,8 @@ export function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<PruneCou
 export interface PruneRequest {
   readonly inboxOlderThanMs: number;
   readonly deliveriesOlderThanMs: number;
+  /** The audit trail's window (default 365 days). */
+  readonly auditOlderThanMs?: number;
   /** Rows per statement (each its own short transaction). */
   readonly chunk: number;
   readonly dryRun?: boolean;
@@ -70,7 +72,12 @@ export interface PruneReport {
   readonly deliveries: number;
   /** Rows of the per-attempt history older than the inbox window. */
   readonly attempts: number;
+  /** Audit rows older than the audit window. */
+  readonly audit: number;
 }
+
+/** How long the audit trail is kept unless `--audit-older-than` says otherwise. */
+export const AUDIT_RETENTION_MS = 365 * 86_400_000;
 
 /**
  * The retentions, as `hookgate prune` runs them: the inbox, the attempt history (the inbox's
@@ -85,11 +92,13 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
     filters: {
       inbox_older_than_ms: request.inboxOlderThanMs,
       deliveries_older_than_ms: request.deliveriesOlderThanMs,
+      audit_older_than_ms: request.auditOlderThanMs ?? AUDIT_RETENTION_MS,
       inbox_rows: report.inboxRows,
       deliveries: report.deliveries,
       attempts: report.attempts,
+      audit: report.audit,
     },
-    count: report.inboxRows + report.attempts + report.deliveries,
+    count: report.inboxRows + report.attempts + report.deliveries + report.audit,
     dryRun: request.dryRun === true,
   });
   return report;
@@ -103,19 +112,26 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
-  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0, attempts: 0 };
+  const report = { inboxRows: 0, deliveries: 0, attempts: 0, audit: 0 };
+  report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
+  if (request.signal?.aborted) return report;
   // The attempt history goes with the inbox window (of every event, settled or not).
-  const attempts = await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs });
-  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0, attempts: attempts.rows };
-  const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
-  return { inboxRows: inbox.rows, deliveries: deliveries.rows, attempts: attempts.rows };
+  report.attempts = (await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
+  if (request.signal?.aborted) return report;
+  report.deliveries = (
+    await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs })
+  ).rows;
+  if (request.signal?.aborted) return report;
+  report.audit = (
+    await pruneAudit(db, { ...common, olderThan: request.auditOlderThanMs ?? AUDIT_RETENTION_MS })
+  ).rows;
+  return report;
 }
 
 /** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */
 export async function countPrunable(
   db: pg.Pool,
-  windows: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs'>,
+  windows: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs' | 'auditOlderThanMs'>,
 ): Promise<PruneReport> {
   return pruneBoth(db, { ...windows, chunk: 1, dryRun: true });
 }
