@@ -49,8 +49,9 @@ describe('per-endpoint body limits', () => {
         {
           gh: { provider: 'github', secrets: ['s'] },
           gl: { provider: 'gitlab', secrets: ['s'] },
-          // Bitbucket documents 256 KB, within the default; Postmark no payload maximum.
+          // Bitbucket and Zendesk document 256 KB, within the default; Postmark no payload maximum.
           bb: { provider: 'bitbucket', secrets: ['s'] },
+          zd: { provider: 'zendesk', secrets: ['s'] },
           pm: { provider: 'postmark', secrets: ['u:p'] },
           pay: { provider: 'stripe', secrets: ['whsec_x'] },
           shop: { provider: 'shopify', secrets: ['s'] },
@@ -61,6 +62,7 @@ describe('per-endpoint body limits', () => {
         ['gh', 25 * MIB],
         ['gl', 25 * MIB],
         ['bb', MIB],
+        ['zd', MIB],
         ['pm', MIB],
         ['pay', MIB],
         ['shop', MIB],
