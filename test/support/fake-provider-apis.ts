@@ -17,6 +17,12 @@ export interface FakeApi {
   readonly requests: FakeApiRequest[];
   /** The next request is answered 429 with this Retry-After (seconds). */
   rateLimitNext(retryAfterSeconds: number): void;
+  /** Requests matching this are answered 500 until it is set to null (a page failing). */
+  failWhere(match: ((url: URL) => boolean) | null): void;
+  /** Each answer waits this long first (to let concurrent listings overlap). */
+  delayAnswers(ms: number): void;
+  /** Most requests that were being answered at once. */
+  peakInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -28,11 +34,24 @@ async function listen(
 ): Promise<FakeApi> {
   const requests: FakeApiRequest[] = [];
   let limitNext: number | null = null;
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  let failing: ((url: URL) => boolean) | null = null;
+  let delayMs = 0;
+  let inFlight = 0;
+  let peak = 0;
+  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     req.resume();
+    inFlight += 1;
+    peak = Math.max(peak, inFlight);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    inFlight -= 1;
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     let answer: { status: number; body: unknown; headers?: Record<string, string> };
-    if (limitNext !== null) {
+    if (failing?.(url)) {
+      answer = {
+        status: 500,
+        body: { error: { type: 'api_error', message: 'fake failure' }, message: 'fake failure' },
+      };
+    } else if (limitNext !== null) {
       answer = {
         status: 429,
         body: { error: { type: 'rate_limit_error', message: 'Too many requests' }, message: 'rate limited' },
@@ -61,6 +80,13 @@ async function listen(
     rateLimitNext(seconds) {
       limitNext = seconds;
     },
+    failWhere(match) {
+      failing = match;
+    },
+    delayAnswers(ms) {
+      delayMs = ms;
+    },
+    peakInFlight: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -116,6 +142,8 @@ export interface GithubDelivery {
   readonly action: string | null;
   readonly payload: Record<string, unknown>;
   readonly redelivery?: boolean;
+  /** The receiver's answer to this delivery (default 200). */
+  readonly statusCode?: number;
 }
 
 /** Which webhook a fake GitHub serves deliveries of, as the three deliveries APIs address them. */
@@ -207,8 +235,8 @@ export async function startFakeGithubHookDeliveries(
       delivered_at: d.deliveredAt.toISOString(),
       redelivery: d.redelivery ?? false,
       duration: 0.1,
-      status: 'OK',
-      status_code: 200,
+      status: (d.statusCode ?? 200) < 300 ? 'OK' : 'Invalid HTTP Response: 503',
+      status_code: d.statusCode ?? 200,
       event: d.event,
       action: d.action,
       installation_id: null,
