@@ -14,7 +14,7 @@ CREATE TABLE hookgate.reconcile_state (
   lease_until timestamptz,
   last_run_started_at timestamptz,
   last_run_finished_at timestamptz,
-  -- complete | budget | failed | lease_lost
+  -- complete | budget | failed | lease_lost | stopped
   last_outcome text,
   last_error text,
   last_success_at timestamptz,

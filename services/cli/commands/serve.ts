@@ -20,6 +20,7 @@ import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
+import { startReconciler } from '../../worker/reconciler.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { databaseAddress, openDatabase, runMigrations } from '../database.ts';
@@ -236,6 +237,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   });
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
+  let reconciler: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   let consoleServer: RunningConsole | null = null;
   // The gateway binds its port first: a port in use ends the start before any worker has started
@@ -274,6 +276,8 @@ export async function serveCommand(raw: unknown): Promise<void> {
       concurrency: config.relay.concurrency,
       queues: outboxPolicyFrom(config.relay),
     });
+    // Endpoints with a reconcile section (docs/reconcile.md); nothing otherwise.
+    reconciler = await startReconciler({ config, pool: workerPool, boss, logger: loopLogger });
   }
   if (runsConsole) {
     consoleServer = await startConsole({ config, databaseUrl: database.url, boss, logger, embedded });
@@ -314,7 +318,13 @@ export async function serveCommand(raw: unknown): Promise<void> {
         logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
         process.exit(1);
       }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
-      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop(), consoleServer?.stop()]);
+      await Promise.all([
+        gateway?.stop(),
+        worker?.stop(),
+        relays?.stop(),
+        reconciler?.stop(),
+        consoleServer?.stop(),
+      ]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
       if (workerPool !== pool) await workerPool.end();

@@ -27,6 +27,8 @@ export interface ReconcileOptions {
   readonly dryRun?: boolean;
   readonly now?: () => number;
   readonly leaseSeconds?: number;
+  /** Aborted: the run stops before its next request (a worker shutting down). */
+  readonly signal?: AbortSignal;
 }
 
 export interface ReconcileReport extends Omit<RunFigures, 'error'> {
@@ -119,6 +121,9 @@ export async function reconcileEndpoint(
   let error: string | null = null;
   const hooks = {
     beforeRequest: () => {
+      // A HookgateError, so the API readers pass it through unwrapped.
+      if (options.signal?.aborted)
+        throw new HookgateError('reconcile_busy', 'The run was stopped: the process is shutting down.');
       if (lost) throw new HookgateError('reconcile_busy', 'The run lost its lease to another run.');
       if (figures.apiCalls >= settings.budget) {
         throw new HookgateError(
@@ -165,8 +170,9 @@ export async function reconcileEndpoint(
     }
   } catch (failure) {
     error = describeError(failure);
-    outcome =
-      failure instanceof HookgateError && failure.code === 'reconcile_budget_spent'
+    outcome = options.signal?.aborted
+      ? 'stopped'
+      : failure instanceof HookgateError && failure.code === 'reconcile_budget_spent'
         ? 'budget'
         : lost
           ? 'lease_lost'

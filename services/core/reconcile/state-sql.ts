@@ -96,7 +96,7 @@ export async function advanceWatermark(
 }
 
 export interface RunFigures {
-  readonly outcome: 'complete' | 'budget' | 'failed' | 'lease_lost';
+  readonly outcome: 'complete' | 'budget' | 'failed' | 'lease_lost' | 'stopped';
   readonly error: string | null;
   readonly listed: number;
   readonly present: number;
