@@ -124,6 +124,14 @@ describe('hookgate reconcile', () => {
     expect(table.output).toMatch(/GAP-FREE-UNTIL/);
     expect(table.output).toMatch(/pay\s+\S+Z\s+\S+Z\s+complete\s+30\s+25\s+5\s+5\s+2\s+5/);
 
+    // hookgate stats shows it too.
+    const stats = await runHookgate(['stats', '--json', '--config', configFile], { env: env() });
+    expect(jsonOf(stats.output).reconcile).toEqual([
+      { endpoint: 'pay', gap_free_until: report.gap_free_until, last_success_at: expect.any(String) },
+    ]);
+    const statsText = await runHookgate(['stats', '--config', configFile], { env: env() });
+    expect(statsText.output).toContain(`pay: gap-free until ${report.gap_free_until}`);
+
     const again = await runHookgate(['reconcile', '--endpoint', 'pay', '--json', '--config', configFile], {
       env: env(),
     });

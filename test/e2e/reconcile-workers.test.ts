@@ -119,5 +119,14 @@ describe('reconcile across worker processes', () => {
          FROM hookgate.inbox WHERE endpoint = 'pay'`,
     );
     expect(rows[0]).toEqual({ total: 300, reconciled: 10 });
+
+    // Either worker's /metrics reports the database-wide figures.
+    const serving = await workers[1]!.waitFor(/hookgate is serving/);
+    const port = /"metrics_port":(\d+)/.exec(serving)?.[1];
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('hookgate_reconcile_missing_total{endpoint="pay"} 10');
+    const watermark = (await state())!.watermark!.getTime() / 1000;
+    expect(metrics).toContain(`hookgate_reconcile_gap_free_until_timestamp_seconds{endpoint="pay"} ${watermark}`);
+    expect(metrics).toContain('hookgate_reconcile_stale_after_seconds{endpoint="pay"} 3600');
   }, 180_000);
 });

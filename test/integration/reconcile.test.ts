@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../services/core/config/schema.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createProvider } from '../../services/core/providers/index.ts';
+import { registerReconcileMetrics } from '../../services/core/reconcile/metrics.ts';
 import { reconcileEndpoint } from '../../services/core/reconcile/run.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
 import { replaySourceFor } from '../../services/core/replay/source-for.ts';
@@ -345,4 +347,33 @@ describe('reconcile: GitHub', () => {
       last: { deliveryFailures: 1 },
     });
   }, 60_000);
+});
+
+describe('reconcile metrics', () => {
+  it('report, per endpoint, the missing found in total, the last complete run and the watermark, from the table', async () => {
+    const registry = new Registry();
+    const staleAfter = 3_600_000;
+    registerReconcileMetrics(registry, {
+      db: db.pool,
+      endpoints: ['pay', 'paybudget', 'gh', 'never'].map((name) => ({ name, staleAfter })),
+    });
+    const text = await registry.metrics();
+    const value = (metric: string, endpoint: string) =>
+      Number(new RegExp(`^${metric}\\{endpoint="${endpoint}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(value('hookgate_reconcile_missing_total', 'pay')).toBe(20);
+    expect(value('hookgate_reconcile_missing_total', 'paybudget')).toBe(161 + 59);
+    expect(value('hookgate_reconcile_missing_total', 'gh')).toBe(14);
+    expect(value('hookgate_reconcile_gap_free_until_timestamp_seconds', 'pay')).toBe((NOW - MINUTE) / 1000);
+    expect(value('hookgate_reconcile_gap_free_until_timestamp_seconds', 'paybudget')).toBe(
+      (NOW - 4 * HOUR) / 1000,
+    );
+    const lastSuccess = (await stateOf('pay'))!.lastSuccessAt!.getTime() / 1000;
+    expect(value('hookgate_reconcile_last_success_timestamp_seconds', 'pay')).toBe(lastSuccess);
+    // Configured but never run: reported as 0, so the not-succeeding alert sees it.
+    expect(value('hookgate_reconcile_missing_total', 'never')).toBe(0);
+    expect(value('hookgate_reconcile_last_success_timestamp_seconds', 'never')).toBe(0);
+    expect(value('hookgate_reconcile_gap_free_until_timestamp_seconds', 'never')).toBe(0);
+    expect(value('hookgate_reconcile_stale_after_seconds', 'gh')).toBe(3600);
+    expect(text).toContain('# TYPE hookgate_reconcile_missing_total counter');
+  });
 });

@@ -16,6 +16,7 @@ describe('reconcile settings', () => {
       settle: 300_000,
       window: 3_600_000,
       budget: 500,
+      staleAfter: 3_600_000,
     });
     expect(
       endpoint({

@@ -18,6 +18,8 @@ import { startMetricsServer } from '../../core/metrics-server.ts';
 import { OutageLog } from '../../core/outage-log.ts';
 import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { registerReconcileMetrics } from '../../core/reconcile/metrics.ts';
+import { reconcilingEndpoints } from '../../core/reconcile/schedule.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
 import { startReconciler } from '../../worker/reconciler.ts';
@@ -218,6 +220,15 @@ export async function serveCommand(raw: unknown): Promise<void> {
     onError: (error) => {
       if (!outage.failed('backlog metrics', error))
         logger.warn({ err: error }, 'backlog metrics: query failed');
+    },
+  });
+  // Reconciliation's gap metrics, likewise database-wide (docs/reconcile.md).
+  registerReconcileMetrics(registry, {
+    db: pool,
+    endpoints: reconcilingEndpoints(config),
+    onError: (error) => {
+      if (!outage.failed('reconcile metrics', error))
+        logger.warn({ err: error }, 'reconcile metrics: query failed');
     },
   });
   let stopping = false;

@@ -47,6 +47,18 @@ export const reconcileSchema = z.strictObject({
   window: durationMs.pipe(z.number().min(MINUTE).max(DAY, 'must be at most 1d')).default(HOUR),
   /** Most API requests per run (each rate-limited answer counts); the run stops there. */
   budget: z.number().int().min(1).max(100_000).default(500),
+  /**
+   * The HookgateReconcileNotSucceeding alert fires when no run has completed for this long
+   * (exported as hookgate_reconcile_stale_after_seconds, which the alert compares against).
+   */
+  staleAfter: durationMs
+    .pipe(
+      z
+        .number()
+        .min(MINUTE)
+        .max(30 * DAY, 'must be at most 30d'),
+    )
+    .default(HOUR),
 });
 
 /** The providers whose API lists the events they sent. */

@@ -9,10 +9,12 @@ export interface ReconcileJobData {
   readonly endpoint: string;
 }
 
-/** The endpoints that reconcile, with how often (ms). */
-export function reconcilingEndpoints(config: Config): { name: string; every: number }[] {
+/** The endpoints that reconcile, with how often and when their alert fires (ms). */
+export function reconcilingEndpoints(config: Config): { name: string; every: number; staleAfter: number }[] {
   return Object.entries(config.endpoints).flatMap(([name, endpoint]) =>
-    endpoint.reconcile ? [{ name, every: endpoint.reconcile.every }] : [],
+    endpoint.reconcile
+      ? [{ name, every: endpoint.reconcile.every, staleAfter: endpoint.reconcile.staleAfter }]
+      : [],
   );
 }
 
