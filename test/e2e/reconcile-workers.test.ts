@@ -126,7 +126,9 @@ describe('reconcile across worker processes', () => {
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(metrics).toContain('hookgate_reconcile_missing_total{endpoint="pay"} 10');
     const watermark = (await state())!.watermark!.getTime() / 1000;
-    expect(metrics).toContain(`hookgate_reconcile_gap_free_until_timestamp_seconds{endpoint="pay"} ${watermark}`);
+    expect(metrics).toContain(
+      `hookgate_reconcile_gap_free_until_timestamp_seconds{endpoint="pay"} ${watermark}`,
+    );
     expect(metrics).toContain('hookgate_reconcile_stale_after_seconds{endpoint="pay"} 3600');
   }, 180_000);
 });
