@@ -278,7 +278,7 @@ ${examples([
     program
       .command('replay')
       .description(
-        "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub) through the claim",
+        "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub, Paddle) through the claim",
       )
       .requiredOption('--endpoint <name>', 'endpoint to fill (its replay settings say where from)')
       .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')

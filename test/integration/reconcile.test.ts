@@ -12,8 +12,10 @@ import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   type FakeApi,
   type GithubDelivery,
+  type PaddleEventEntity,
   type StripeEventObject,
   startFakeGithubDeliveries,
+  startFakePaddleEvents,
   startFakeStripeEvents,
 } from '../support/fake-provider-apis.ts';
 import { STRIPE_SECRET, testConfig } from '../support/gateway.ts';
@@ -34,6 +36,7 @@ let claimer: Claimer;
 let config: Config;
 let stripe: FakeApi;
 let github: FakeApi;
+let paddle: FakeApi;
 
 // 300 Stripe events a minute apart, newest 2 minutes old; every 15th (i % 15 === 7) never arrived.
 const stripeEvents: StripeEventObject[] = Array.from({ length: 300 }, (_, i) => ({
@@ -84,10 +87,20 @@ const githubDeliveries: GithubDelivery[] = [
 // under a made-up delivery id (the body digest knows it).
 const githubMissing = (i: number) => i % 10 === 0 && i !== 50;
 
+// 250 Paddle events a minute apart, ids growing with time (i 249 the newest); every 25th missing.
+const paddleEvents: PaddleEventEntity[] = Array.from({ length: 250 }, (_, i) => ({
+  event_id: `evt_01hrec${String(i).padStart(4, '0')}`,
+  event_type: 'subscription.updated',
+  occurred_at: at(2 * MINUTE + (249 - i) * MINUTE).toISOString(),
+  data: { id: `sub_${i}`, status: 'active', updated_at: at(2 * MINUTE + (249 - i) * MINUTE).toISOString() },
+}));
+const paddleMissing = (i: number) => i % 25 === 0;
+
 beforeAll(async () => {
   db = await createTestDatabase();
   stripe = await startFakeStripeEvents(stripeEvents);
   github = await startFakeGithubDeliveries('acme/shop', 42, githubDeliveries);
+  paddle = await startFakePaddleEvents(paddleEvents);
   const reconcile = { since: '6h', lookback: '30m', settle: '1m', window: '2h' };
   config = testConfig({
     endpoints: {
@@ -103,6 +116,12 @@ beforeAll(async () => {
         provider: 'github',
         secrets: ['github-secret-for-tests'],
         replay: { apiBase: github.url, repository: 'acme/shop', hookId: 42 },
+        reconcile: { since: '6h', lookback: '1h', settle: '1m' },
+      },
+      pad: {
+        provider: 'paddle',
+        secrets: ['pdl_ntfset_01hreconciletest_secret'],
+        replay: { apiBase: paddle.url },
         reconcile: { since: '6h', lookback: '1h', settle: '1m' },
       },
     },
@@ -124,12 +143,22 @@ beforeAll(async () => {
       return [{ body, headers: githubHeaders(i === 50 ? `made-up-${randomUUID()}` : guid) }];
     }),
   );
+  // The deliveries carried a notification_id besides the event (the API's entity has none).
+  await claimAsGateway(
+    'pad',
+    paddleEvents.flatMap((event, i) =>
+      paddleMissing(i)
+        ? []
+        : [{ body: JSON.stringify({ ...event, notification_id: `ntf_${i}` }), headers: {} }],
+    ),
+  );
 }, 120_000);
 
 afterAll(async () => {
   await claimer?.stop();
   await stripe?.close();
   await github?.close();
+  await paddle?.close();
   await db?.drop();
 });
 
@@ -150,7 +179,11 @@ async function claimAsGateway(endpoint: string, items: { body: string; headers: 
 
 function run(endpoint: string, options: { dryRun?: boolean; since?: Date } = {}) {
   const settings = config.endpoints[endpoint]!;
-  const source = replaySourceFor(endpoint, settings, { STRIPE_API_KEY: 'rk_test', GITHUB_TOKEN: 'ghp_test' });
+  const source = replaySourceFor(endpoint, settings, {
+    STRIPE_API_KEY: 'rk_test',
+    GITHUB_TOKEN: 'ghp_test',
+    PADDLE_API_KEY: 'pdl_test',
+  });
   return reconcileEndpoint(claimer.pool, options.dryRun ? null : claimer.boss, endpoint, settings, source, {
     ...options,
     now: () => NOW,
@@ -346,6 +379,37 @@ describe('reconcile: GitHub', () => {
       missingTotal: 14,
       last: { deliveryFailures: 1 },
     });
+  }, 60_000);
+});
+
+describe('reconcile: Paddle', () => {
+  it('pages newest first by id, stops on a failing page without moving the watermark, then fills the rest after a 429', async () => {
+    // Page 1: the 200 newest (i 249–50); page 2 (after=…) fails.
+    paddle.failWhere((url) => url.searchParams.has('after'));
+    const failed = await run('pad');
+    paddle.failWhere(null);
+    const firstPage = paddleEvents.filter((_, i) => paddleMissing(i) && i >= 50).length;
+    expect(failed).toMatchObject({ outcome: 'failed', listed: 200, filled: firstPage, watermark: null });
+    expect(failed.error).toMatch(/^replay_fetch_failed: Paddle list events at .* failed: 500/);
+
+    paddle.requests.length = 0;
+    paddle.rateLimitNext(1);
+    const report = await run('pad');
+    expect(report).toMatchObject({
+      outcome: 'complete',
+      listed: 250,
+      filled: 10 - firstPage,
+      present: 240 + firstPage,
+      deliveryFailures: 0,
+      apiCalls: 3,
+      watermark: at(MINUTE),
+    });
+    expect(paddle.requests.map((r) => [r.status, r.query.get('order_by'), r.authorization])).toEqual([
+      [429, 'id[DESC]', 'Bearer pdl_test'],
+      [200, 'id[DESC]', 'Bearer pdl_test'],
+      [200, 'id[DESC]', 'Bearer pdl_test'],
+    ]);
+    expect(await inbox('pad')).toEqual({ total: 250, reconciled: 10 });
   }, 60_000);
 });
 

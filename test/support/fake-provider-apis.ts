@@ -286,3 +286,57 @@ export async function startFakeGithubDeliveries(
 ): Promise<FakeApi> {
   return await startFakeGithubHookDeliveries({ repository, hookId }, deliveries);
 }
+
+export interface PaddleEventEntity {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly occurred_at: string;
+  readonly data: Record<string, unknown>;
+}
+
+/**
+ * Paddle Billing's `GET /events` as documented: `order_by` (`id[ASC]` by default, or
+ * `id[DESC]`), `per_page` (default 50, at most 200), `after` an id, and
+ * `meta.pagination.{has_more,next}` with the next page's full URL. Ids sort by creation.
+ */
+export async function startFakePaddleEvents(events: readonly PaddleEventEntity[]): Promise<FakeApi> {
+  const ascending = [...events].sort((a, b) => (a.event_id < b.event_id ? -1 : 1));
+  let origin = '';
+  const api = await listen((req, url) => {
+    if (req.method !== 'GET' || url.pathname !== '/events') {
+      return {
+        status: 404,
+        body: { error: { type: 'request_error', code: 'not_found', detail: 'Not found' } },
+      };
+    }
+    const q = url.searchParams;
+    const order = q.get('order_by') ?? 'id[ASC]';
+    const sorted = order === 'id[DESC]' ? [...ascending].reverse() : ascending;
+    const perPage = Math.min(Number(q.get('per_page') ?? '50'), 200);
+    const after = q.get('after');
+    const start = after ? sorted.findIndex((event) => event.event_id === after) + 1 : 0;
+    const data = sorted.slice(start, start + perPage);
+    const hasMore = start + perPage < sorted.length;
+    const next = new URL(`${origin}/events`);
+    next.searchParams.set('order_by', order);
+    next.searchParams.set('per_page', String(perPage));
+    if (data.length > 0) next.searchParams.set('after', data.at(-1)!.event_id);
+    return {
+      status: 200,
+      body: {
+        data,
+        meta: {
+          request_id: 'req_fake',
+          pagination: {
+            per_page: perPage,
+            next: next.toString(),
+            has_more: hasMore,
+            estimated_total: sorted.length,
+          },
+        },
+      },
+    };
+  });
+  origin = api.url;
+  return api;
+}

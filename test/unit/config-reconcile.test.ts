@@ -29,7 +29,7 @@ describe('reconcile settings', () => {
 
   it('refuse providers without a listing API, github without its webhook, and out-of-bound values', () => {
     expect(() => endpoint({ provider: 'shopify', reconcile: {} })).toThrow(
-      'endpoints.e.reconcile: is available for stripe and github endpoints',
+      'endpoints.e.reconcile: is available for stripe, github and paddle endpoints',
     );
     expect(() => endpoint({ provider: 'github', reconcile: {} })).toThrow(
       'endpoints.e.reconcile: needs replay: the webhook that delivers here',

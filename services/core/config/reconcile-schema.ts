@@ -42,7 +42,7 @@ export const reconcileSchema = z.strictObject({
   /**
    * Stripe: the listing is cut in windows of this length, oldest first, and the watermark moves
    * at the end of each one listed completely (so a run stopped by its budget keeps its progress).
-   * GitHub lists newest first without a time filter: one window per run.
+   * GitHub and Paddle list newest first without a time filter: one window per run.
    */
   window: durationMs.pipe(z.number().min(MINUTE).max(DAY, 'must be at most 1d')).default(HOUR),
   /** Most API requests per run (each rate-limited answer counts); the run stops there. */
@@ -62,7 +62,7 @@ export const reconcileSchema = z.strictObject({
 });
 
 /** The providers whose API lists the events they sent. */
-const RECONCILABLE = ['stripe', 'github'] as const;
+const RECONCILABLE = ['stripe', 'github', 'paddle'] as const;
 
 /** Problems of an endpoint's reconcile section that need the rest of the endpoint. */
 export function reconcileIssues(endpoint: {
@@ -72,7 +72,7 @@ export function reconcileIssues(endpoint: {
 }): { path: (string | number)[]; message: string }[] {
   if (endpoint.reconcile === undefined) return [];
   if (!RECONCILABLE.includes(endpoint.provider as (typeof RECONCILABLE)[number])) {
-    return [{ path: ['reconcile'], message: 'is available for stripe and github endpoints' }];
+    return [{ path: ['reconcile'], message: 'is available for stripe, github and paddle endpoints' }];
   }
   if (endpoint.provider === 'github' && endpoint.replay === undefined) {
     return [

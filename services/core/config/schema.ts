@@ -144,7 +144,7 @@ const endpointSchema = z
           ),
       )
       .optional(),
-    /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
+    /** Where `hookgate replay` and reconcile pull this endpoint's events from (stripe, github, paddle). */
     replay: replaySchema.optional(),
     /** Continuous reconciliation against the provider's API (docs/reconcile.md); off unless set. */
     reconcile: reconcileSchema.optional(),
@@ -171,11 +171,15 @@ const endpointSchema = z
       });
     }
     if (endpoint.replay && typeof endpoint.replay === 'object') {
-      if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
+      if (
+        endpoint.provider !== 'stripe' &&
+        endpoint.provider !== 'github' &&
+        endpoint.provider !== 'paddle'
+      ) {
         ctx.addIssue({
           code: 'custom',
           path: ['replay'],
-          message: 'is available for stripe and github endpoints',
+          message: 'is available for stripe, github and paddle endpoints',
         });
       }
       const { repository, organization, appId, hookId } = endpoint.replay;
