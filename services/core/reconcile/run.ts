@@ -71,6 +71,8 @@ export async function reconcileEndpoint(
   const dryRun = options.dryRun === true || boss === null;
   const leaseSeconds = options.leaseSeconds ?? LEASE_SECONDS;
   const owner = randomUUID();
+  // Before the lease: nothing between taking it and the try below may throw.
+  const provider = createProvider(endpoint);
   let state: { coveredSince: Date | null; watermark: Date | null };
   if (dryRun) {
     state = await peekState(pool, endpointName);
@@ -113,7 +115,6 @@ export async function reconcileEndpoint(
       );
   renewal?.unref();
 
-  const provider = createProvider(endpoint);
   const seen = new Set<string>();
   const problems: string[] = [];
   const figures = { listed: 0, present: 0, filled: 0, unusable: 0, deliveryFailures: 0, apiCalls: 0 };
