@@ -139,11 +139,14 @@ describe('hookgate reconcile', () => {
     expect(await inbox()).toEqual({ total: 30, reconciled: 5 });
   }, 120_000);
 
-  it('refuses an endpoint without a reconcile section (exit 2)', async () => {
+  it('refuses an endpoint without a reconcile section, and an unknown action (exit 2)', async () => {
     const refused = await runHookgate(['reconcile', '--endpoint', 'plain', '--config', configFile], {
       env: env(),
     });
     expect(refused.code).toBe(2);
     expect(refused.output).toMatch(/usage_invalid: Endpoint plain does not reconcile/);
+    const action = await runHookgate(['reconcile', 'stats', '--config', configFile], { env: env() });
+    expect(action.code).toBe(2);
+    expect(action.output).toMatch(/usage_invalid: "stats" is not an action of reconcile/);
   });
 });

@@ -20,7 +20,7 @@ export const reconcileOptionsSchema = z.strictObject({
 });
 
 export const reconcileStatusOptionsSchema = z.strictObject({
-  what: z.literal('status', { error: 'the only action is status (or none: --endpoint E runs one)' }),
+  what: z.literal('status'),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
@@ -128,6 +128,13 @@ function statusJson(state: ReconcileState) {
 
 /** `hookgate reconcile status`: each reconciling endpoint's watermark and last run. */
 export async function reconcileStatusCommand(raw: unknown): Promise<void> {
+  const what = (raw as { what?: unknown } | null)?.what;
+  if (what !== 'status') {
+    throw new HookgateError(
+      'usage_invalid',
+      `"${String(what)}" is not an action of reconcile: use "reconcile status", or "reconcile --endpoint E" for a run.`,
+    );
+  }
   const options = reconcileStatusOptionsSchema.parse(raw);
   const config = commandConfig(options.config, false);
   const configured = config
