@@ -6,7 +6,7 @@ import { describeError, HookgateError } from '../errors.ts';
 import { createProvider } from '../providers/index.ts';
 import { claimFetchedPage } from '../replay/run.ts';
 import type { ReplaySource, ReplayWindow } from '../replay/types.ts';
-import { knownEventIds } from './known-sql.ts';
+import { knownEventIds } from '../inbox/known.ts';
 import {
   advanceWatermark,
   finishRun,

@@ -7,9 +7,9 @@ const KNOWN = `
     JOIN hookgate.inbox i ON i.endpoint = $1 AND i.event_id = k.event_id`;
 
 /**
- * Of these event ids, those the endpoint's inbox holds, so a listing can skip fetching their
- * bodies (GitHub: one request per delivery). An id it lacks is fetched and claimed, and the claim
- * still absorbs a copy stored under another id by its body digest.
+ * Of these event ids, those the endpoint's inbox holds, so a reconciliation listing can skip
+ * fetching their bodies (GitHub: one request per delivery). An id it lacks is fetched and
+ * claimed, and the claim still absorbs a copy stored under another id by its body digest.
  */
 export async function knownEventIds(
   db: Queryable,
