@@ -3,10 +3,10 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { EndpointConfig } from '../config/schema.ts';
 import { describeError, HookgateError } from '../errors.ts';
+import { knownEventIds } from '../inbox/known.ts';
 import { createProvider } from '../providers/index.ts';
 import { claimFetchedPage } from '../replay/run.ts';
 import type { ReplaySource, ReplayWindow } from '../replay/types.ts';
-import { knownEventIds } from '../inbox/known.ts';
 import {
   advanceWatermark,
   finishRun,
