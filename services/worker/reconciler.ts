@@ -56,6 +56,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
         listed: report.listed,
         present: report.present,
         filled: report.filled,
+        unusable: report.unusable,
         delivery_failures: report.deliveryFailures,
         api_calls: report.apiCalls,
         duration_ms: Math.round(report.durationMs),

@@ -118,6 +118,7 @@ function statusJson(state: ReconcileState) {
     last_listed: state.last.listed,
     last_present: state.last.present,
     last_filled: state.last.filled,
+    last_unusable: state.last.unusable,
     last_delivery_failures: state.last.deliveryFailures,
     last_api_calls: state.last.apiCalls,
     last_duration_ms: state.last.durationMs,
