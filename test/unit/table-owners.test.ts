@@ -30,6 +30,7 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.audit': ['services/core/audit/'],
   'hookgate.endpoint_state': ['services/core/pause/'],
   'hookgate.apply_attempts': ['services/core/attempts/'],
+  'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).
   'pgboss.': ['services/core/queue/job-rows.ts', 'services/core/db/roles.ts'],
   // The reference handler's tables (migration 0003); verify reads them to check a load run.
