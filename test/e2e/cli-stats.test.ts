@@ -68,6 +68,16 @@ describe('hookgate stats', () => {
     });
     // Two settled events are parked by hand (the scenario's "missing context" events).
     await db.pool.query(`UPDATE hookgate.inbox SET status = 'parked' WHERE event_id IN ('evt_18', 'evt_19')`);
+    // Known latencies: the ops rows settled took 1, 2, … n seconds from receipt, so the
+    // percentiles are known exactly (percentile_cont interpolates: p50 (n+1)/2, p99 1 + 0.99 (n-1)).
+    const settled = await db.pool.query(
+      `UPDATE hookgate.inbox i SET processed_at = i.received_at + make_interval(secs => o.k)
+         FROM (SELECT event_id, row_number() OVER (ORDER BY event_id)::int AS k
+                 FROM hookgate.inbox WHERE endpoint = 'ops' AND processed_at IS NOT NULL) o
+        WHERE i.endpoint = 'ops' AND i.event_id = o.event_id`,
+    );
+    const n = settled.rowCount ?? 0;
+    expect(n).toBeGreaterThan(1);
 
     const run = await runHookgate(['stats', '--json', '--config', configFile, '--since', '10m'], {
       env: env(),
@@ -95,8 +105,8 @@ describe('hookgate stats', () => {
     expect(ops.accepted).toBe(sentAccepted);
     expect(ops.duplicate).toBe(sentDuplicates);
     expect(ops.duplicate_rate).toBeCloseTo(sentDuplicates / (sentAccepted + sentDuplicates), 10);
-    expect(ops.latency_p50_seconds).toBeGreaterThanOrEqual(0);
-    expect(ops.latency_p99_seconds).toBeGreaterThanOrEqual(ops.latency_p50_seconds);
+    expect(ops.latency_p50_seconds).toBe((n + 1) / 2);
+    expect(ops.latency_p99_seconds).toBe(Math.round((1 + 0.99 * (n - 1)) * 1000) / 1000);
     const other = report.endpoints.find((e: { endpoint: string }) => e.endpoint === 'other');
     expect(other).toMatchObject({ accepted: 1, duplicate: 0, duplicate_rate: 0, processed: 1 });
 
