@@ -56,7 +56,8 @@ describe('hookgate prune', () => {
   });
 
   it('refuses a window under 3 days without --force (exit 2), and with it keeps every unsettled row', async () => {
-    const refused = await runHookgate(['prune', '--older-than', '1d'], { env: env() });
+    // The refusal's exit code and line, on the real program in this process.
+    const refused = await runCliInProcess(['prune', '--older-than', '1d'], env());
     expect(refused.code).toBe(2);
     expect(refused.output).toMatch(/usage_invalid: --older-than is under 3d.*--force/);
     const forced = await runHookgate(['prune', '--older-than', '1d', '--force', '--batch', '100', '--json'], {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 import { installEffects } from '../support/worker-effects.ts';
@@ -145,11 +146,10 @@ describe('hookgate stats', () => {
     );
     expect(show.output).toMatch(/"id": "evt_3"/);
 
-    const unknownEvent = await runHookgate(
+    // The refusals' exit codes and lines, on the real program in this process.
+    const unknownEvent = await runCliInProcess(
       ['events', 'show', 'nope', '--endpoint', 'ops', '--config', configFile],
-      {
-        env: env(),
-      },
+      env(),
     );
     expect(unknownEvent.code).toBe(2);
     expect(unknownEvent.output).toMatch(/event_unknown/);
@@ -159,7 +159,7 @@ describe('hookgate stats', () => {
       ['stats', '--endpoint', 'nope', '--config', configFile],
       ['stats', '--endpoint', 'nope'],
     ]) {
-      const refused = await runHookgate(args, { env: env() });
+      const refused = await runCliInProcess(args, env());
       expect(refused.code, args.join(' ')).toBe(2);
       expect(refused.output).toMatch(/endpoint_unknown: No endpoint named "nope"/);
     }
