@@ -20,6 +20,9 @@ export interface TestDatabase {
  */
 export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminDatabaseUrl');
+  // The unit project starts no server (vitest.config.ts): say so rather than fail to connect.
+  if (!adminUrl)
+    throw new Error('this project has no PostgreSQL: a test that needs one belongs in test/integration/');
   const name = `hookgate_test_${randomBytes(6).toString('hex')}`;
   const template = (options.migrated ?? true) ? ` TEMPLATE ${inject('templateDatabase')}` : '';
   const admin = new pg.Client({ connectionString: adminUrl });
