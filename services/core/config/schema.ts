@@ -10,6 +10,7 @@ import { consoleSchema } from './console-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
+import { reconcileIssues, reconcileSchema } from './reconcile-schema.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
 const ALWAYS = { when: () => true };
@@ -143,8 +144,10 @@ const endpointSchema = z
           ),
       )
       .optional(),
-    /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
+    /** Where `hookgate replay` and reconcile pull this endpoint's events from (stripe, github, paddle). */
     replay: replaySchema.optional(),
+    /** Continuous reconciliation against the provider's API (docs/reconcile.md); off unless set. */
+    reconcile: reconcileSchema.optional(),
   })
   // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
   // every problem; the fields they read may then be invalid, hence the type checks.
@@ -153,6 +156,8 @@ const endpointSchema = z
     // Keys that cannot be decoded would make every delivery a 401, and options a provider does
     // not use would be silently ignored: both are refused at start instead.
     for (const { path, message } of providerIssues(endpoint)) ctx.addIssue({ code: 'custom', path, message });
+    for (const { path, message } of reconcileIssues(endpoint))
+      ctx.addIssue({ code: 'custom', path, message });
     if (
       endpoint.provider === 'hmac' &&
       endpoint.hmac &&
@@ -166,11 +171,15 @@ const endpointSchema = z
       });
     }
     if (endpoint.replay && typeof endpoint.replay === 'object') {
-      if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
+      if (
+        endpoint.provider !== 'stripe' &&
+        endpoint.provider !== 'github' &&
+        endpoint.provider !== 'paddle'
+      ) {
         ctx.addIssue({
           code: 'custom',
           path: ['replay'],
-          message: 'is available for stripe and github endpoints',
+          message: 'is available for stripe, github and paddle endpoints',
         });
       }
       const { repository, organization, appId, hookId } = endpoint.replay;
