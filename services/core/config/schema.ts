@@ -129,7 +129,7 @@ const endpointSchema = z
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
     /**
      * Largest body this endpoint accepts (413 body_too_large beyond it). Unset: the provider's
-     * documented maximum (github: 25 MiB), else server.bodyLimit. Must fit in
+     * documented maximum (github, gitlab: 25 MiB), else server.bodyLimit. Must fit in
      * server.maxBufferedBytes.
      */
     bodyLimit: byteSize
@@ -249,7 +249,7 @@ export const configSchema = z
         metricsListenAddress: listenAddress.optional(),
         /**
          * Largest accepted body for endpoints that set no bodyLimit and whose provider documents
-         * no maximum (github's is 25 MiB); larger deliveries get 413 without being read further.
+         * no maximum (github's and gitlab's are 25 MiB); larger deliveries get 413 without being read further.
          */
         bodyLimit: byteSize.default(1024 * 1024),
         /**
