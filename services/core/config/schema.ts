@@ -7,6 +7,7 @@ import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { consoleSchema } from './console-schema.ts';
+import { destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
@@ -145,6 +146,8 @@ const endpointSchema = z
       .optional(),
     /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
     replay: replaySchema.optional(),
+    /** Where applied events are fanned out to, each with its filter (docs/destinations.md). */
+    destinations: destinationsSchema.optional(),
   })
   // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
   // every problem; the fields they read may then be invalid, hence the type checks.
