@@ -6,6 +6,7 @@ import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { pendingMigrations } from '../core/db/migrate.ts';
+import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -78,7 +79,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       }),
     );
   }
-  const engine = { boss, logger, metrics: options.applyMetrics ?? null };
+  const engine = { boss, logger, metrics: options.applyMetrics ?? null, destinations: routesFrom(config) };
   const syncHooks: ClaimHooks = {
     beforeCommit: async (client, accepted) => {
       await options.hooks?.beforeCommit?.(client, accepted);

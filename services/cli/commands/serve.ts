@@ -11,6 +11,7 @@ import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { checkDatabaseServer } from '../../core/db/server-checks.ts';
 import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
+import { routesFrom } from '../../core/destinations/routes.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../core/metrics.ts';
@@ -20,6 +21,11 @@ import { createBoss } from '../../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { stopTracing } from '../../core/tracing.ts';
 import { type RunningGateway, startGateway } from '../../gateway/gateway.ts';
+import {
+  createDestinationMetrics,
+  type RunningDestinationRelay,
+  startDestinationRelay,
+} from '../../worker/destinations.ts';
 import { createRelayMetrics, startRelays } from '../../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../../worker/worker.ts';
 import { databaseAddress, openDatabase, runMigrations } from '../database.ts';
@@ -236,6 +242,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   });
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
+  let destinationRelay: RunningDestinationRelay | null = null;
   let gateway: RunningGateway | null = null;
   let consoleServer: RunningConsole | null = null;
   // The gateway binds its port first: a port in use ends the start before any worker has started
@@ -273,6 +280,14 @@ export async function serveCommand(raw: unknown): Promise<void> {
       batchSize: config.relay.batchSize,
       concurrency: config.relay.concurrency,
       queues: outboxPolicyFrom(config.relay),
+    });
+    destinationRelay = startDestinationRelay({
+      pool: workerPool,
+      routes: routesFrom(config),
+      logger: loopLogger,
+      metrics: createDestinationMetrics(registry),
+      pollIntervalMs: config.relay.pollingInterval,
+      stopTimeoutMs: config.worker.shutdownTimeout,
     });
   }
   if (runsConsole) {
@@ -314,7 +329,13 @@ export async function serveCommand(raw: unknown): Promise<void> {
         logger.error('shutdown did not finish in time; exiting, unfinished work will be retried');
         process.exit(1);
       }, Math.max(config.server.shutdownTimeout, config.worker.shutdownTimeout) + 10_000).unref();
-      await Promise.all([gateway?.stop(), worker?.stop(), relays?.stop(), consoleServer?.stop()]);
+      await Promise.all([
+        gateway?.stop(),
+        worker?.stop(),
+        relays?.stop(),
+        destinationRelay?.stop(),
+        consoleServer?.stop(),
+      ]);
       await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
       await metricsServer.stop();
       if (workerPool !== pool) await workerPool.end();

@@ -125,7 +125,7 @@ export const destinationSchema = z
     }
   });
 
-type DestinationConfig = z.output<typeof destinationSchema>;
+export type DestinationConfig = z.output<typeof destinationSchema>;
 
 export const destinationsSchema = z
   .record(

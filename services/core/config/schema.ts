@@ -408,6 +408,8 @@ export const configSchema = z
         completedJobRetention: completedJobRetention(),
         /** Dead-lettered outbox jobs (nothing consumes them) are deleted this long after they were dead-lettered. */
         deadJobRetention: deadJobRetention(30),
+        /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
+        pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
       })
       .prefault({}),
     /** The web console (docs/console.md). */

@@ -1,0 +1,215 @@
+import type pg from 'pg';
+import { Counter, Histogram, type Registry } from 'prom-client';
+import {
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  claimDue,
+  finishAttempt,
+} from '../core/destinations/deliveries.ts';
+import type { Route, Routes } from '../core/destinations/routes.ts';
+import type { Logger } from '../core/logging.ts';
+import { requestHeaders, retryDelayMs } from './destination-request.ts';
+import { postOnce } from './relay-http.ts';
+
+// The destinations' relay: per destination, loops that claim due deliveries from
+// hookgate.destination_deliveries, send them, and record each attempt. Each destination has its
+// own loop and its own slots (its `concurrency`), so a slow or hanging destination holds only
+// its own deliveries; the database is used only between requests, never during one.
+
+export interface DestinationMetrics {
+  /** outcome: delivered | retry | dead | superseded. */
+  readonly deliveries: Counter<'endpoint' | 'destination' | 'outcome'>;
+  readonly attemptSeconds: Histogram<'endpoint' | 'destination'>;
+}
+
+export function createDestinationMetrics(registry: Registry): DestinationMetrics {
+  return {
+    deliveries: new Counter({
+      name: 'hookgate_destination_deliveries_total',
+      help: 'Delivery attempts to destinations, by endpoint, destination and outcome (delivered, retry, dead, superseded).',
+      labelNames: ['endpoint', 'destination', 'outcome'],
+      registers: [registry],
+    }),
+    attemptSeconds: new Histogram({
+      name: 'hookgate_destination_attempt_duration_seconds',
+      help: 'How long one delivery attempt to a destination took, answer or not.',
+      labelNames: ['endpoint', 'destination'],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
+      registers: [registry],
+    }),
+  };
+}
+
+export interface DestinationRelayOptions {
+  readonly pool: pg.Pool;
+  readonly routes: Routes;
+  readonly logger: Logger;
+  readonly metrics?: DestinationMetrics | null;
+  /** How long an idle destination waits before looking for due deliveries again. */
+  readonly pollIntervalMs?: number;
+  /** How long stop() waits for in-flight deliveries before aborting them. */
+  readonly stopTimeoutMs?: number;
+}
+
+export interface RunningDestinationRelay {
+  stop(): Promise<void>;
+}
+
+/** An attempt's lease: its timeout and a margin for recording it; past it, another worker may send again. */
+const LEASE_MARGIN_SECONDS = 30;
+
+export function startDestinationRelay(options: DestinationRelayOptions): RunningDestinationRelay {
+  const { pool, logger } = options;
+  const pollIntervalMs = options.pollIntervalMs ?? 1_000;
+  // closing: no more claims (and idle loops wake); aborting: in-flight requests are cut off.
+  const closing = new AbortController();
+  const aborting = new AbortController();
+  const loops: Promise<void>[] = [];
+  for (const routes of options.routes.values()) {
+    for (const route of routes) loops.push(run(route));
+  }
+  if (loops.length > 0) logger.info({ destinations: loops.length }, 'destination relay started');
+
+  function sleep(ms: number, wakeOn: readonly Promise<unknown>[]): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
+      function done() {
+        clearTimeout(timer);
+        closing.signal.removeEventListener('abort', done);
+        resolve();
+      }
+      closing.signal.addEventListener('abort', done);
+      for (const promise of wakeOn) promise.then(done, done);
+    });
+  }
+
+  async function run(route: Route): Promise<void> {
+    const inFlight = new Set<Promise<void>>();
+    const { concurrency, timeout } = route.settings;
+    while (!closing.signal.aborted) {
+      const free = concurrency - inFlight.size;
+      let claimed: ClaimedDelivery[] = [];
+      if (free > 0) {
+        try {
+          claimed = await claimDue(pool, {
+            endpoint: route.endpoint,
+            destination: route.name,
+            limit: free,
+            leaseSeconds: timeout / 1000 + LEASE_MARGIN_SECONDS,
+          });
+        } catch (error) {
+          logger.error(
+            { endpoint: route.endpoint, destination: route.name, err: error },
+            'destination relay: could not claim deliveries',
+          );
+        }
+      }
+      for (const delivery of claimed) {
+        const sending: Promise<void> = deliver(route, delivery)
+          .catch((error: unknown) =>
+            logger.error(
+              { endpoint: route.endpoint, destination: route.name, delivery: delivery.id, err: error },
+              'destination relay: delivery bookkeeping failed; the lease runs out and it is sent again',
+            ),
+          )
+          .finally(() => inFlight.delete(sending));
+        inFlight.add(sending);
+      }
+      // All slots filled: more may be due. Otherwise wait for the interval or a free slot.
+      if (free > 0 && claimed.length === free) continue;
+      await sleep(pollIntervalMs, [...inFlight]);
+    }
+    await Promise.allSettled(inFlight);
+  }
+
+  async function deliver(route: Route, delivery: ClaimedDelivery): Promise<void> {
+    const labels = { endpoint: route.endpoint, destination: route.name };
+    const log = { ...labels, delivery: delivery.id, event_id: delivery.event_id, attempt: delivery.attempts };
+    const startedAt = new Date();
+    const started = performance.now();
+    const attemptInBudget = delivery.attempts - delivery.redelivered_attempts;
+    let outcome: AttemptOutcome;
+    if (delivery.body === null) {
+      outcome = {
+        status: 'dead',
+        httpStatus: null,
+        error: 'the event is no longer in the inbox (pruned): nothing to send',
+        retryInSeconds: 0,
+        startedAt,
+        durationMs: 0,
+        responseHead: null,
+      };
+    } else {
+      const sent = await postOnce({
+        url: route.settings.url,
+        headers: requestHeaders(
+          route.settings,
+          {
+            endpoint: route.endpoint,
+            destination: route.name,
+            eventId: delivery.event_id,
+            eventType: delivery.event_type,
+            webhookId: delivery.webhook_id,
+            body: delivery.body,
+          },
+          Date.now(),
+        ),
+        body: delivery.body,
+        timeoutMs: route.settings.timeout,
+        signal: aborting.signal,
+      });
+      const durationMs = performance.now() - started;
+      options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
+      const common = { startedAt, durationMs, httpStatus: sent.status };
+      if (sent.outcome === 'delivered') {
+        outcome = { ...common, status: 'delivered', error: null, retryInSeconds: 0, responseHead: null };
+      } else if (sent.outcome === 'dead' || attemptInBudget > route.settings.retry.limit) {
+        outcome = {
+          ...common,
+          status: 'dead',
+          error: sent.error,
+          retryInSeconds: 0,
+          responseHead: sent.error,
+        };
+      } else {
+        const after = sent.retryAfterSeconds;
+        outcome = {
+          ...common,
+          status: 'retrying',
+          error: sent.error,
+          retryInSeconds: retryDelayMs(route.settings.retry, attemptInBudget, after) / 1000,
+          responseHead: sent.error,
+        };
+      }
+    }
+    const written = await finishAttempt(pool, delivery.id, delivery.attempts, outcome);
+    const counted = !written ? 'superseded' : outcome.status === 'retrying' ? 'retry' : outcome.status;
+    options.metrics?.deliveries.inc({ ...labels, outcome: counted });
+    if (!written) logger.warn(log, 'destination relay: attempt outlived its lease; result not recorded');
+    else if (outcome.status === 'delivered')
+      logger.info({ ...log, http_status: outcome.httpStatus }, 'destination relay: delivered');
+    else if (outcome.status === 'dead')
+      logger.error({ ...log, error: outcome.error }, 'destination relay: dead');
+    else
+      logger.warn(
+        { ...log, error: outcome.error, retry_in_seconds: outcome.retryInSeconds },
+        'destination relay: failed; retrying',
+      );
+  }
+
+  return {
+    async stop() {
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<'late'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), options.stopTimeoutMs ?? 15_000);
+      });
+      // Loops stop claiming at once; in-flight requests get the stop timeout to finish, then are
+      // cut off (recorded as failed attempts, retried by whichever worker runs next).
+      closing.abort();
+      const drained = Promise.allSettled(loops);
+      if ((await Promise.race([drained, late])) === 'late') aborting.abort();
+      await drained;
+      clearTimeout(timer);
+    },
+  };
+}
