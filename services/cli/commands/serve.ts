@@ -11,6 +11,7 @@ import { pendingMigrations } from '../../core/db/migrate.ts';
 import { createPool } from '../../core/db/pool.ts';
 import { checkDatabaseServer } from '../../core/db/server-checks.ts';
 import { isUnreachable, untilReachable } from '../../core/db/wait-for-database.ts';
+import { registerDestinationGauges } from '../../core/destinations/metrics.ts';
 import { routesFrom } from '../../core/destinations/routes.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger, type Logger } from '../../core/logging.ts';
@@ -224,6 +225,11 @@ export async function serveCommand(raw: unknown): Promise<void> {
       if (!outage.failed('backlog metrics', error))
         logger.warn({ err: error }, 'backlog metrics: query failed');
     },
+  });
+  registerDestinationGauges(registry, {
+    db: pool,
+    routes: routesFrom(config),
+    onError: (error) => logger.warn({ err: error }, 'destination metrics: query failed'),
   });
   let stopping = false;
   // The worker role has no webhook port: its probes live on the metrics listener (every role).

@@ -161,3 +161,162 @@ export async function finishAttempt(
   ]);
   return (rows[0]?.written ?? 0) > 0;
 }
+
+export interface DeliveryRow {
+  readonly id: string;
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly webhook_id: string;
+  readonly status: string;
+  readonly attempts: number;
+  readonly http_status: number | null;
+  readonly last_error: string | null;
+  readonly created_at: Date;
+  readonly last_attempt_at: Date | null;
+  readonly next_attempt_at: Date;
+  readonly settled_at: Date | null;
+}
+
+const COLUMNS = `id::text AS id, endpoint, destination, event_id, event_type, webhook_id, status,
+  attempts, http_status, last_error, created_at, last_attempt_at, next_attempt_at, settled_at`;
+
+export interface DeliveryQuery {
+  readonly endpoint?: string | undefined;
+  readonly destination?: string | undefined;
+  readonly status?: string | undefined;
+  readonly since?: Date | undefined;
+  readonly limit: number;
+}
+
+const LIST_DELIVERIES = `
+  SELECT ${COLUMNS}
+    FROM hookgate.destination_deliveries
+   WHERE ($1::text IS NULL OR endpoint = $1)
+     AND ($2::text IS NULL OR destination = $2)
+     AND ($3::text IS NULL OR status = $3)
+     AND ($4::timestamptz IS NULL OR created_at >= $4)
+   ORDER BY id DESC
+   LIMIT $5`;
+
+export async function listDeliveryRows(db: Queryable, query: DeliveryQuery): Promise<DeliveryRow[]> {
+  const { rows } = await db.query<DeliveryRow>(LIST_DELIVERIES, [
+    query.endpoint ?? null,
+    query.destination ?? null,
+    query.status ?? null,
+    query.since ?? null,
+    query.limit,
+  ]);
+  return rows;
+}
+
+export interface AttemptRow {
+  readonly attempt: number;
+  readonly started_at: Date;
+  readonly duration_ms: number;
+  readonly http_status: number | null;
+  readonly error: string | null;
+  readonly response_head: string | null;
+}
+
+const DELIVERY_BY_ID = `SELECT ${COLUMNS} FROM hookgate.destination_deliveries WHERE id = $1::bigint`;
+const ATTEMPTS_OF = `
+  SELECT attempt, started_at, duration_ms, http_status, error, response_head
+    FROM hookgate.destination_attempts WHERE delivery_id = $1::bigint ORDER BY attempt`;
+
+export async function deliveryWithAttempts(
+  db: Queryable,
+  id: string,
+): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] } | null> {
+  const delivery = (await db.query<DeliveryRow>(DELIVERY_BY_ID, [id])).rows[0];
+  if (!delivery) return null;
+  const attempts = (await db.query<AttemptRow>(ATTEMPTS_OF, [id])).rows;
+  return { delivery, attempts };
+}
+
+/** Which settled deliveries of one destination a redelivery takes: these ids, or by status. */
+export interface RedeliverySelection {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly ids: readonly string[] | null;
+  readonly statuses: readonly ('dead' | 'delivered')[];
+}
+
+const SELECTED = `
+  endpoint = $1 AND destination = $2
+  AND status = ANY ($4::text[])
+  AND ($3::bigint[] IS NULL OR id = ANY ($3::bigint[]))`;
+
+const SELECT_REDELIVERABLE = `SELECT id::text AS id FROM hookgate.destination_deliveries WHERE ${SELECTED} ORDER BY id`;
+
+/**
+ * Sent again as they were (same webhook-id and Idempotency-Key), with a fresh retry budget:
+ * `pending`, or `held` while the destination is paused.
+ */
+const REDELIVER = `
+  UPDATE hookgate.destination_deliveries
+     SET status = CASE WHEN EXISTS (SELECT 1 FROM hookgate.destination_state s
+                                     WHERE s.endpoint = $1 AND s.destination = $2 AND s.paused)
+                       THEN 'held' ELSE 'pending' END,
+         redelivered_attempts = attempts,
+         next_attempt_at = now(),
+         settled_at = NULL
+   WHERE ${SELECTED}
+  RETURNING id::text AS id`;
+
+export async function redeliverRows(
+  db: Queryable,
+  selection: RedeliverySelection,
+  dryRun: boolean,
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(dryRun ? SELECT_REDELIVERABLE : REDELIVER, [
+    selection.endpoint,
+    selection.destination,
+    selection.ids,
+    selection.statuses,
+  ]);
+  return rows.map((row) => row.id).sort((a, b) => Number(a) - Number(b));
+}
+
+/** A pause holds what waits to be sent (an attempt in flight finishes). */
+const HOLD = `
+  UPDATE hookgate.destination_deliveries SET status = 'held'
+   WHERE endpoint = $1 AND destination = $2 AND status IN ('pending', 'retrying')
+  RETURNING 1`;
+
+/**
+ * A resume releases them, due when they were due (at once, if that time passed while paused);
+ * no attempt was made or counted while held.
+ */
+const RELEASE = `
+  UPDATE hookgate.destination_deliveries
+     SET status = CASE WHEN attempts > redelivered_attempts THEN 'retrying' ELSE 'pending' END
+   WHERE endpoint = $1 AND destination = $2 AND status = 'held'
+  RETURNING 1`;
+
+export async function holdRows(db: Queryable, endpoint: string, destination: string): Promise<number> {
+  return (await db.query(HOLD, [endpoint, destination])).rowCount ?? 0;
+}
+
+export async function releaseRows(db: Queryable, endpoint: string, destination: string): Promise<number> {
+  return (await db.query(RELEASE, [endpoint, destination])).rowCount ?? 0;
+}
+
+/** Held and dead deliveries per destination, for the gauges (the partial stuck index). */
+const STUCK_COUNTS = `
+  SELECT endpoint, destination, status, count(*)::int AS count
+    FROM hookgate.destination_deliveries
+   WHERE status IN ('held', 'dead')
+   GROUP BY endpoint, destination, status`;
+
+export interface StuckCount {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly status: 'held' | 'dead';
+  readonly count: number;
+}
+
+export async function stuckCounts(db: Queryable): Promise<StuckCount[]> {
+  return (await db.query<StuckCount>(STUCK_COUNTS)).rows;
+}
