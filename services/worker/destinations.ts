@@ -55,8 +55,8 @@ export interface RunningDestinationRelay {
   stop(): Promise<void>;
 }
 
-/** An attempt's lease: its timeout and a margin for recording it; past it, another worker may send again. */
-const LEASE_MARGIN_SECONDS = 30;
+/** An attempt's lease: its timeout and a margin for recording the result; past it, another worker may send again. */
+const LEASE_MARGIN_SECONDS = 5;
 
 export function startDestinationRelay(options: DestinationRelayOptions): RunningDestinationRelay {
   const { pool, logger } = options;
