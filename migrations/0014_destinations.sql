@@ -60,3 +60,13 @@ CREATE TABLE hookgate.destination_state (
   changed_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (endpoint, destination)
 );
+
+-- A destination's rate limit (`rateLimit`), shared by every worker: a token bucket refilled at
+-- the configured rate up to its burst, taken from (row-locked) as deliveries are claimed.
+CREATE TABLE hookgate.destination_rate (
+  endpoint    text             NOT NULL,
+  destination text             NOT NULL,
+  tokens      double precision NOT NULL,
+  tokens_at   timestamptz      NOT NULL,
+  PRIMARY KEY (endpoint, destination)
+);

@@ -1,11 +1,13 @@
 import type pg from 'pg';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { withTransaction } from '../core/db/transaction.ts';
 import {
   type AttemptOutcome,
   type ClaimedDelivery,
   claimDue,
   finishAttempt,
 } from '../core/destinations/deliveries.ts';
+import { refillTokens, takeTokens } from '../core/destinations/rate.ts';
 import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
 import { requestHeaders, retryDelayMs } from './destination-request.ts';
@@ -89,14 +91,11 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     while (!closing.signal.aborted) {
       const free = concurrency - inFlight.size;
       let claimed: ClaimedDelivery[] = [];
+      // Set when the rate limit, not the backlog, stopped this claim: the wait for a token.
+      let tokenWaitMs: number | null = null;
       if (free > 0) {
         try {
-          claimed = await claimDue(pool, {
-            endpoint: route.endpoint,
-            destination: route.name,
-            limit: free,
-            leaseSeconds: timeout / 1000 + LEASE_MARGIN_SECONDS,
-          });
+          ({ claimed, tokenWaitMs } = await claim(route, free, timeout / 1000 + LEASE_MARGIN_SECONDS));
         } catch (error) {
           logger.error(
             { endpoint: route.endpoint, destination: route.name, err: error },
@@ -115,11 +114,38 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
           .finally(() => inFlight.delete(sending));
         inFlight.add(sending);
       }
-      // All slots filled: more may be due. Otherwise wait for the interval or a free slot.
+      // All slots filled: more may be due. Otherwise wait for the interval (or the next token,
+      // if sooner) or a free slot.
       if (free > 0 && claimed.length === free) continue;
-      await sleep(pollIntervalMs, [...inFlight]);
+      await sleep(tokenWaitMs === null ? pollIntervalMs : Math.min(pollIntervalMs, tokenWaitMs), [
+        ...inFlight,
+      ]);
     }
     await Promise.allSettled(inFlight);
+  }
+
+  /**
+   * Claims up to `free` due deliveries; with a rate limit, no more than the bucket's whole tokens
+   * (refilled, claimed and taken in one transaction, so workers take turns on the bucket).
+   */
+  async function claim(
+    route: Route,
+    free: number,
+    leaseSeconds: number,
+  ): Promise<{ claimed: ClaimedDelivery[]; tokenWaitMs: number | null }> {
+    const request = { endpoint: route.endpoint, destination: route.name, leaseSeconds };
+    const limit = route.settings.rateLimit;
+    if (!limit) return { claimed: await claimDue(pool, { ...request, limit: free }), tokenWaitMs: null };
+    return withTransaction(pool, async (tx) => {
+      const tokens = await refillTokens(tx, route.endpoint, route.name, limit);
+      const allowed = Math.min(free, Math.floor(tokens));
+      const claimed = allowed > 0 ? await claimDue(tx, { ...request, limit: allowed }) : [];
+      await takeTokens(tx, route.endpoint, route.name, claimed.length);
+      const left = tokens - claimed.length;
+      const tokenWaitMs =
+        claimed.length < allowed ? null : Math.max(0, ((1 - left) / limit.perSecond) * 1000);
+      return { claimed, tokenWaitMs };
+    });
   }
 
   async function deliver(route: Route, delivery: ClaimedDelivery): Promise<void> {

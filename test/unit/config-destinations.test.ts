@@ -62,6 +62,18 @@ describe('destinations in the configuration', () => {
     expect(eu?.filter?.where).toHaveLength(3);
   });
 
+  it('read a rate limit, its burst defaulting to the rate (at least 1)', () => {
+    const parsed = (rateLimit: unknown) =>
+      parseConfig(withDestinations({ a: { url: 'https://a.example', rateLimit } }), {}).endpoints.pay
+        ?.destinations?.a?.rateLimit;
+    expect(parsed({ perSecond: 2.5 })).toEqual({ perSecond: 2.5, burst: 3 });
+    expect(parsed({ perSecond: 0.1 })).toEqual({ perSecond: 0.1, burst: 1 });
+    expect(parsed({ perSecond: 50, burst: 10 })).toEqual({ perSecond: 50, burst: 10 });
+    expect(
+      problem(withDestinations({ a: { url: 'https://a.example', rateLimit: { perSecond: 0 } } })),
+    ).toContain('endpoints.pay.destinations.a.rateLimit.perSecond');
+  });
+
   it('refuse a condition with none or several of equals, in, exists', () => {
     expect(
       problem(withDestinations({ a: { url: 'https://a.example', filter: { where: [{ pointer: '/x' }] } } })),

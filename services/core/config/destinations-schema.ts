@@ -116,6 +116,21 @@ export const destinationSchema = z
       .default('event'),
     /** Deliveries in flight at once per worker process. */
     concurrency: z.number().int().min(1).max(64).default(4),
+    /**
+     * Most deliveries started per second to this destination, across all workers together
+     * (attempts and retries alike); `burst` (default: perSecond, at least 1) may start at once
+     * after a quiet spell. Unset: no limit.
+     */
+    rateLimit: z
+      .strictObject({
+        perSecond: z.number().min(0.01).max(10_000),
+        burst: z.number().int().min(1).max(10_000).optional(),
+      })
+      .transform((limit) => ({
+        perSecond: limit.perSecond,
+        burst: limit.burst ?? Math.max(1, Math.ceil(limit.perSecond)),
+      }))
+      .optional(),
   })
   .superRefine((destination, ctx) => {
     for (const name of Object.keys(destination.headers ?? {})) {
