@@ -70,3 +70,17 @@ CREATE TABLE hookgate.destination_rate (
   tokens_at   timestamptz      NOT NULL,
   PRIMARY KEY (endpoint, destination)
 );
+
+-- A destination's circuit breaker (`breaker`), shared by every worker. closed: deliveries flow;
+-- open: none is attempted (they wait, their retries unspent) until `cooldown` after opened_at;
+-- half_open: one probe is in flight (until probe_until, its lease): a success closes the breaker,
+-- a failure opens it again.
+CREATE TABLE hookgate.destination_breaker (
+  endpoint             text        NOT NULL,
+  destination          text        NOT NULL,
+  state                text        NOT NULL CHECK (state IN ('closed', 'open', 'half_open')),
+  consecutive_failures integer     NOT NULL DEFAULT 0,
+  opened_at            timestamptz,
+  probe_until          timestamptz,
+  PRIMARY KEY (endpoint, destination)
+);

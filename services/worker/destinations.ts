@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withTransaction } from '../core/db/transaction.ts';
+import { breakerGate, recordBreakerOutcome } from '../core/destinations/breaker.ts';
 import {
   type AttemptOutcome,
   type ClaimedDelivery,
@@ -59,6 +60,12 @@ export interface RunningDestinationRelay {
 
 /** An attempt's lease: its timeout and a margin for recording the result; past it, another worker may send again. */
 const LEASE_MARGIN_SECONDS = 5;
+
+/** A dead attempt that was a failure of the destination (retries ran out on 5xx, timeouts, …), not a refusal. */
+function isUnwell(outcome: AttemptOutcome): boolean {
+  const status = outcome.httpStatus;
+  return status === null || status >= 500 || status === 429 || status === 408;
+}
 
 export function startDestinationRelay(options: DestinationRelayOptions): RunningDestinationRelay {
   const { pool, logger } = options;
@@ -130,10 +137,29 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
    */
   async function claim(
     route: Route,
-    free: number,
+    slots: number,
     leaseSeconds: number,
   ): Promise<{ claimed: ClaimedDelivery[]; tokenWaitMs: number | null }> {
+    let free = slots;
     const request = { endpoint: route.endpoint, destination: route.name, leaseSeconds };
+    const breaker = route.settings.breaker;
+    if (breaker) {
+      const { gate, waitSeconds } = await breakerGate(
+        pool,
+        route.endpoint,
+        route.name,
+        { failures: breaker.failures, cooldownMs: breaker.cooldown },
+        leaseSeconds,
+      );
+      if (gate === 'open' || gate === 'half_open') return { claimed: [], tokenWaitMs: waitSeconds * 1000 };
+      if (gate === 'probe') {
+        logger.info(
+          { endpoint: route.endpoint, destination: route.name },
+          'destination relay: breaker half-open; probing',
+        );
+        free = 1;
+      }
+    }
     const limit = route.settings.rateLimit;
     if (!limit) return { claimed: await claimDue(pool, { ...request, limit: free }), tokenWaitMs: null };
     return withTransaction(pool, async (tx) => {
@@ -209,6 +235,15 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       }
     }
     const written = await finishAttempt(pool, delivery.id, delivery.attempts, outcome);
+    const breaker = route.settings.breaker;
+    if (breaker && delivery.body !== null) {
+      // Only failures that say the destination is unwell count; a 4xx answer says it is up.
+      const failed = outcome.status === 'retrying' || (outcome.status === 'dead' && isUnwell(outcome));
+      const state = await recordBreakerOutcome(pool, route.endpoint, route.name, !failed, breaker.failures);
+      if (state === 'open') logger.warn({ ...labels }, 'destination relay: breaker open; deliveries wait');
+      else if (state === 'closed' && !failed)
+        logger.debug({ ...labels }, 'destination relay: breaker closed');
+    }
     const counted = !written ? 'superseded' : outcome.status === 'retrying' ? 'retry' : outcome.status;
     options.metrics?.deliveries.inc({ ...labels, outcome: counted });
     if (!written) logger.warn(log, 'destination relay: attempt outlived its lease; result not recorded');

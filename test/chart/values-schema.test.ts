@@ -36,6 +36,9 @@ function setAt(path: readonly string[], value: unknown): Record<string, unknown>
     // A destination needs its url beside the field under test.
     if (path[n - 1] === 'destinations')
       node[key] = { url: 'https://example.test/hooks', ...(node[key] as object) };
+    // And a breaker its threshold.
+    if (key === 'breaker' && path[n - 2] === 'destinations')
+      node[key] = { failures: 1, ...(node[key] as object) };
     node = node[key] as Record<string, unknown>;
   }
   node[path.at(-1) as string] = value;

@@ -74,6 +74,17 @@ describe('destinations in the configuration', () => {
     ).toContain('endpoints.pay.destinations.a.rateLimit.perSecond');
   });
 
+  it('read a breaker, its cooldown defaulting to 30s', () => {
+    const parsed = (breaker: unknown) =>
+      parseConfig(withDestinations({ a: { url: 'https://a.example', breaker } }), {}).endpoints.pay
+        ?.destinations?.a?.breaker;
+    expect(parsed({ failures: 5 })).toEqual({ failures: 5, cooldown: 30_000 });
+    expect(parsed({ failures: 1, cooldown: '2m' })).toEqual({ failures: 1, cooldown: 120_000 });
+    expect(
+      problem(withDestinations({ a: { url: 'https://a.example', breaker: { cooldown: '1m' } } })),
+    ).toContain('endpoints.pay.destinations.a.breaker.failures');
+  });
+
   it('refuse a condition with none or several of equals, in, exists', () => {
     expect(
       problem(withDestinations({ a: { url: 'https://a.example', filter: { where: [{ pointer: '/x' }] } } })),

@@ -117,6 +117,17 @@ export const destinationSchema = z
     /** Deliveries in flight at once per worker process. */
     concurrency: z.number().int().min(1).max(64).default(4),
     /**
+     * A circuit breaker shared by every worker: opens after `failures` consecutive failed
+     * attempts; while open no delivery is attempted (none spends a retry); after `cooldown` one
+     * probe is sent, whose success closes it and whose failure opens it again. Unset: none.
+     */
+    breaker: z
+      .strictObject({
+        failures: z.number().int().min(1).max(1_000),
+        cooldown: durationMs.pipe(z.number().min(100).max(3_600_000)).default(30_000),
+      })
+      .optional(),
+    /**
      * Most deliveries started per second to this destination, across all workers together
      * (attempts and retries alike); `burst` (default: perSecond, at least 1) may start at once
      * after a quiet spell. Unset: no limit.

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
+import { openBreakers } from './breaker.ts';
 import { type StuckCount, stuckCounts } from './deliveries.ts';
 import type { Routes } from './routes.ts';
 
@@ -19,10 +20,38 @@ export function registerDestinationGauges(
     readonly cacheMs?: number;
     readonly onError?: (error: Error) => void;
   },
-): Gauge<'endpoint' | 'destination' | 'status'> {
+): void {
   const cacheMs = options.cacheMs ?? 5_000;
   let reading: { at: number; rows: StuckCount[] } | null = null;
-  return new Gauge({
+  let breakers: { at: number; rows: Awaited<ReturnType<typeof openBreakers>> } | null = null;
+  new Gauge({
+    name: 'hookgate_destination_breaker_state',
+    help: 'Each destination breaker: 1 for its state now (closed, open, half_open), 0 for the others. Database-wide: take max() across pods.',
+    labelNames: ['endpoint', 'destination', 'state'],
+    registers: [registry],
+    async collect() {
+      if (!breakers || Date.now() - breakers.at >= cacheMs) {
+        try {
+          breakers = { at: Date.now(), rows: await openBreakers(options.db) };
+        } catch (error) {
+          options.onError?.(error as Error);
+        }
+      }
+      this.reset();
+      const notClosed = new Map(
+        (breakers?.rows ?? []).map((row) => [`${row.endpoint}/${row.destination}`, row.state]),
+      );
+      for (const routes of options.routes.values()) {
+        for (const route of routes) {
+          if (!route.settings.breaker) continue;
+          const now = notClosed.get(`${route.endpoint}/${route.name}`) ?? 'closed';
+          for (const state of ['closed', 'open', 'half_open'])
+            this.set({ endpoint: route.endpoint, destination: route.name, state }, state === now ? 1 : 0);
+        }
+      }
+    },
+  });
+  new Gauge({
     name: 'hookgate_destination_stuck_deliveries',
     help: 'Held (destination paused) and dead deliveries per destination. Database-wide: take max() across pods.',
     labelNames: ['endpoint', 'destination', 'status'],
