@@ -27,6 +27,10 @@ CREATE TABLE hookgate.destination_deliveries (
   created_at           timestamptz NOT NULL DEFAULT now(),
   last_attempt_at      timestamptz,
   settled_at           timestamptz,
+  -- The event's entity (`[type, id]` as JSON; null without one) and version, for
+  -- destinations with `ordering: entity`: one in flight per entity, in version order.
+  entity_key           text,
+  entity_version       bigint,
   UNIQUE (endpoint, event_id, destination)
 );
 
@@ -36,6 +40,10 @@ CREATE INDEX destination_deliveries_due_idx ON hookgate.destination_deliveries
 -- Held and dead rows, for operators, the gauges and the alert.
 CREATE INDEX destination_deliveries_stuck_idx ON hookgate.destination_deliveries
   (endpoint, destination, status) WHERE status IN ('held', 'dead');
+-- `ordering: entity`: the unsettled deliveries of one entity, in order, to find its head.
+CREATE INDEX destination_deliveries_entity_idx ON hookgate.destination_deliveries
+  (endpoint, destination, entity_key, entity_version, id)
+  WHERE entity_key IS NOT NULL AND status IN ('pending', 'sending', 'retrying', 'held');
 -- Listing one destination's deliveries, newest first.
 CREATE INDEX destination_deliveries_list_idx ON hookgate.destination_deliveries (endpoint, destination, id);
 

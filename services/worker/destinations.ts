@@ -141,7 +141,12 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     leaseSeconds: number,
   ): Promise<{ claimed: ClaimedDelivery[]; tokenWaitMs: number | null }> {
     let free = slots;
-    const request = { endpoint: route.endpoint, destination: route.name, leaseSeconds };
+    const request = {
+      endpoint: route.endpoint,
+      destination: route.name,
+      leaseSeconds,
+      ordered: route.settings.ordering === 'entity',
+    };
     const breaker = route.settings.breaker;
     if (breaker) {
       const { gate, waitSeconds } = await breakerGate(

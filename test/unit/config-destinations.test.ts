@@ -31,6 +31,7 @@ describe('destinations in the configuration', () => {
       retry: { limit: 10, backoff: 5_000, max: 900_000, jitter: 0.2 },
       body: 'event',
       concurrency: 4,
+      ordering: 'none',
     });
   });
 

@@ -292,6 +292,9 @@ function fanOut(routes: readonly Route[] | undefined, row: InboxRow): NewDeliver
       eventId: row.event_id,
       eventType: row.event_type,
       webhookId: webhookIdFor(route.endpoint, row.event_id, route.name),
+      // JSON, so no type and id pair can read as another (and no NUL, which text cannot hold).
+      entityKey: row.entity_id === null ? null : JSON.stringify([row.entity_type, row.entity_id]),
+      entityVersion: row.entity_version,
     }));
 }
 

@@ -114,6 +114,11 @@ export const destinationSchema = z
           'must be event: hookgate does not keep the provider\u2019s original bytes, so raw cannot be sent',
       })
       .default('event'),
+    /**
+     * `entity`: at most one delivery in flight per entity (the event's entity type and id), in
+     * the events' version order; a failing one holds back its own entity only. Default `none`.
+     */
+    ordering: z.enum(['none', 'entity']).default('none'),
     /** Deliveries in flight at once per worker process. */
     concurrency: z.number().int().min(1).max(64).default(4),
     /**

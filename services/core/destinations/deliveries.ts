@@ -13,6 +13,9 @@ export interface NewDelivery {
   readonly eventId: string;
   readonly eventType: string;
   readonly webhookId: string;
+  /** `[entity type, entity id]` as JSON (null: the event has no entity). */
+  readonly entityKey: string | null;
+  readonly entityVersion: string | null;
 }
 
 /**
@@ -22,11 +25,11 @@ export interface NewDelivery {
  */
 const INSERT_DELIVERIES = `
   INSERT INTO hookgate.destination_deliveries AS d
-    (endpoint, destination, event_id, event_type, webhook_id, status)
+    (endpoint, destination, event_id, event_type, webhook_id, status, entity_key, entity_version)
   SELECT $1, x.destination, x.event_id, x.event_type, x.webhook_id,
-         CASE WHEN s.paused THEN 'held' ELSE 'pending' END
-    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[])
-           AS x(destination, event_id, event_type, webhook_id)
+         CASE WHEN s.paused THEN 'held' ELSE 'pending' END, x.entity_key, x.entity_version
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+           AS x(destination, event_id, event_type, webhook_id, entity_key, entity_version)
     LEFT JOIN hookgate.destination_state s
       ON s.endpoint = $1 AND s.destination = x.destination AND s.paused
   ON CONFLICT (endpoint, event_id, destination) DO NOTHING`;
@@ -43,6 +46,8 @@ export async function insertDeliveries(
     deliveries.map((d) => d.eventId),
     deliveries.map((d) => d.eventType),
     deliveries.map((d) => d.webhookId),
+    deliveries.map((d) => d.entityKey),
+    deliveries.map((d) => d.entityVersion),
   ]);
 }
 
@@ -62,6 +67,7 @@ const CLAIM_DUE = `
        AND (status <> 'sending' OR lease_until < now())
        AND NOT EXISTS (SELECT 1 FROM hookgate.destination_state s
                         WHERE s.endpoint = $1 AND s.destination = $2 AND s.paused)
+       /*ORDERED*/
      ORDER BY next_attempt_at, id
      LIMIT $3
      FOR UPDATE SKIP LOCKED
@@ -78,6 +84,22 @@ const CLAIM_DUE = `
             (SELECT i.payload::text FROM hookgate.inbox i
               WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body`;
 
+/**
+ * `ordering: entity`: only an entity's head may go, the first of its unsettled deliveries in
+ * version order (then arrival); one in flight (`sending`) or waiting to retry blocks the rest of
+ * its entity, and nothing else. A `dead` or `delivered` one no longer blocks.
+ */
+const ENTITY_HEAD = `
+       AND (entity_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM hookgate.destination_deliveries p
+              WHERE p.endpoint = $1 AND p.destination = $2
+                AND p.entity_key = destination_deliveries.entity_key
+                AND p.status IN ('pending', 'sending', 'retrying', 'held')
+                AND (coalesce(p.entity_version, 0), p.id)
+                    < (coalesce(destination_deliveries.entity_version, 0), destination_deliveries.id)))`;
+
+const CLAIM_DUE_ORDERED = CLAIM_DUE.replace('/*ORDERED*/', ENTITY_HEAD);
+
 export interface ClaimedDelivery {
   readonly id: string;
   readonly event_id: string;
@@ -91,9 +113,9 @@ export interface ClaimedDelivery {
 
 export async function claimDue(
   db: Queryable,
-  request: { endpoint: string; destination: string; limit: number; leaseSeconds: number },
+  request: { endpoint: string; destination: string; limit: number; leaseSeconds: number; ordered?: boolean },
 ): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimedDelivery>(CLAIM_DUE, [
+  const { rows } = await db.query<ClaimedDelivery>(request.ordered ? CLAIM_DUE_ORDERED : CLAIM_DUE, [
     request.endpoint,
     request.destination,
     request.limit,
