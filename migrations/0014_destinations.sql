@@ -44,6 +44,9 @@ CREATE INDEX destination_deliveries_stuck_idx ON hookgate.destination_deliveries
 CREATE INDEX destination_deliveries_entity_idx ON hookgate.destination_deliveries
   (endpoint, destination, entity_key, entity_version, id)
   WHERE entity_key IS NOT NULL AND status IN ('pending', 'sending', 'retrying', 'held');
+-- Retention (`hookgate prune`): delivered rows, oldest settled first.
+CREATE INDEX destination_deliveries_settled_idx ON hookgate.destination_deliveries (settled_at)
+  WHERE status = 'delivered';
 -- Listing one destination's deliveries, newest first.
 CREATE INDEX destination_deliveries_list_idx ON hookgate.destination_deliveries (endpoint, destination, id);
 

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 
 // Every statement on hookgate.destination_deliveries and hookgate.destination_attempts
 // (migration 0014). The delivery row is the relay's truth: the apply engine writes it in the
@@ -341,4 +342,34 @@ export interface StuckCount {
 
 export async function stuckCounts(db: Queryable): Promise<StuckCount[]> {
   return (await db.query<StuckCount>(STUCK_COUNTS)).rows;
+}
+
+/**
+ * Retention: delivered rows settled before the cutoff (their attempts go with them), in bounded
+ * batches from a cursor through destination_deliveries_settled_idx, as the outbox's prune does.
+ * Dead, held and unsent rows are kept whatever their age.
+ */
+const PRUNE_BATCH = `
+  WITH gone AS (
+    DELETE FROM hookgate.destination_deliveries
+     WHERE id = ANY (ARRAY(
+             SELECT id
+               FROM hookgate.destination_deliveries
+              WHERE settled_at >= $1::timestamptz AND settled_at < $2::timestamptz
+                AND status = 'delivered'
+              ORDER BY settled_at
+              LIMIT $3))
+       -- Redelivered since the batch read it: not settled any more, kept.
+       AND status = 'delivered'
+    RETURNING settled_at
+  )
+  SELECT count(*)::int AS deleted, max(settled_at)::text AS last FROM gone`;
+
+const COUNT_PRUNABLE = `
+  SELECT count(*)::int AS rows
+    FROM hookgate.destination_deliveries
+   WHERE settled_at < $1::timestamptz AND status = 'delivered'`;
+
+export function pruneDestinationDeliveries(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
+  return pruneInBatches(db, 'destination_deliveries', { batch: PRUNE_BATCH, count: COUNT_PRUNABLE }, options);
 }
