@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
 import {
@@ -11,6 +12,8 @@ import {
   type TestWorker,
   waitFor,
   workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
 } from '../support/worker-harness.ts';
 
 // Fan-out end to end in one process: events claimed as the gateway claims them, applied by the
@@ -25,6 +28,7 @@ let downstream: FakeDownstream;
 let claimer: Claimer;
 let worker: TestWorker;
 let relay: RunningDestinationRelay;
+let configFile: string;
 
 async function deliveries() {
   const { rows } = await db.pool.query<{
@@ -43,7 +47,7 @@ async function deliveries() {
 beforeAll(async () => {
   db = await createTestDatabase();
   downstream = await startFakeDownstream();
-  const config = workerConfig({
+  const endpoints = {
     pay: {
       handler: 'record',
       destinations: {
@@ -58,7 +62,9 @@ beforeAll(async () => {
         never: { url: `${downstream.url}/never`, filter: { types: ['nothing.*'] }, retry: FAST_RETRY },
       },
     },
-  });
+  };
+  const config = workerConfig(endpoints);
+  configFile = writeConfigFile(workerConfigDocument(endpoints));
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
   relay = startDestinationRelay({
@@ -158,6 +164,28 @@ describe('destinations', () => {
     );
     expect(attempts.rows.map((row) => row.http_status)).toEqual([500, 200]);
     expect(attempts.rows[0]!.error).toMatch(/^HTTP 500/);
+  });
+
+  it("events show prints each destination's decision and delivery", async () => {
+    const env = { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile };
+    const shown = await runCliInProcess(['events', 'show', 'evt_usd', '--endpoint', 'pay'], env);
+    expect(shown.code, shown.output).toBe(0);
+    const lines = shown.stdout.split('\n');
+    const section = lines.slice(lines.indexOf('destinations') + 1, lines.indexOf('destinations') + 4);
+    expect(section[0]).toMatch(/^ {2}eu {5}filtered out \(not: \/data\/currency in \["eur","gbp"\]\)$/);
+    expect(section[1]).toMatch(/^ {2}all {4}matches; delivery \d+ delivered, 1 attempt\(s\)$/);
+    expect(section[2]).toBe('  never  filtered out (type invoice.paid matches none of nothing.*)');
+    const json = await runCliInProcess(['events', 'show', 'evt_eur', '--endpoint', 'pay', '--json'], env);
+    const destinations = (
+      JSON.parse(json.stdout) as {
+        destinations: { destination: string; matches: boolean; delivery: { status: string } | null }[];
+      }
+    ).destinations;
+    expect(destinations.map((d) => [d.destination, d.matches, d.delivery?.status ?? null])).toEqual([
+      ['eu', true, 'delivered'],
+      ['all', true, 'delivered'],
+      ['never', false, null],
+    ]);
   });
 
   it('write no delivery for an event the handler did not process (a test event, settled ignored)', async () => {

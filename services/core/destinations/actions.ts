@@ -6,12 +6,14 @@ import {
   type AttemptRow,
   type DeliveryQuery,
   type DeliveryRow,
+  deliveriesOfEvent,
   deliveryWithAttempts,
   holdRows,
   listDeliveryRows,
   redeliverRows,
   releaseRows,
 } from './deliveries.ts';
+import { compileFilter } from './filter.ts';
 import { setPaused } from './state.ts';
 
 // The operators' actions on destinations, one function each: the CLI calls them, and the
@@ -66,6 +68,50 @@ export async function showDelivery(
   if (!found)
     throw new HookgateError('delivery_unknown', `No delivery ${id} ("hookgate deliveries list" lists them).`);
   return found;
+}
+
+/** One destination's part in an event: what its filter says today, and its delivery, if any. */
+export interface EventDestination {
+  readonly destination: string;
+  /** Null when the destination is no longer configured (only its delivery is known). */
+  readonly matches: boolean | null;
+  readonly reason?: string;
+  readonly delivery: DeliveryRow | null;
+}
+
+/**
+ * An event's destinations for `events show`: each configured one with its filter's decision on
+ * the event as stored, and each delivery row (the record of what was done; a decision made with
+ * today's configuration may differ from the one made when the event was applied).
+ */
+export async function eventDestinations(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'> | null,
+  event: {
+    readonly endpoint: string;
+    readonly eventId: string;
+    readonly eventType: string;
+    readonly payload: unknown;
+  },
+): Promise<EventDestination[]> {
+  const rows = new Map(
+    (await deliveriesOfEvent(db, event.endpoint, event.eventId)).map((row) => [row.destination, row]),
+  );
+  const configured = Object.entries(config?.endpoints[event.endpoint]?.destinations ?? {});
+  const shown: EventDestination[] = configured.map(([destination, settings]) => {
+    const decision = compileFilter(settings.filter)({ eventType: event.eventType, payload: event.payload });
+    return {
+      destination,
+      matches: decision.matches,
+      ...(decision.matches ? {} : { reason: decision.reason }),
+      delivery: rows.get(destination) ?? null,
+    };
+  });
+  for (const [destination, delivery] of rows) {
+    if (!configured.some(([name]) => name === destination))
+      shown.push({ destination, matches: null, delivery });
+  }
+  return shown;
 }
 
 export interface RedeliverRequest extends DestinationRef {

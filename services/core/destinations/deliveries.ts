@@ -234,6 +234,19 @@ export async function listDeliveryRows(db: Queryable, query: DeliveryQuery): Pro
   return rows;
 }
 
+const DELIVERIES_OF_EVENT = `
+  SELECT ${COLUMNS} FROM hookgate.destination_deliveries
+   WHERE endpoint = $1 AND event_id = $2 ORDER BY destination`;
+
+/** One event's deliveries (the unique key's prefix finds them). */
+export async function deliveriesOfEvent(
+  db: Queryable,
+  endpoint: string,
+  eventId: string,
+): Promise<DeliveryRow[]> {
+  return (await db.query<DeliveryRow>(DELIVERIES_OF_EVENT, [endpoint, eventId])).rows;
+}
+
 export interface AttemptRow {
   readonly attempt: number;
   readonly started_at: Date;
