@@ -224,6 +224,25 @@ describe('destination operations', () => {
     const resume = await runCliInProcess(['destination', 'resume', 'healthy'], env);
     expect(resume.stdout).toContain('Resumed pay/healthy: 0 held delivery(ies) released.');
 
+    const stats = await runCliInProcess(['stats', '--json'], env);
+    expect(stats.code, stats.output).toBe(0);
+    const figures = (JSON.parse(stats.stdout) as { destinations: Record<string, unknown>[] }).destinations;
+    expect(figures.map(({ p99_seconds: p99, ...row }) => ({ ...row, p99: typeof p99 }))).toEqual(
+      ['healthy', 'paused', 'refusing'].map((destination) => ({
+        endpoint: 'pay',
+        destination,
+        waiting: 0,
+        held: 0,
+        dead: 0,
+        delivered: 3,
+        p99: 'number',
+        breaker: 'closed',
+      })),
+    );
+    const text = await runCliInProcess(['stats'], env);
+    expect(text.stdout).toMatch(/ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER/);
+    expect(text.stdout).toMatch(/pay\s+refusing\s+0\s+0\s+0\s+3\s+\S+\s+closed/);
+
     const unknown = await runCliInProcess(['destination', 'pause', 'nosuch'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('destination_unknown');

@@ -6,8 +6,10 @@ import {
   type AttemptRow,
   type DeliveryQuery,
   type DeliveryRow,
+  type DestinationStatsRow,
   deliveriesOfEvent,
   deliveryWithAttempts,
+  destinationStatsRows,
   holdRows,
   listDeliveryRows,
   redeliverRows,
@@ -112,6 +114,40 @@ export async function eventDestinations(
       shown.push({ destination, matches: null, delivery });
   }
   return shown;
+}
+
+/**
+ * `stats` per destination: every configured destination (zeros when it has no rows) and any
+ * other that has rows.
+ */
+export async function destinationStats(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'> | null,
+  since: Date,
+  endpoint: string | null,
+): Promise<DestinationStatsRow[]> {
+  const rows = await destinationStatsRows(db, since, endpoint);
+  const key = (e: string, d: string) => `${e}/${d}`;
+  const known = new Map(rows.map((row) => [key(row.endpoint, row.destination), row]));
+  for (const [name, settings] of Object.entries(config?.endpoints ?? {})) {
+    if (endpoint !== null && name !== endpoint) continue;
+    for (const destination of Object.keys(settings.destinations ?? {})) {
+      if (!known.has(key(name, destination)))
+        known.set(key(name, destination), {
+          endpoint: name,
+          destination,
+          waiting: 0,
+          held: 0,
+          dead: 0,
+          delivered: 0,
+          p99_seconds: null,
+          breaker: 'closed',
+        });
+    }
+  }
+  return [...known.values()].sort((a, b) =>
+    key(a.endpoint, a.destination) < key(b.endpoint, b.destination) ? -1 : 1,
+  );
 }
 
 export interface RedeliverRequest extends DestinationRef {

@@ -386,3 +386,56 @@ const COUNT_PRUNABLE = `
 export function pruneDestinationDeliveries(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
   return pruneInBatches(db, 'destination_deliveries', { batch: PRUNE_BATCH, count: COUNT_PRUNABLE }, options);
 }
+
+/**
+ * Per destination: what waits now (pending, retrying, sending), held and dead now (the partial
+ * indexes), and, among those delivered since $1, how many and the p99 from written to delivered
+ * (destination_deliveries_settled_idx); with its breaker's state.
+ */
+const DESTINATION_STATS = `
+  WITH open_rows AS (
+    SELECT endpoint, destination,
+           count(*) FILTER (WHERE status IN ('pending', 'retrying', 'sending'))::int AS waiting,
+           count(*) FILTER (WHERE status = 'held')::int AS held,
+           count(*) FILTER (WHERE status = 'dead')::int AS dead
+      FROM hookgate.destination_deliveries
+     WHERE status IN ('pending', 'retrying', 'sending', 'held', 'dead')
+       AND ($2::text IS NULL OR endpoint = $2)
+     GROUP BY endpoint, destination
+  ), delivered AS (
+    SELECT endpoint, destination, count(*)::int AS delivered,
+           percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM settled_at - created_at))
+             AS p99_seconds
+      FROM hookgate.destination_deliveries
+     WHERE status = 'delivered' AND settled_at >= $1::timestamptz
+       AND ($2::text IS NULL OR endpoint = $2)
+     GROUP BY endpoint, destination
+  )
+  SELECT coalesce(o.endpoint, d.endpoint) AS endpoint, coalesce(o.destination, d.destination) AS destination,
+         coalesce(o.waiting, 0) AS waiting, coalesce(o.held, 0) AS held, coalesce(o.dead, 0) AS dead,
+         coalesce(d.delivered, 0) AS delivered, d.p99_seconds,
+         coalesce(b.state, 'closed') AS breaker
+    FROM open_rows o
+    FULL JOIN delivered d ON d.endpoint = o.endpoint AND d.destination = o.destination
+    LEFT JOIN hookgate.destination_breaker b
+      ON b.endpoint = coalesce(o.endpoint, d.endpoint) AND b.destination = coalesce(o.destination, d.destination)
+   ORDER BY 1, 2`;
+
+export interface DestinationStatsRow {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly waiting: number;
+  readonly held: number;
+  readonly dead: number;
+  readonly delivered: number;
+  readonly p99_seconds: number | null;
+  readonly breaker: string;
+}
+
+export async function destinationStatsRows(
+  db: Queryable,
+  since: Date,
+  endpoint: string | null,
+): Promise<DestinationStatsRow[]> {
+  return (await db.query<DestinationStatsRow>(DESTINATION_STATS, [since, endpoint])).rows;
+}
