@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import {
   type Attributes,
@@ -5,6 +6,7 @@ import {
   context,
   ROOT_CONTEXT,
   type Span,
+  SpanKind,
   SpanStatusCode,
   TraceFlags,
   trace,
@@ -165,6 +167,45 @@ export function inSpanSync<T>(
 export function setOutcome(span: Span, outcome: string, error?: string): void {
   span.setAttribute('hookgate.outcome', outcome);
   if (error !== undefined) span.setStatus({ code: SpanStatusCode.ERROR, message: error });
+}
+
+/**
+ * Runs `serve` (a request the gateway handles without Express) inside the HTTP server span of
+ * `route`: the HTTP instrumentation's, renamed as Express's instrumentation names the requests it
+ * routes, or, where that instrumentation sees no request (ESM imports of `node:http`), a SERVER
+ * span of its own that continues the request's `traceparent` and ends with the response. Tracing
+ * off: `serve` alone.
+ */
+export function serveInSpan(
+  req: IncomingMessage,
+  res: ServerResponse,
+  route: string,
+  serve: () => Promise<void>,
+): Promise<void> {
+  if (!active) return serve();
+  const name = `${req.method ?? 'GET'} ${route}`;
+  const current = trace.getActiveSpan();
+  if (current?.isRecording()) {
+    current.updateName(name);
+    current.setAttribute('http.route', route);
+    return serve();
+  }
+  const header = req.headers.traceparent;
+  const parent = contextFromTraceparent(typeof header === 'string' ? header : null);
+  const span = tracer().startSpan(
+    name,
+    {
+      kind: SpanKind.SERVER,
+      attributes: { 'http.request.method': req.method ?? '', 'http.route': route, 'url.path': req.url ?? '' },
+    },
+    parent,
+  );
+  res.once('close', () => {
+    span.setAttribute('http.response.status_code', res.statusCode);
+    if (res.statusCode >= 500 || !res.writableFinished) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  });
+  return context.with(trace.setSpan(parent, span), serve);
 }
 
 /** The W3C `traceparent` (version 00) of a recording span, or null when tracing is off. */

@@ -5,7 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
-import { pendingMigrations } from '../core/db/migrate.ts';
+import { readinessCheck } from '../core/db/readiness.ts';
 import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
@@ -14,6 +14,7 @@ import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../co
 import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
+import type { Provider, VerifyRequest } from '../core/providers/types.ts';
 import { NOTIFY_ENDPOINTS, WAKEUP_CHANNEL } from '../core/queue/wakeup.ts';
 import { WakeupThrottle } from '../core/queue/wakeup-throttle.ts';
 import {
@@ -48,6 +49,8 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Directory of the config file, for sync-mode `module:` handlers (default: cwd). */
   readonly configDir?: string;
+  /** What /readyz checks (default: services/core/db/readiness.ts on this pool). */
+  readonly readiness?: () => Promise<string | null>;
 }
 
 export interface RunningGateway {
@@ -62,7 +65,6 @@ export interface RunningGateway {
 
 export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
   const { config, pool, boss, logger, metrics } = options;
-  let migrated = false;
 
   // Sync-mode endpoints share the group committer's bounds (queue size, queue age, commit slots)
   // but are committed alone: each delivery is claimed and applied in its own transaction, so a
@@ -165,29 +167,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     claim,
     now: options.now ?? Date.now,
     shuttingDown: () => drain.draining,
-    direct: !tracingEnabled(),
     trustedProxyHops: config.server.trustedProxyHops,
     replayLimiter: new ReplayTokenLimiter({
       maxFailures: config.server.replayTokenLimit.maxFailures,
       windowMs: config.server.replayTokenLimit.window,
       maxSources: config.server.replayTokenLimit.maxSources,
     }),
-    readiness: async () => {
-      try {
-        if (!migrated) {
-          const pending = await pendingMigrations(pool);
-          if (pending) return pending;
-          migrated = true;
-        } else {
-          await pool.query('SELECT 1');
-        }
-        return null;
-      } catch (error) {
-        // The error text stays in the log; the probe's answer is public.
-        logger.warn({ err: error }, 'readiness check failed');
-        return 'database unreachable';
-      }
-    },
+    readiness: options.readiness ?? readinessCheck(pool, { logger }),
   });
 
   const server: Server = createServer(
@@ -236,10 +222,10 @@ function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<
     const { provider } = endpoint;
     traced.set(name, {
       ...endpoint,
-      provider: {
-        name: provider.name,
-        identify: (delivery) => provider.identify(delivery),
-        verify: (request) =>
+      // Everything else the provider has (handshakes, body decoding, empty acknowledgements)
+      // stays reachable through the prototype: only verify is wrapped.
+      provider: Object.assign(Object.create(provider) as Provider, {
+        verify: (request: VerifyRequest) =>
           inSpanSync(
             'webhook.verify',
             spanAttributes({ endpoint: name, provider: provider.name }),
@@ -250,7 +236,7 @@ function withVerifySpans(endpoints: ReadonlyMap<string, Endpoint>): ReadonlyMap<
             },
             deliveryParent(request.headers.traceparent),
           ),
-      },
+      }),
     });
   }
   return traced;

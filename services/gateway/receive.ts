@@ -174,7 +174,9 @@ export async function receive(
   return {
     status: 200,
     outcome: result.outcome,
-    body: { status: result.outcome, endpoint: endpoint.name, event_id: identity.event.eventId },
+    body: endpoint.provider.emptyAcknowledgement
+      ? undefined
+      : { status: result.outcome, endpoint: endpoint.name, event_id: identity.event.eventId },
     eventId: identity.event.eventId,
   };
 }

@@ -5,7 +5,7 @@ import { applyEvents, type EngineDeps, type EventResult } from '../core/apply/en
 import { executorFor } from '../core/db/executor.ts';
 import { withTransaction } from '../core/db/transaction.ts';
 import type { Handler } from '../core/handlers/types.ts';
-import { dispatchEvents } from '../core/queue/dispatch.ts';
+import { dispatchEvents } from '../core/inbox/dispatch.ts';
 import { applyQueue } from '../core/queue/names.ts';
 
 // The worker's side of an apply: the jobs it fetched, applied by the engine in one transaction,

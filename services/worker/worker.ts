@@ -15,6 +15,7 @@ import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { applyJobs, type FetchedJob, type JobPart, type JobPolicy, keepWithinBatch } from './apply.ts';
+import { type Solo, SoloGate } from './solo-gate.ts';
 import { startSweeper } from './sweeper.ts';
 import { Waker } from './waker.ts';
 import { listenForWakeups } from './wakeup-listener.ts';
@@ -183,9 +184,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   /**
    * Lone applies (events whose previous attempt died with its worker) run one at a time in a
    * process. The mark a lone apply leaves when the process dies blames that event; two lone
-   * applies running at once in two loops would both be blamed for one crasher, and an innocent
-   * event marked so is then ordered with the crasher (by fetch order, possibly after it) until
-   * both run out of attempts.
+   * applies running at once in two loops would both be blamed for one crasher (the innocent one
+   * then waits for a solo turn it did not need).
    */
   let loneTurn: Promise<void> = Promise.resolve();
   const oneLoneApplyAtATime = async <T>(apply: () => Promise<T>): Promise<T> => {
@@ -204,50 +204,70 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   /**
    * A job whose previous try was lost with its worker may carry an event that crashes the
-   * process: its events are applied one per transaction, the ones a worker already died applying
-   * alone last (services/core/inbox/lost-attempts.ts), and the job is completed after the last.
-   * A crashing event then costs its neighbours at most the attempts it shared with them before.
+   * process: its events are applied one per transaction, and the job is completed after the last.
+   * The events a worker already died applying alone (the suspects, `crashed`) come last, each
+   * with nothing else in flight in the process (`solo`): a crashing event then costs its
+   * neighbours at most the attempts it shared with them before it was marked.
    */
-  const applyAlone = async (endpoint: string, handler: Handler, job: Fetched): Promise<void> => {
-    // The marks only order the lone applies; if they cannot be read or written (e.g. a row
-    // still locked by a stalled attempt past the statement timeout), apply without them.
-    const crashed = await lostAlone(pool, endpoint, job.eventIds).catch((error: unknown) => {
-      logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
-      return new Set<string>();
-    });
-    const order = [
-      ...job.eventIds.filter((eventId) => !crashed.has(eventId)),
-      ...job.eventIds.filter((eventId) => crashed.has(eventId)),
-    ];
-    for (const eventId of order) {
-      const applied = await oneLoneApplyAtATime(async () => {
-        if (crashed.has(eventId))
-          logger.warn(
-            { endpoint, event_id: eventId, attempt: job.retryCount + 1 },
-            'applying an event that a worker died applying before',
-          );
-        const unmark = await markAlone(pool, endpoint, eventId).catch((error: unknown) => {
-          logger.warn({ err: error, endpoint, event_id: eventId }, 'could not mark a lone apply');
-          return async () => {};
-        });
-        const result = await applyGroup(endpoint, handler, [
-          { ...job, eventIds: [eventId], completes: false },
-        ]);
-        await unmark().catch((error: unknown) =>
-          logger.warn({ err: error, endpoint, event_id: eventId }, 'could not clear a lone-apply mark'),
+  const applyAlone = async (
+    endpoint: string,
+    handler: Handler,
+    job: Fetched,
+    crashed: ReadonlySet<string>,
+    solo: Solo,
+  ): Promise<void> => {
+    const applyOne = async (eventId: string) => {
+      if (crashed.has(eventId))
+        logger.warn(
+          { endpoint, event_id: eventId, attempt: job.retryCount + 1 },
+          'applying an event that a worker died applying before, with nothing else in flight',
         );
-        return result;
+      const unmark = await markAlone(pool, endpoint, eventId).catch((error: unknown) => {
+        logger.warn({ err: error, endpoint, event_id: eventId }, 'could not mark a lone apply');
+        return async () => {};
       });
+      const result = await applyGroup(endpoint, handler, [{ ...job, eventIds: [eventId], completes: false }]);
+      await unmark().catch((error: unknown) =>
+        logger.warn({ err: error, endpoint, event_id: eventId }, 'could not clear a lone-apply mark'),
+      );
+      return result;
+    };
+    for (const eventId of job.eventIds.filter((id) => !crashed.has(id))) {
       // The job was failed for a retry (its transaction failed): the rest waits for that retry.
-      if (applied === null) return;
+      if ((await oneLoneApplyAtATime(() => applyOne(eventId))) === null) return;
+    }
+    for (const eventId of job.eventIds.filter((id) => crashed.has(id))) {
+      if ((await solo(() => applyOne(eventId))) === null) return;
     }
     await boss.complete(applyQueue(endpoint), [{ id: job.id, retryCount: job.retryCount }]);
   };
 
+  /**
+   * The lost jobs of one fetch, those without a suspect first: a suspect's crash then takes no
+   * job of the same fetch with it that could have been finished before.
+   */
+  const applyLost = async (endpoint: string, handler: Handler, lost: readonly Fetched[], solo: Solo) => {
+    if (lost.length === 0) return;
+    // The marks only order the lone applies; if they cannot be read (e.g. a row still locked by
+    // a stalled attempt past the statement timeout), apply without them.
+    const crashed = await lostAlone(
+      pool,
+      endpoint,
+      lost.flatMap((job) => job.eventIds),
+    ).catch((error: unknown) => {
+      logger.warn({ err: error, endpoint }, 'could not read which events crashed a worker');
+      return new Set<string>();
+    });
+    const suspect = (job: Fetched) => job.eventIds.some((eventId) => crashed.has(eventId));
+    for (const job of [...lost.filter((j) => !suspect(j)), ...lost.filter(suspect)])
+      await applyAlone(endpoint, handler, job, crashed, solo);
+  };
+
+  const gate = new SoloGate();
   const perFetch = new Map<string, JobsPerFetch>();
 
   /** One fetch-and-apply step; returns whether it fetched a full load (more is waiting). */
-  const applyStep = async (endpoint: string, handler: Handler): Promise<boolean> => {
+  const applyStep = async (endpoint: string, handler: Handler, solo: Solo): Promise<boolean> => {
     const queue = applyQueue(endpoint);
     const sizing = perFetch.get(endpoint) ?? new JobsPerFetch(batchSize);
     perFetch.set(endpoint, sizing);
@@ -276,7 +296,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       });
       const together = kept.filter((job) => !job.lost);
       if (together.length > 0) await applyGroup(endpoint, handler, together);
-      for (const job of kept.filter((candidate) => candidate.lost)) await applyAlone(endpoint, handler, job);
+      await applyLost(
+        endpoint,
+        handler,
+        kept.filter((job) => job.lost),
+        solo,
+      );
     });
     return fetched.length >= wanted;
   };
@@ -301,7 +326,8 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
 
   const loops: Promise<void>[] = [];
   for (const [endpoint, handler] of handlers) {
-    for (let i = 0; i < concurrency; i += 1) loops.push(loop(endpoint, () => applyStep(endpoint, handler)));
+    for (let i = 0; i < concurrency; i += 1)
+      loops.push(loop(endpoint, () => gate.step((solo) => applyStep(endpoint, handler, solo))));
   }
   const sweeper = startSweeper({
     pool,

@@ -122,11 +122,16 @@ describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
     );
     expect(effects.rows).toHaveLength(OTHERS);
     expect(effects.rows.every((r) => r.n === 1)).toBe(true);
-    const neighbours = await db.pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id <> 'poison' AND attempts > 1`,
+    const neighbours = await db.pool.query<{ n: number; most: number }>(
+      `SELECT count(*) FILTER (WHERE attempts > 1)::int AS n, max(attempts)::int AS most
+         FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id <> 'poison'`,
     );
     console.log(
       `poison: ${crashes.length} worker crashes; ${neighbours.rows[0]!.n} of ${OTHERS} other events lost an attempt to a crash`,
     );
+    // Once a worker has died applying the poison alone, it runs with nothing else in flight in its
+    // process: a neighbour can lose only the poison's first two attempts (in a batch, then alone
+    // beside other work), whatever the fetch order.
+    expect(neighbours.rows[0]!.most).toBeLessThanOrEqual(3);
   });
 });

@@ -53,4 +53,35 @@ describe('worker probes on the metrics port', () => {
       await worker.exited().catch(() => {});
     }
   });
+
+  it('answers /readyz 503 with the reason while the database lacks a migration of this version', async () => {
+    const configFile = writeConfigFile(workerConfigDocument({ demo: { handler: 'record' } }));
+    const metricsPort = await freePort();
+    const worker = startHookgate(['serve', '--role', 'worker', '--config', configFile], {
+      env: { DATABASE_URL: db.url, METRICS_PORT: String(metricsPort) },
+    });
+    const latest = await db.pool.query<{ version: number; name: string }>(
+      'SELECT version, name FROM hookgate.schema_migrations ORDER BY version DESC LIMIT 1',
+    );
+    const { version, name } = latest.rows[0]!;
+    try {
+      await worker.waitFor(/hookgate is serving/);
+      // As a rollback of the database would leave it, before the pod is first probed.
+      await db.pool.query('DELETE FROM hookgate.schema_migrations WHERE version = $1', [version]);
+      const base = `http://127.0.0.1:${metricsPort}`;
+      const notReady = await fetch(`${base}/readyz`);
+      expect(notReady.status).toBe(503);
+      const body = (await notReady.json()) as { status: string; reason: string };
+      expect(body.status).toBe('not_ready');
+      expect(body.reason).toContain(String(version).padStart(4, '0'));
+      await db.pool.query('INSERT INTO hookgate.schema_migrations (version, name) VALUES ($1, $2)', [
+        version,
+        name,
+      ]);
+      expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    } finally {
+      worker.child.kill('SIGKILL');
+      await worker.exited().catch(() => {});
+    }
+  });
 });

@@ -160,11 +160,32 @@ describe('signed questions', () => {
       'x-xero-signature': createHmac('sha256', SECRET).update(body).digest('base64'),
     });
     expect(good.status).toBe(200);
+    // Xero's rules for every answer: no body, no cookies.
+    expect(await good.text()).toBe('');
+    expect(good.headers.get('content-type')).toBeNull();
+    expect(good.headers.get('set-cookie')).toBeNull();
     const bad = await post('xero', body, {
       'x-xero-signature': createHmac('sha256', 'nope').update(body).digest('base64'),
     });
     expect(bad.status).toBe(401);
     expect(await rows('xero')).toEqual([]);
+  });
+
+  it('xero: a signed batch of events is stored and acknowledged 200 with no body, its retry too', async () => {
+    const body = JSON.stringify({
+      events: [{ resourceUrl: 'https://api.xero.com/api.xro/2.0/Invoices/1', eventType: 'UPDATE' }],
+      firstEventSequence: 1,
+      lastEventSequence: 1,
+      entropy: 'KLMNOPQRST',
+    });
+    const headers = { 'x-xero-signature': createHmac('sha256', SECRET).update(body).digest('base64') };
+    for (let i = 0; i < 2; i += 1) {
+      const answer = await post('xero', body, headers);
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toBe('');
+      expect(answer.headers.get('content-length')).toBe('0');
+    }
+    expect(await rows('xero')).toHaveLength(1);
   });
 });
 

@@ -138,7 +138,7 @@ describe('metrics after a scripted scenario', () => {
   });
 
   it('reports the oldest pending age and serves one cached reading to many scrapes', async () => {
-    const { registerBacklogMetrics } = await import('../../services/core/backlog.ts');
+    const { registerBacklogMetrics } = await import('../../services/core/read-models/backlog.ts');
     const { Registry } = await import('prom-client');
     await db.pool.query(
       `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, received_at)
@@ -169,7 +169,7 @@ describe('metrics after a scripted scenario', () => {
   });
 
   it('reads the backlog through the partial indexes only', async () => {
-    const { BACKLOG_BY_ENDPOINT } = await import('../../services/core/backlog.ts');
+    const { BACKLOG_BY_ENDPOINT } = await import('../../services/core/read-models/backlog.ts');
     const client = await db.pool.connect();
     try {
       // Without sequential scans the planner must still find an index matching each arm's

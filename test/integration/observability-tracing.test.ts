@@ -1,5 +1,7 @@
 // First: tracing starts before the gateway's modules (http, express, pg) load.
 
+import { createHmac } from 'node:crypto';
+import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -10,6 +12,7 @@ import { exporter, tracing } from '../support/tracing-first.ts';
 import { waitFor, workerConfig } from '../support/worker-harness.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const XERO_KEY = 'xero-webhook-key-for-tracing';
 
 let db: TestDatabase;
 let hookgate: ObservedHookgate;
@@ -23,6 +26,7 @@ beforeAll(async () => {
     workerConfig({
       traced: { handler: 'forward', options: { url: `${downstream.url}/hook` } },
       direct: { handler: 'record', mode: 'sync' },
+      xero: { provider: 'xero', secrets: [XERO_KEY], handler: 'record' },
     }),
   );
 });
@@ -66,6 +70,17 @@ describe('traces', () => {
     expect(forward!.spanContext().traceId).toBe(providerTrace);
     expect(apply!.parentSpanContext?.spanId).toBe(claim!.spanContext().spanId);
     expect(forward!.parentSpanContext?.spanId).toBe(apply!.spanContext().spanId);
+
+    // The HTTP server span continues the provider's context and names the route, on the
+    // gateway's one webhook path (the same code runs untraced).
+    const servers = exporter
+      .getFinishedSpans()
+      .filter((s) => s.kind === SpanKind.SERVER && s.spanContext().traceId === providerTrace);
+    expect(servers.map((s) => [s.name, s.attributes['http.route']])).toEqual([
+      ['POST /webhooks/:endpoint', '/webhooks/:endpoint'],
+    ]);
+    expect(servers[0]!.parentSpanContext?.spanId).toBe('b7ad6b7169203331');
+    expect(claim!.parentSpanContext?.spanId).toBe(servers[0]!.spanContext().spanId);
 
     // What the inbox row stores is the claim span's own traceparent.
     const row = await db.pool.query<{ traceparent: string }>(
@@ -112,5 +127,24 @@ describe('traces', () => {
     ).toBe(1);
     expect(value(/^hookgate_apply_duration_seconds_count\{endpoint="direct"\} (\S+)$/m)).toBe(1);
     expect(value(/^hookgate_end_to_end_seconds_count\{endpoint="direct"\} (\S+)$/m)).toBe(1);
+  });
+
+  it("keeps what a provider does besides verifying when verify is traced (Xero's empty answer)", async () => {
+    const body = JSON.stringify({
+      events: [{ eventType: 'UPDATE' }],
+      firstEventSequence: 1,
+      lastEventSequence: 1,
+    });
+    const answer = await post(`${hookgate.url}/webhooks/xero`, {
+      body,
+      headers: { 'x-xero-signature': createHmac('sha256', XERO_KEY).update(body).digest('base64') },
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers['content-length']).toBe('0');
+    expect(answer.json).toEqual({ raw: '' });
+    const verified = exporter
+      .getFinishedSpans()
+      .filter((s) => s.name === 'webhook.verify' && attribute(s, 'endpoint') === 'xero');
+    expect(verified.map((s) => attribute(s, 'outcome'))).toEqual(['verified']);
   });
 });

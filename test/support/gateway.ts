@@ -1,12 +1,9 @@
 import { parseConfig } from '../../services/core/config/load.ts';
 import type { Config } from '../../services/core/config/schema.ts';
-import { createPool } from '../../services/core/db/pool.ts';
 import type { ClaimHooks } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { createGatewayMetrics, createRegistry } from '../../services/core/metrics.ts';
-import { createBoss } from '../../services/core/queue/boss.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
-import { startGateway } from '../../services/gateway/gateway.ts';
+import type { createRegistry } from '../../services/core/metrics.ts';
+import { startRuntime } from '../../services/runtime/runtime.ts';
 
 export const SW_SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 export const SW_OLD_SECRET = 'whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD';
@@ -36,53 +33,32 @@ export interface TestGateway {
   stop(): Promise<void>;
 }
 
-/** The real gateway (Express, group commit, pg-boss) on 127.0.0.1 against `databaseUrl`. */
+/**
+ * The real gateway (Express, group commit, pg-boss) on 127.0.0.1 against `databaseUrl`, started
+ * as `serve --role gateway` starts it (services/runtime/runtime.ts).
+ */
 export async function startTestGateway(
   databaseUrl: string,
   config: Config = testConfig(),
   hooks?: ClaimHooks,
 ): Promise<TestGateway> {
-  const logger = createLogger('silent');
-  const pool = createPool({
-    connectionString: databaseUrl,
-    max: config.database.poolSize,
-    statementTimeoutMs: config.database.statementTimeout,
-    connectTimeoutMs: config.database.connectTimeout,
-    applicationName: 'hookgate-test-gateway',
-  });
-  const boss = createBoss({
-    connectionString: databaseUrl,
-    max: 2,
-    supervise: false,
-    applicationName: 'test',
-  });
-  boss.on('error', () => {});
-  await boss.start();
-  // The queue policy from the same config a worker would use, as `serve --role gateway` does.
-  await ensureQueues(
-    boss,
-    Object.keys(config.endpoints),
-    retryPolicyFrom(config.worker),
-    outboxPolicyFrom(config.relay),
-  );
-  const registry = createRegistry();
-  const gateway = await startGateway({
+  const runtime = await startRuntime({
     config,
-    pool,
-    boss,
-    logger,
-    metrics: createGatewayMetrics(registry),
+    role: 'gateway',
+    databaseUrl,
+    databaseHost: 'the test database',
+    databaseAddress: 'the test database',
+    logger: createLogger('silent'),
+    configDir: process.cwd(),
     port: 0,
     host: '127.0.0.1',
-    ...(hooks ? { hooks } : {}),
+    metricsPort: 0,
+    metricsHost: '127.0.0.1',
+    ...(hooks ? { claimHooks: hooks } : {}),
   });
   return {
-    url: `http://127.0.0.1:${gateway.port}`,
-    registry,
-    async stop() {
-      await gateway.stop();
-      await boss.stop({ graceful: false, close: true });
-      await pool.end();
-    },
+    url: `http://127.0.0.1:${runtime.port}`,
+    registry: runtime.registry,
+    stop: () => runtime.stop(),
   };
 }

@@ -4,18 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Registry } from 'prom-client';
 import { stringify } from 'yaml';
-import { createApplyMetrics } from '../../services/core/apply/metrics.ts';
-import { registerBacklogMetrics } from '../../services/core/backlog.ts';
 import type { Config } from '../../services/core/config/schema.ts';
-import { createPool } from '../../services/core/db/pool.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../../services/core/metrics.ts';
-import { startMetricsServer } from '../../services/core/metrics-server.ts';
-import { createBoss } from '../../services/core/queue/boss.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
-import { startGateway } from '../../services/gateway/gateway.ts';
-import { createRelayMetrics, startRelays } from '../../services/worker/relay.ts';
-import { startWorker } from '../../services/worker/worker.ts';
+import { startRuntime } from '../../services/runtime/runtime.ts';
 
 /** Gateway and worker in this process on one registry, scraped over HTTP like a real pod. */
 export interface ObservedHookgate {
@@ -27,83 +18,29 @@ export interface ObservedHookgate {
 }
 
 export async function startObservedHookgate(databaseUrl: string, config: Config): Promise<ObservedHookgate> {
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const pool = createPool({
-    connectionString: databaseUrl,
-    max: 4,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-observed-gateway',
-  });
-  const workerPool = createPool({
-    connectionString: databaseUrl,
-    max: 4,
-    statementTimeoutMs: 30_000,
-    connectTimeoutMs: 10_000,
-    applicationName: 'test-observed-worker',
-  });
-  const boss = createBoss({
-    connectionString: databaseUrl,
-    max: 4,
-    supervise: true,
-    superviseIntervalSeconds: 1,
-    applicationName: 'test-observed',
-  });
-  boss.on('error', () => {});
-  await boss.start();
-  await ensureQueues(
-    boss,
-    Object.keys(config.endpoints),
-    retryPolicyFrom(config.worker),
-    outboxPolicyFrom(config.relay),
-  );
-  const registry = createRegistry();
-  registerPoolMetrics(registry, { gateway: pool, worker: workerPool });
-  // No cache: the test reads the database and the metrics back to back.
-  registerBacklogMetrics(registry, { db: pool, endpoints: Object.keys(config.endpoints), cacheMs: 0 });
-  const applyMetrics = createApplyMetrics(registry);
-  const worker = await startWorker({
+  const runtime = await startRuntime({
     config,
-    pool: workerPool,
-    boss,
-    logger,
+    role: 'all',
+    databaseUrl,
+    databaseHost: 'the test database',
+    databaseAddress: 'the test database',
+    logger: createLogger(process.env.TEST_LOG_LEVEL ?? 'silent'),
     configDir: '.',
-    metrics: applyMetrics,
-  });
-  const relays = await startRelays({
-    boss,
-    pool: workerPool,
-    logger,
-    metrics: createRelayMetrics(registry),
-    pollingIntervalSeconds: 0.5,
-    stopTimeoutMs: 5_000,
-  });
-  const gateway = await startGateway({
-    config,
-    pool,
-    boss,
-    logger,
-    metrics: createGatewayMetrics(registry),
-    applyMetrics,
     port: 0,
     host: '127.0.0.1',
+    metricsPort: 0,
+    metricsHost: '127.0.0.1',
+    relayPollingIntervalSeconds: 0.5,
+    // No cache: the test reads the database and the metrics back to back.
+    backlogCacheMs: 0,
   });
-  const metrics = await startMetricsServer(registry, 0, '127.0.0.1');
-  const metricsUrl = `http://127.0.0.1:${metrics.port}/metrics`;
+  const metricsUrl = `http://127.0.0.1:${runtime.metricsPort}/metrics`;
   return {
-    url: `http://127.0.0.1:${gateway.port}`,
+    url: `http://127.0.0.1:${runtime.port}`,
     metricsUrl,
-    registry,
+    registry: runtime.registry,
     scrape: async () => (await fetch(metricsUrl)).text(),
-    async stop() {
-      await gateway.stop();
-      await worker.stop();
-      await relays.stop();
-      await metrics.stop();
-      await boss.stop({ graceful: false, close: true });
-      await pool.end();
-      await workerPool.end();
-    },
+    stop: () => runtime.stop(),
   };
 }
 

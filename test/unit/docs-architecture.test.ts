@@ -29,6 +29,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   'services/gateway': ['services/core'],
   'services/worker': ['services/core'],
   'services/console': ['services/core'],
+  'services/runtime': ['services/core', 'services/gateway', 'services/worker', 'services/console'],
   load: [],
 };
 

@@ -2,11 +2,20 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
+import {
+  type Delivery,
+  EVENT_DELIVERIES,
+  LIST_EVENTS,
+  type ListedEvent,
+  SHOW_EVENT,
+  type ShownEvent,
+} from '../../core/read-models/events-sql.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
-import { eventFilterShape, FILTER_PREDICATE, filterParams } from '../support/filters.ts';
+import { eventFilterShape, filterParams } from '../support/filters.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, requireEndpoint } from '../support/options.ts';
 import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
@@ -17,27 +26,6 @@ export const eventsListOptionsSchema = z.strictObject({
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
-
-export const LIST_EVENTS = `
-  SELECT endpoint, event_id, event_type, status, attempts, last_error, received_at, processed_at,
-         received_via, EXTRACT(EPOCH FROM clock_timestamp() - received_at)::float8 AS age_seconds
-    FROM hookgate.inbox
-   WHERE ${FILTER_PREDICATE}
-   ORDER BY received_at DESC, event_id
-   LIMIT $7`;
-
-interface ListedEvent {
-  endpoint: string;
-  event_id: string;
-  event_type: string;
-  status: string;
-  attempts: number;
-  last_error: string | null;
-  received_at: Date;
-  processed_at: Date | null;
-  received_via: string | null;
-  age_seconds: number;
-}
 
 const oneLine = (text: string | null, max: number) => {
   if (!text) return '-';
@@ -83,78 +71,6 @@ export const eventsShowOptionsSchema = z.strictObject({
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
-
-export const SHOW_EVENT = `
-  SELECT endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version::text AS entity_version,
-         status, attempts, requeued_attempts, dispatched_attempts, dispatch_job::text AS dispatch_job,
-         next_attempt_at, last_error, received_at, processed_at, received_via, traceparent, headers, payload
-    FROM hookgate.inbox
-   WHERE endpoint = $1 AND event_id = $2`;
-
-/**
- * Downstream deliveries the event caused (the forward handler keys them endpoint:event_id), one
- * primary-key look-up per outbox kind ($2): by key alone the whole outbox was read.
- */
-export const EVENT_DELIVERIES = `
-  SELECT kind, url, status, attempts, http_status, last_error, first_attempt_at, last_attempt_at, settled_at
-    FROM hookgate.outbox_deliveries
-   WHERE kind = ANY ($2::text[]) AND key = $1
-   ORDER BY kind`;
-
-export interface ShownEvent {
-  endpoint: string;
-  event_id: string;
-  provider: string;
-  event_type: string;
-  entity_type: string | null;
-  entity_id: string | null;
-  entity_version: string | null;
-  status: string;
-  attempts: number;
-  requeued_attempts: number;
-  dispatched_attempts: number;
-  /** The job that carries it now, or last did (null: applied in its claim, or claimed before dispatch jobs). */
-  dispatch_job: string | null;
-  next_attempt_at: Date | null;
-  last_error: string | null;
-  received_at: Date;
-  processed_at: Date | null;
-  received_via: string | null;
-  traceparent: string | null;
-  headers: Record<string, string>;
-  payload: unknown;
-}
-
-export interface Delivery {
-  kind: string;
-  url: string | null;
-  status: string;
-  attempts: number;
-  http_status: number | null;
-  last_error: string | null;
-  first_attempt_at: Date;
-  last_attempt_at: Date;
-  settled_at: Date | null;
-}
-
-/**
- * The event's current apply job (the one its row names), while pg-boss keeps it: when it was
- * dispatched (at receipt, after a failed attempt, by the last requeue), when its latest try
- * started, when it is due and when it finished. A primary-key lookup.
- */
-export const APPLY_JOB_TIMES = `
-  SELECT state::text AS state, retry_count, created_on, started_on, completed_on, start_after
-    FROM pgboss.job
-   WHERE name = $1 AND id = $2`;
-
-export interface ApplyJobTimes {
-  state: string;
-  retry_count: number;
-  created_on: Date;
-  started_on: Date | null;
-  completed_on: Date | null;
-  start_after: Date;
-}
 
 export interface TimelineEntry {
   /** Null when hookgate keeps the fact but not its time (the job is gone: retention). */

@@ -1,6 +1,5 @@
-import pg from 'pg';
 import { z } from 'zod';
-import { migrationName, readMigrations } from '../../core/db/migrate.ts';
+import { unappliedMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
 import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
@@ -15,29 +14,6 @@ export const migrateOptionsSchema = z.strictObject({
   checkConfig: z.boolean().optional(),
   createRoles: z.boolean().optional(),
 });
-
-const APPLIED = `
-  SELECT version FROM hookgate.schema_migrations
-   WHERE to_regclass('hookgate.schema_migrations') IS NOT NULL`;
-const LEDGER_EXISTS = `SELECT to_regclass('hookgate.schema_migrations') IS NOT NULL AS exists`;
-
-/** The migrations this database lacks, by name, read without taking the migration lock. */
-export async function unappliedMigrations(url: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
-  await client.connect();
-  try {
-    const ledger = await client.query<{ exists: boolean }>(LEDGER_EXISTS);
-    const done = new Set<number>();
-    if (ledger.rows[0]?.exists) {
-      for (const row of (await client.query<{ version: number }>(APPLIED)).rows) done.add(row.version);
-    }
-    return readMigrations()
-      .filter((migration) => !done.has(migration.version))
-      .map(migrationName);
-  } finally {
-    await client.end();
-  }
-}
 
 /** `hookgate migrate [--dry-run]`: apply (or list) what this database lacks. */
 export async function migrateCommand(raw: unknown): Promise<void> {

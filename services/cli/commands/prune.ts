@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { durationMs } from '../../core/config/duration.ts';
+import { countOldDeliveryCounts, pruneDeliveryCounts } from '../../core/inbox/delivery-counts.ts';
 import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
 import { printJson } from '../support/format.ts';
@@ -9,23 +10,6 @@ import { writeOut } from '../support/terminal-text.ts';
 
 const DAY = 86_400_000;
 
-/**
- * The per-minute delivery counts behind `stats`' duplicate rate (migration 0006) go with the
- * inbox window: the rate is only ever read over windows the inbox still covers. Bounded
- * statements, oldest first, through the primary key's leading columns.
- */
-export const PRUNE_DELIVERY_COUNTS = `
-  DELETE FROM hookgate.delivery_counts c
-   USING (
-     SELECT endpoint, minute, shard FROM hookgate.delivery_counts
-      WHERE minute < now() - make_interval(secs => $1::double precision)
-      LIMIT $2
-   ) old
-   WHERE c.endpoint = old.endpoint AND c.minute = old.minute AND c.shard = old.shard`;
-
-const COUNT_DELIVERY_COUNTS = `
-  SELECT count(*)::bigint AS n FROM hookgate.delivery_counts
-   WHERE minute < now() - make_interval(secs => $1::double precision)`;
 /** Stripe retries for 3 days: a pruned id is no longer deduplicated, so shorter needs --force. */
 const MIN_WINDOW = 3 * DAY;
 
@@ -65,9 +49,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     const seconds = options.olderThan / 1000;
     if (options.dryRun) {
       const would = await countPrunable(pool, windows);
-      const counts = Number(
-        (await pool.query<{ n: string }>(COUNT_DELIVERY_COUNTS, [seconds])).rows[0]?.n ?? 0,
-      );
+      const counts = await countOldDeliveryCounts(pool, seconds);
       if (options.json)
         printJson({
           dry_run: true,
@@ -105,7 +87,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     }
     let counts = 0;
     for (;;) {
-      const deleted = (await pool.query(PRUNE_DELIVERY_COUNTS, [seconds, options.batch])).rowCount ?? 0;
+      const deleted = await pruneDeliveryCounts(pool, seconds, options.batch);
       statements += 1;
       counts += deleted;
       if (deleted < options.batch) break;

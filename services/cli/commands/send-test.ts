@@ -4,6 +4,7 @@ import { loadConfig } from '../../core/config/load.ts';
 import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
+import { eventStatus } from '../../core/inbox/rows.ts';
 import { STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createProvider } from '../../core/providers/index.ts';
 import { withCommandPool } from '../database.ts';
@@ -31,9 +32,6 @@ const optionsSchema = z.object({
     }),
 });
 
-export const EVENT_STATUS = `
-  SELECT status, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2`;
-
 const SETTLED_OK = new Set(['processed', 'ignored', 'stale']);
 const SETTLED_FAILED: ReadonlySet<string> = new Set(STUCK_STATUSES);
 
@@ -43,11 +41,7 @@ async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: nu
     const deadline = Date.now() + timeoutMs;
     let status = 'missing';
     while (Date.now() < deadline) {
-      const result = await pool.query<{ status: string; last_error: string | null }>(EVENT_STATUS, [
-        endpoint,
-        eventId,
-      ]);
-      const row = result.rows[0];
+      const row = await eventStatus(pool, endpoint, eventId);
       status = row?.status ?? 'missing';
       if (SETTLED_OK.has(status)) {
         writeOut(`event ${eventId}: ${status}\n`);

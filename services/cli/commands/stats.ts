@@ -1,14 +1,18 @@
 import type pg from 'pg';
 import { z } from 'zod';
-import { BACKLOG_BY_ENDPOINT } from '../../core/backlog.ts';
 import { destinationStats } from '../../core/destinations/actions.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
+import { BACKLOG_BY_ENDPOINT } from '../../core/read-models/backlog.ts';
+import {
+  DELIVERIES_IN_WINDOW,
+  LATENCY_IN_WINDOW,
+  SETTLED_IN_WINDOW,
+} from '../../core/read-models/stats-sql.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { age, percent, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { writeOut } from '../support/terminal-text.ts';
-import { DELIVERIES_IN_WINDOW, LATENCY_IN_WINDOW, SETTLED_IN_WINDOW } from './stats-sql.ts';
 
 export const statsOptionsSchema = z.strictObject({
   endpoint: endpointName.optional(),

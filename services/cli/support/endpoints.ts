@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { Config } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
-import { ENDPOINT_SEEN } from '../commands/stats-sql.ts';
+import { ENDPOINT_SEEN } from '../../core/read-models/stats-sql.ts';
 import { requireEndpoint } from './options.ts';
 
 /**

@@ -25,7 +25,8 @@ export interface EventFilter {
 }
 
 /**
- * Bind values for the `$1`–`$6` filter predicate below (endpoint, status, type, since, until,
+ * Bind values for the `$1`–`$6` filter predicate (FILTER_PREDICATE in
+ * services/core/read-models/events-sql.ts) (endpoint, status, type, since, until,
  * ids): one statement serves every combination, unset filters are NULL.
  */
 export function filterParams(filter: EventFilter): unknown[] {
@@ -38,11 +39,3 @@ export function filterParams(filter: EventFilter): unknown[] {
     filter.eventIds && filter.eventIds.length > 0 ? filter.eventIds : null,
   ];
 }
-
-export const FILTER_PREDICATE = `
-       ($1::text IS NULL OR endpoint = $1)
-   AND ($2::text IS NULL OR status = $2)
-   AND ($3::text IS NULL OR event_type = $3)
-   AND ($4::timestamptz IS NULL OR received_at >= $4)
-   AND ($5::timestamptz IS NULL OR received_at < $5)
-   AND ($6::text[] IS NULL OR event_id = ANY($6::text[]))`;

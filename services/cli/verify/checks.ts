@@ -7,7 +7,7 @@ import {
   OLDEST_PENDING_NOT_SENT,
   PAYMENTS_BOOKED,
   PENDING_COUNTS,
-} from './checks-sql.ts';
+} from '../../core/read-models/verify-sql.ts';
 import type { SentFile } from './sent-file.ts';
 
 export const SETTLED = new Set(['processed', 'ignored', 'stale']);

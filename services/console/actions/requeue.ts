@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { HookgateError } from '../../core/errors.ts';
 import { countRequeue, previewRequeue, type RequeueRequest, requeue } from '../../core/inbox/requeue.ts';
 import { consolePath } from '../html/html.ts';
 import type { ConsoleAction } from './registry.ts';

@@ -1,5 +1,5 @@
-import { BACKLOG_BY_ENDPOINT } from '../../core/backlog.ts';
 import type { Queryable } from '../../core/db/pool.ts';
+import { BACKLOG_BY_ENDPOINT } from '../../core/read-models/backlog.ts';
 import { DELIVERIES_PER_MINUTE, LATENCY_SAMPLE } from './overview-sql.ts';
 
 export interface MinuteCount {

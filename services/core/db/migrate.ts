@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type pg from 'pg';
+import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
@@ -184,4 +184,23 @@ export async function pendingMigrations(db: pg.Pool | pg.Client): Promise<string
   if (missing.length > 0)
     return `${missing.length} migration(s) are not applied (first: ${migrationName(missing[0]!)})`;
   return null;
+}
+
+/** The migrations this database lacks, by name, read without taking the migration lock. */
+export async function unappliedMigrations(url: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: url, application_name: 'hookgate-migrate' });
+  await client.connect();
+  try {
+    const ledger = await client.query<{ exists: boolean }>(LEDGER_EXISTS);
+    const done = new Set<number>();
+    if (ledger.rows[0]?.exists) {
+      for (const row of (await client.query<{ version: number }>(APPLIED_VERSIONS)).rows)
+        done.add(row.version);
+    }
+    return readMigrations()
+      .filter((migration) => !done.has(migration.version))
+      .map(migrationName);
+  } finally {
+    await client.end();
+  }
 }

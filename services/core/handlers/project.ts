@@ -3,7 +3,6 @@ import { evaluatePointer, isJsonPointer } from '../providers/json-pointer.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import {
-  type ApplyOutcome,
   type BatchContext,
   type BatchEventResult,
   EntityNotYetKnown,

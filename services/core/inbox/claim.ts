@@ -4,7 +4,6 @@ import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
 import { HookgateError } from '../errors.ts';
 import type { EventIdentity } from '../providers/types.ts';
-import { dispatchEvents, EVENTS_PER_JOB } from '../queue/dispatch.ts';
 import { type ApplyJobData, applyQueue } from '../queue/names.ts';
 import { commitWithWakeup } from '../queue/wakeup.ts';
 import {
@@ -14,6 +13,7 @@ import {
   COUNT_DELIVERIES,
   REOPEN_SETTLED_ROWS,
 } from './claim-sql.ts';
+import { dispatchEvents, EVENTS_PER_JOB } from './dispatch.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {

@@ -1,17 +1,15 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../apply/failure.ts';
-import { dispatchEvents } from '../queue/dispatch.ts';
+import { jobsById, LIVE_JOB_STATES } from '../queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { dispatchEvents } from './dispatch.ts';
 import { type Ended, settleBatch } from './rows.ts';
 
 // Orphans: pending rows whose job is finished or gone (pg-boss ran out of tries for a batch whose
 // transaction kept failing, retention deleted it, an earlier version's dead letter failed, an
 // operator's mistake). Nothing would ever apply them, so the sweeper (worker/sweeper.ts, and
 // `hookgate requeue --orphans`) sends them again, or ends those that have no attempt left.
-
-/** Job states in which a job will still run, or is running: its rows are not orphans. */
-const LIVE_STATES = new Set(['created', 'retry', 'active']);
 
 /**
  * One page of old pending rows, oldest first, through the pending rows' partial index. No locks:
@@ -28,12 +26,6 @@ const OLD_PENDING_PAGE = `
      AND (received_at, event_id) > ($3::timestamptz, $4::text)
    ORDER BY received_at, event_id
    LIMIT $5`;
-
-/** The jobs of one queue under these ids, by primary key. */
-const JOBS_BY_ID = `
-  SELECT id::text AS id, state::text AS state, retry_count, output
-    FROM pgboss.job
-   WHERE name = $1 AND id = ANY ($2::uuid[])`;
 
 interface PendingRow {
   readonly event_id: string;
@@ -100,16 +92,13 @@ export async function sweepOrphans(
     const last = rows[rows.length - 1]!;
     cursor = { receivedAt: last.received_at, eventId: last.event_id };
     const jobOf = (row: PendingRow) => row.dispatch_job ?? jobIdFor(endpoint, row.event_id);
-    const jobs = await client.query<{ id: string; state: string; retry_count: number; output: unknown }>(
-      JOBS_BY_ID,
-      [queue, [...new Set(rows.map(jobOf))]],
-    );
-    const byId = new Map(jobs.rows.map((job) => [job.id, job]));
+    const jobs = await jobsById(client, queue, [...new Set(rows.map(jobOf))]);
+    const byId = new Map(jobs.map((job) => [job.id, job]));
     const again: { eventId: string; attempts: number; fromJob: string | null }[] = [];
     const over: Ended[] = [];
     for (const row of rows) {
       const job = byId.get(jobOf(row));
-      if (job && LIVE_STATES.has(job.state)) continue;
+      if (job && LIVE_JOB_STATES.has(job.state)) continue;
       // A job that ran out of tries counted them; the row may not have (a lost worker writes nothing).
       const attempts = Math.max(row.attempts, job ? row.dispatched_attempts + job.retry_count + 1 : 0);
       if (attempts < row.requeued_attempts + policy.maxAttempts) {

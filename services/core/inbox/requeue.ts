@@ -2,7 +2,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { withTransaction } from '../db/transaction.ts';
-import { dispatchEvents } from '../queue/dispatch.ts';
+import { dispatchEvents } from './dispatch.ts';
 import { type SweepPolicy, sweepOrphans } from './orphans.ts';
 
 /** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */

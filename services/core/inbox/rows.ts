@@ -140,3 +140,19 @@ export async function recordBatchFailure(
     lastError,
   ]);
 }
+
+const EVENT_STATUS = `
+  SELECT status, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2`;
+
+/** An event's status and last error, or null when the inbox has no such event. */
+export async function eventStatus(
+  db: pg.Pool | pg.ClientBase,
+  endpoint: string,
+  eventId: string,
+): Promise<{ status: string; last_error: string | null } | null> {
+  const { rows } = await db.query<{ status: string; last_error: string | null }>(EVENT_STATUS, [
+    endpoint,
+    eventId,
+  ]);
+  return rows[0] ?? null;
+}

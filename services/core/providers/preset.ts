@@ -45,6 +45,8 @@ export interface SchemePresetDefinition {
   readonly hooks?: (settings: PresetSettings) => SchemeHooks;
   /** The URLs to try for the configured one (Twilio's library tries it with and without the port). */
   readonly urls?: (url: string) => readonly string[];
+  /** Deliveries are acknowledged with an empty body (Provider.emptyAcknowledgement). */
+  readonly emptyAcknowledgement?: boolean;
 }
 
 /** A preset that a scheme and an identity spec can say. */
@@ -56,11 +58,12 @@ export function schemePreset(definition: SchemePresetDefinition): Preset {
     evidence: definition.evidence,
     create(settings) {
       const url = settings.url;
-      return createSchemeProvider(settings.name, definition.scheme, definition.identity, {
+      const provider = createSchemeProvider(settings.name, definition.scheme, definition.identity, {
         urls: url === undefined ? [] : (definition.urls?.(url) ?? [url]),
         overrides: settings.overrides,
         ...(definition.hooks ? { hooks: definition.hooks(settings) } : {}),
       });
+      return definition.emptyAcknowledgement ? { ...provider, emptyAcknowledgement: true } : provider;
     },
   };
 }

@@ -117,6 +117,11 @@ export interface Provider {
   /** HTTP methods besides POST that `handshake` answers (Dropbox and Okta challenge with GET). */
   readonly handshakeMethods?: readonly string[];
   /**
+   * The provider wants its deliveries acknowledged with no body at all (Xero: "there is no body
+   * in the response", or it retries and then disables the webhook). Refusals keep theirs.
+   */
+  readonly emptyAcknowledgement?: boolean;
+  /**
    * Bodies that are not JSON (Twilio posts forms): the verified text as the JSON document to
    * store and identify, or null when it cannot be one.
    */

@@ -6,6 +6,7 @@ import { schemePreset } from './preset.ts';
  * events it checks the endpoint ("intent to receive") with signed and wrongly signed payloads
  * whose `events` is empty: the first must get 200, the others 401, as they do here (the empty
  * batch stores nothing). A delivery is a batch without an id of its own: its digest is the id.
+ * Xero expects "no body in the response", so deliveries are acknowledged with none.
  */
 export const xeroPreset = schemePreset({
   title: 'Xero',
@@ -16,6 +17,7 @@ export const xeroPreset = schemePreset({
     content: [{ part: 'body' }],
   },
   identity: { eventId: { digest: true }, eventType: { literal: 'events' } },
+  emptyAcknowledgement: true,
   hooks: () => ({
     reply({ body }) {
       const events = evaluatePointer(body, '/events');

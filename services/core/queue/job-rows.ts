@@ -1,3 +1,5 @@
+import type pg from 'pg';
+
 /**
  * pg-boss job rows written with hookgate's own SQL, so that the claim can store its inbox rows,
  * their apply jobs and the workers' wake-up in one statement (one round trip; see
@@ -49,3 +51,65 @@ export const INSERT_JOB_ROWS = `
    ORDER BY n.ord
   ON CONFLICT DO NOTHING
   RETURNING id`;
+
+/**
+ * An event's current apply job (the one its row names), while pg-boss keeps it: when it was
+ * dispatched (at receipt, after a failed attempt, by the last requeue), when its latest try
+ * started, when it is due and when it finished. A primary-key lookup.
+ */
+export const APPLY_JOB_TIMES = `
+  SELECT state::text AS state, retry_count, created_on, started_on, completed_on, start_after
+    FROM pgboss.job
+   WHERE name = $1 AND id = $2`;
+
+export interface ApplyJobTimes {
+  state: string;
+  retry_count: number;
+  created_on: Date;
+  started_on: Date | null;
+  completed_on: Date | null;
+  start_after: Date;
+}
+
+/** Job states in which a job will still run, or is running: the rows it carries are not orphans. */
+export const LIVE_JOB_STATES: ReadonlySet<string> = new Set(['created', 'retry', 'active']);
+
+const JOBS_BY_ID = `
+  SELECT id::text AS id, state::text AS state, retry_count, output
+    FROM pgboss.job
+   WHERE name = $1 AND id = ANY ($2::uuid[])`;
+
+export interface JobState {
+  readonly id: string;
+  readonly state: string;
+  readonly retry_count: number;
+  readonly output: unknown;
+}
+
+/** The jobs of one queue under these ids, by primary key (ids pg-boss no longer holds are absent). */
+export async function jobsById(
+  db: pg.Pool | pg.ClientBase,
+  queue: string,
+  ids: readonly string[],
+): Promise<JobState[]> {
+  return (await db.query<JobState>(JOBS_BY_ID, [queue, ids])).rows;
+}
+
+/**
+ * pg-boss computes a retry's start from the queue's backoff; a downstream that answered 429 or
+ * 503 with Retry-After asked for at least that long: this pushes a retried job's start back.
+ */
+const NOT_BEFORE = `
+  UPDATE pgboss.job
+     SET start_after = GREATEST(start_after, now() + $3::int * interval '1 second')
+   WHERE name = $1 AND id = $2 AND state = 'retry'`;
+
+/** Holds a job's retry back at least `seconds`; false if the job is not waiting for a retry. */
+export async function holdRetryBack(
+  db: pg.ClientBase,
+  queue: string,
+  id: string,
+  seconds: number,
+): Promise<boolean> {
+  return (await db.query(NOT_BEFORE, [queue, id, seconds])).rowCount === 1;
+}

@@ -3,8 +3,8 @@ import type { PgBoss } from 'pg-boss';
 import type { EndpointConfig } from '../config/schema.ts';
 import { HookgateError } from '../errors.ts';
 import { type Claim, claimBatch } from '../inbox/claim.ts';
-import { bodyDigestOf } from '../inbox/claim-sql.ts';
 import { identityProblem } from '../inbox/identity-checks.ts';
+import { presentInInbox } from '../inbox/presence.ts';
 import { createProvider } from '../providers/index.ts';
 import type { ReplaySource, ReplayWindow } from './types.ts';
 
@@ -23,20 +23,6 @@ export interface ReplayReport {
   /** Up to 20 reasons for the unusable ones. */
   readonly problems: readonly string[];
 }
-
-/**
- * For a dry run: per fetched event (in order), its body digest when its id is unsigned (as the
- * claim would store it) and whether the inbox already holds it under its id or its digest, so
- * the count is what the real run would absorb. Two index lookups per event (the primary key and
- * inbox_body_digest_key).
- */
-const PRESENT = `
-  SELECT i.ord::int AS ord, i.digest,
-         EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.event_id = i.event_id)
-         OR EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.body_digest = i.digest) AS present
-    FROM (SELECT t.ord, t.event_id, CASE WHEN t.digest_body THEN ${bodyDigestOf('t.payload')} END AS digest
-            FROM unnest($2::text[], $3::jsonb[], $4::boolean[]) WITH ORDINALITY AS t(event_id, payload, digest_body, ord)) i
-   ORDER BY i.ord`;
 
 export interface ReplayOptions {
   readonly dryRun?: boolean;
@@ -100,13 +86,8 @@ export async function replayEvents(
       });
     }
     if (options.dryRun || !boss) {
-      const found = await pool.query<{ ord: number; digest: Buffer | null; present: boolean }>(PRESENT, [
-        endpointName,
-        claims.map((claim) => claim.event.eventId),
-        claims.map((claim) => claim.body),
-        claims.map((claim) => claim.event.idUnsigned === true),
-      ]);
-      for (const row of found.rows) {
+      const found = await presentInInbox(pool, endpointName, claims);
+      for (const row of found) {
         const id = `id:${claims[row.ord - 1]!.event.eventId}`;
         const digest = row.digest ? `digest:${row.digest.toString('hex')}` : null;
         if (row.present || seen.has(id) || (digest !== null && seen.has(digest))) present += 1;

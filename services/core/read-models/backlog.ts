@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
-import type { Queryable } from './db/pool.ts';
-import { STUCK_STATUSES } from './inbox/status.ts';
+import type { Queryable } from '../db/pool.ts';
+import { STUCK_STATUSES } from '../inbox/status.ts';
 
 /** The unsettled statuses the backlog gauges report. */
 export const BACKLOG_STATUSES = ['pending', ...STUCK_STATUSES] as const;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { executorFor } from '../db/executor.ts';
-import { type ApplyJobData, applyQueue } from './names.ts';
+import { type ApplyJobData, applyQueue } from '../queue/names.ts';
 
 // Dispatch: handing pending inbox rows to a worker. A job names the rows it carries; each row
 // names the job that carries it now (`dispatch_job`), so a job only applies rows that are still

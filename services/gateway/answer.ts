@@ -1,0 +1,152 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Logger } from '../core/logging.ts';
+import type { GatewayMetrics } from '../core/metrics.ts';
+import type { HeaderBag } from '../core/providers/types.ts';
+import { activeTraceId } from '../core/tracing.ts';
+import type { Endpoint } from './endpoints.ts';
+import type { Answer } from './receive.ts';
+import { RefusalLog } from './refusal-log.ts';
+
+// How every request the gateway sees ends: counted, timed, logged (one line per delivery, or a
+// sampled refusal summary), then answered in JSON — through the response, or on the raw socket
+// for what Node's parser refused before there was one.
+
+// Labels stay bounded: a path naming no endpoint is counted under one label.
+const UNKNOWN_ENDPOINT = '(unknown)';
+
+/** Request headers as the providers read them: one string per name (repeats joined). */
+export function headerBag(headers: IncomingHttpHeaders): HeaderBag {
+  const bag: Record<string, string> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (typeof value === 'string') bag[name] = value;
+    else if (Array.isArray(value)) bag[name] = value.join(', ');
+  }
+  return bag;
+}
+
+export interface Answering {
+  /** Counts and logs an outcome without answering (a client that is gone). */
+  record(endpoint: Endpoint | undefined, started: bigint, result: Answer, req?: IncomingMessage): void;
+  /**
+   * Records and answers. `close`: the connection ends after the answer instead of Node reading
+   * (and discarding) whatever body the client still sends — for a 100 GB Content-Length, that is
+   * 100 GB.
+   */
+  answer(
+    res: ServerResponse,
+    endpoint: Endpoint | undefined,
+    started: bigint,
+    result: Answer,
+    close?: boolean,
+  ): void;
+  /** Records and answers on a socket that has no response (a request Node could not parse). */
+  answerSocket(socket: Duplex, result: Answer): void;
+  /** The bytes of a body read, for its delivery line. */
+  noteBodySize(req: IncomingMessage, bytes: number): void;
+  /** Writes the last refusal summary. */
+  flush(): void;
+}
+
+export function createAnswering(deps: {
+  readonly metrics: GatewayMetrics;
+  readonly logger: Logger;
+}): Answering {
+  const refusals = new RefusalLog(deps.logger);
+  const bodySizes = new WeakMap<IncomingMessage, number>();
+  // The per-delivery line carries only the fixed fields below, all strings or numbers: none can
+  // hold a secret, and no redaction path can match them, so this logger skips pino's redaction,
+  // which otherwise runs over every field of every line (a wildcard path) — the line is the same.
+  const deliveryLog = deps.logger.child({}, { redact: [] });
+
+  /** Who sent it and how much: the socket's peer (and X-Forwarded-For as given), user agent, body bytes. */
+  const requestFields = (req: IncomingMessage | undefined) => {
+    if (!req) return {};
+    const forwarded = req.headers['x-forwarded-for'];
+    const agent = req.headers['user-agent'];
+    const declared = Number(req.headers['content-length'] ?? Number.NaN);
+    return {
+      source: req.socket?.remoteAddress?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/i, ''),
+      forwarded_for: typeof forwarded === 'string' ? forwarded.slice(0, 200) : undefined,
+      user_agent: typeof agent === 'string' ? agent.slice(0, 200) : undefined,
+      body_bytes: bodySizes.get(req) ?? (Number.isFinite(declared) ? declared : undefined),
+    };
+  };
+
+  const record: Answering['record'] = (endpoint, started, result, req) => {
+    const name = endpoint?.name ?? UNKNOWN_ENDPOINT;
+    deps.metrics.deliveries.inc({
+      endpoint: name,
+      provider: endpoint?.provider.name ?? '',
+      outcome: result.outcome,
+    });
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    deps.metrics.ackDuration.observe({ endpoint: name, outcome: result.outcome }, seconds);
+    // Undefined fields are left out of the line by pino.
+    const line = {
+      endpoint: name,
+      outcome: result.outcome,
+      status: result.status,
+      event_id: result.eventId,
+      cause: result.cause || undefined,
+      trace_id: activeTraceId(),
+      ...result.note,
+      ...requestFields(req),
+      duration_ms: Math.round(seconds * 1e6) / 1e3,
+    };
+    if (result.status >= 500) deliveryLog.warn(line, 'delivery not accepted');
+    else if (result.status >= 300 || result.status === 0) refusals.record(line);
+    else deliveryLog.info(line, 'delivery answered');
+  };
+
+  const answer: Answering['answer'] = (res, endpoint, started, result, close = false) => {
+    record(endpoint, started, result, res.req);
+    // Answered before the body was read (unknown endpoint, wrong method, ...): the same rule.
+    const closing = close || !res.req?.complete;
+    if (result.status === 503) res.setHeader('Retry-After', '5');
+    if (result.status === 405) res.setHeader('Allow', 'POST');
+    if (result.retryAfter !== undefined) res.setHeader('Retry-After', String(result.retryAfter));
+    for (const [name, value] of Object.entries(result.headers ?? {})) res.setHeader(name, value);
+    // Written directly: Express's res.json() adds content negotiation work the hot path does not need.
+    // A handshake's answer may be bare text, or nothing at all (a 204, or a body it leaves out).
+    const payload =
+      result.text ?? (result.status === 204 || result.body === undefined ? '' : JSON.stringify(result.body));
+    res.writeHead(result.status, {
+      ...(result.status === 204
+        ? {}
+        : payload === '' && result.text === undefined
+          ? { 'content-length': 0 }
+          : {
+              'content-type':
+                result.text === undefined ? 'application/json; charset=utf-8' : 'text/plain; charset=utf-8',
+              'content-length': Buffer.byteLength(payload),
+            }),
+      ...(closing ? { connection: 'close' } : {}),
+    });
+    if (closing) {
+      const socket = res.socket;
+      res.on('finish', () => socket?.destroy());
+    }
+    res.end(payload);
+  };
+
+  const answerSocket: Answering['answerSocket'] = (socket, result) => {
+    record(undefined, process.hrtime.bigint(), result);
+    const payload = JSON.stringify(result.body);
+    socket.end(
+      `HTTP/1.1 ${result.status} ${STATUS_CODES[result.status] ?? ''}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(payload)}\r\nconnection: close\r\n\r\n${payload}`,
+      () => socket.destroy(),
+    );
+  };
+
+  return {
+    record,
+    answer,
+    answerSocket,
+    noteBodySize: (req, bytes) => bodySizes.set(req, bytes),
+    flush: () => refusals.flush(),
+  };
+}
