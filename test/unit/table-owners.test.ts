@@ -31,11 +31,11 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/console/read-models/',
   ],
   // Destinations (migration 0014): the claim and the statistics join their state tables.
-  'hookgate.destination_deliveries': ['services/core/destinations/'],
-  'hookgate.destination_attempts': ['services/core/destinations/'],
+  'hookgate.destination_deliveries': ['services/core/destinations/', 'services/core/read-models/'],
+  'hookgate.destination_attempts': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.destination_state': ['services/core/destinations/'],
   'hookgate.destination_rate': ['services/core/destinations/'],
-  'hookgate.destination_breaker': ['services/core/destinations/'],
+  'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
   'hookgate.schema_migrations': ['services/core/db/'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).

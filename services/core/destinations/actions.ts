@@ -10,11 +10,9 @@ import {
   deliveriesOfEvent,
   deliveryWithAttempts,
   destinationStatsRows,
-  holdRows,
   listDeliveryRows,
-  redeliverRows,
-  releaseRows,
-} from './deliveries.ts';
+} from '../read-models/destinations-sql.ts';
+import { holdRows, redeliverRows, releaseRows } from './deliveries.ts';
 import { compileFilter } from './filter.ts';
 import { setPaused } from './state.ts';
 

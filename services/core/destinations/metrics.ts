@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { Gauge, type Registry } from 'prom-client';
+import { type StuckCount, stuckCounts } from '../read-models/destinations-sql.ts';
 import { openBreakers } from './breaker.ts';
-import { type StuckCount, stuckCounts } from './deliveries.ts';
 import type { Routes } from './routes.ts';
 
 const STUCK_STATUSES = ['held', 'dead'] as const;
