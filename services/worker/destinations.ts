@@ -2,15 +2,11 @@ import type pg from 'pg';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withTransaction } from '../core/db/transaction.ts';
 import { breakerGate, recordBreakerOutcome } from '../core/destinations/breaker.ts';
-import {
-  type AttemptOutcome,
-  type ClaimedDelivery,
-  claimDue,
-  finishAttempt,
-} from '../core/destinations/deliveries.ts';
+import { type AttemptOutcome, type ClaimedDelivery, claimDue } from '../core/destinations/deliveries.ts';
 import { refillTokens, takeTokens } from '../core/destinations/rate.ts';
 import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
+import { createFinisher } from './destination-finisher.ts';
 import { requestHeaders, retryDelayMs } from './destination-request.ts';
 import { postOnce } from './relay-http.ts';
 
@@ -73,6 +69,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
   // closing: no more claims (and idle loops wake); aborting: in-flight requests are cut off.
   const closing = new AbortController();
   const aborting = new AbortController();
+  const finisher = createFinisher(pool);
   const loops: Promise<void>[] = [];
   for (const routes of options.routes.values()) {
     for (const route of routes) loops.push(run(route));
@@ -94,13 +91,18 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
 
   async function run(route: Route): Promise<void> {
     const inFlight = new Set<Promise<void>>();
+    const recordings = new Set<Promise<void>>();
     const { concurrency, timeout } = route.settings;
     while (!closing.signal.aborted) {
       const free = concurrency - inFlight.size;
       let claimed: ClaimedDelivery[] = [];
       // Set when the rate limit, not the backlog, stopped this claim: the wait for a token.
       let tokenWaitMs: number | null = null;
-      if (free > 0) {
+      // Claims wait for half the slots (or all of them idle): one claim for several deliveries.
+      // And not while records are behind: what is sent but not yet written stays bounded.
+      const worthClaiming =
+        (inFlight.size === 0 || free >= Math.ceil(concurrency / 2)) && recordings.size < concurrency * 4;
+      if (worthClaiming) {
         try {
           ({ claimed, tokenWaitMs } = await claim(route, free, timeout / 1000 + LEASE_MARGIN_SECONDS));
         } catch (error) {
@@ -111,24 +113,36 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
         }
       }
       for (const delivery of claimed) {
-        const sending: Promise<void> = deliver(route, delivery)
-          .catch((error: unknown) =>
-            logger.error(
-              { endpoint: route.endpoint, destination: route.name, delivery: delivery.id, err: error },
-              'destination relay: delivery bookkeeping failed; the lease runs out and it is sent again',
-            ),
-          )
+        const failed = (error: unknown) =>
+          logger.error(
+            { endpoint: route.endpoint, destination: route.name, delivery: delivery.id, err: error },
+            'destination relay: delivery bookkeeping failed; the lease runs out and it is sent again',
+          );
+        // A slot is free once the answer is in; its record is written in the background (with
+        // others), so the database's latency does not hold the destination's slots. With a
+        // breaker the slot waits for the record: the next claim must see the breaker's state.
+        const sending: Promise<void> = send(route, delivery)
+          .then(async (outcome) => {
+            const recording: Promise<void> = record(route, delivery, outcome)
+              .catch(failed)
+              .finally(() => recordings.delete(recording));
+            recordings.add(recording);
+            if (route.settings.breaker) await recording;
+          })
+          .catch(failed)
           .finally(() => inFlight.delete(sending));
         inFlight.add(sending);
       }
       // All slots filled: more may be due. Otherwise wait for the interval (or the next token,
       // if sooner) or a free slot.
-      if (free > 0 && claimed.length === free) continue;
+      if (worthClaiming && claimed.length === free) continue;
       await sleep(tokenWaitMs === null ? pollIntervalMs : Math.min(pollIntervalMs, tokenWaitMs), [
         ...inFlight,
+        ...recordings,
       ]);
     }
     await Promise.allSettled(inFlight);
+    await Promise.allSettled(recordings);
   }
 
   /**
@@ -179,9 +193,9 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     });
   }
 
-  async function deliver(route: Route, delivery: ClaimedDelivery): Promise<void> {
+  /** Sends one attempt and says how it ended; records nothing. */
+  async function send(route: Route, delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     const labels = { endpoint: route.endpoint, destination: route.name };
-    const log = { ...labels, delivery: delivery.id, event_id: delivery.event_id, attempt: delivery.attempts };
     const startedAt = new Date();
     const started = performance.now();
     const attemptInBudget = delivery.attempts - delivery.redelivered_attempts;
@@ -239,7 +253,14 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
         };
       }
     }
-    const written = await finishAttempt(pool, delivery.id, delivery.attempts, outcome);
+    return outcome;
+  }
+
+  /** Records how an attempt ended (group-committed), counts it, and feeds the breaker. */
+  async function record(route: Route, delivery: ClaimedDelivery, outcome: AttemptOutcome): Promise<void> {
+    const labels = { endpoint: route.endpoint, destination: route.name };
+    const log = { ...labels, delivery: delivery.id, event_id: delivery.event_id, attempt: delivery.attempts };
+    const written = await finisher.finish({ ...outcome, id: delivery.id, attempt: delivery.attempts });
     const breaker = route.settings.breaker;
     if (breaker && delivery.body !== null) {
       // Only failures that say the destination is unwell count; a 4xx answer says it is up.

@@ -127,32 +127,38 @@ export async function claimDue(
 }
 
 /**
- * Ends an attempt: the row's new status (fenced by the attempt's number, so an attempt that
- * outlived its lease changes nothing, except a 2xx, which did happen downstream) and the
- * attempt's own record, which is kept either way.
+ * Ends attempts, several in one statement (the relay's finishes are group-committed): each
+ * row's new status, fenced by its attempt's number, so an attempt that outlived its lease
+ * changes nothing, except a 2xx, which did happen downstream; and each attempt's own record,
+ * kept either way. Returns the ids whose row was written.
  */
-const FINISH_ATTEMPT = `
-  WITH done AS (
-    UPDATE hookgate.destination_deliveries
-       SET status = $3::text,
-           http_status = $4,
-           last_error = $5,
+const FINISH_ATTEMPTS = `
+  WITH input AS (
+    SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::text[],
+                         $6::double precision[], $7::timestamptz[], $8::int[], $9::text[])
+      AS x(id, attempt, status, http_status, error, retry_in, started_at, duration_ms, head)
+  ), done AS (
+    UPDATE hookgate.destination_deliveries d
+       SET status = x.status,
+           http_status = x.http_status,
+           last_error = x.error,
            lease_until = NULL,
-           next_attempt_at = CASE WHEN $3::text = 'retrying'
-                                  THEN now() + make_interval(secs => $6::double precision)
-                                  ELSE next_attempt_at END,
-           settled_at = CASE WHEN $3::text IN ('delivered', 'dead') THEN now() END
-     WHERE id = $1::bigint
-       AND ((status = 'sending' AND attempts = $2)
-            OR ($3::text = 'delivered' AND status <> 'delivered'))
-    RETURNING id
+           next_attempt_at = CASE WHEN x.status = 'retrying'
+                                  THEN now() + make_interval(secs => x.retry_in)
+                                  ELSE d.next_attempt_at END,
+           settled_at = CASE WHEN x.status IN ('delivered', 'dead') THEN now() END
+      FROM input x
+     WHERE d.id = x.id
+       AND ((d.status = 'sending' AND d.attempts = x.attempt)
+            OR (x.status = 'delivered' AND d.status <> 'delivered'))
+    RETURNING d.id
   ), kept AS (
     INSERT INTO hookgate.destination_attempts
       (delivery_id, attempt, started_at, duration_ms, http_status, error, response_head)
-    VALUES ($1::bigint, $2, $7, $8, $4, $5, $9)
+    SELECT id, attempt, started_at, duration_ms, http_status, error, head FROM input
     ON CONFLICT (delivery_id, attempt) DO NOTHING
   )
-  SELECT count(*)::int AS written FROM done`;
+  SELECT id::text AS id FROM done`;
 
 export interface AttemptOutcome {
   readonly status: 'delivered' | 'retrying' | 'dead';
@@ -165,25 +171,29 @@ export interface AttemptOutcome {
   readonly responseHead: string | null;
 }
 
-/** Records attempt `attempt`; false when the row was not changed (another attempt owns it). */
-export async function finishAttempt(
+export interface FinishedAttempt extends AttemptOutcome {
+  readonly id: string;
+  readonly attempt: number;
+}
+
+/** Records attempts (at most one per delivery id); returns the ids whose row was written. */
+export async function finishAttempts(
   db: Queryable,
-  id: string,
-  attempt: number,
-  outcome: AttemptOutcome,
-): Promise<boolean> {
-  const { rows } = await db.query<{ written: number }>(FINISH_ATTEMPT, [
-    id,
-    attempt,
-    outcome.status,
-    outcome.httpStatus,
-    outcome.error,
-    outcome.retryInSeconds,
-    outcome.startedAt,
-    Math.round(outcome.durationMs),
-    outcome.responseHead,
+  attempts: readonly FinishedAttempt[],
+): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(FINISH_ATTEMPTS, [
+    attempts.map((a) => a.id),
+    attempts.map((a) => a.attempt),
+    attempts.map((a) => a.status),
+    attempts.map((a) => a.httpStatus),
+    attempts.map((a) => a.error),
+    attempts.map((a) => a.retryInSeconds),
+    attempts.map((a) => a.startedAt),
+    attempts.map((a) => Math.round(a.durationMs)),
+    attempts.map((a) => a.responseHead),
   ]);
-  return (rows[0]?.written ?? 0) > 0;
+  return new Set(rows.map((row) => row.id));
 }
 
 /** Which settled deliveries of one destination a redelivery takes: these ids, or by status. */
