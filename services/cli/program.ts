@@ -8,6 +8,7 @@ import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
+import { reconcileCommand, reconcileStatusCommand } from './commands/reconcile.ts';
 import { replayCommand } from './commands/replay.ts';
 import { REQUEUE_STATUSES, requeueCommand } from './commands/requeue.ts';
 import { sendTestCommand } from './commands/send-test.ts';
@@ -278,7 +279,7 @@ ${examples([
     program
       .command('replay')
       .description(
-        "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub) through the claim",
+        "fill an outage's gap: pull the window's events from the provider's API (Stripe, GitHub, Paddle) through the claim",
       )
       .requiredOption('--endpoint <name>', 'endpoint to fill (its replay settings say where from)')
       .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
@@ -294,6 +295,34 @@ ${examples([
       ]),
     )
     .action((options: unknown) => replayCommand(options));
+
+  addConfigOption(
+    program
+      .command('reconcile')
+      .description(
+        "run one reconciliation now (list the provider's events since the watermark, fill what is missing), or `status`",
+      )
+      .argument(
+        '[status]',
+        "`status`: each reconciling endpoint's watermark (gap-free until), last run, found and filled",
+      )
+      .option('--endpoint <name>', 'endpoint to reconcile (its reconcile and replay settings say how)')
+      .option('--since <when>', 'list from here instead of the watermark minus lookback')
+      .option('--dry-run', 'count what is missing; store nothing, move nothing')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'STRIPE_API_KEY=rk_live_… hookgate reconcile --endpoint stripe --dry-run',
+        'hookgate reconcile status',
+      ]),
+    )
+    .action((what: string | undefined, options: unknown) =>
+      what === undefined
+        ? reconcileCommand(options)
+        : reconcileStatusCommand({ ...(options as object), what }),
+    );
 
   addConfigOption(
     program

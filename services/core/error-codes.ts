@@ -53,6 +53,9 @@ export const ERROR_CODES = {
   send_test_timeout: FAILURE,
   replay_fetch_failed: FAILURE,
   replay_rate_limited: FAILURE,
+  // Reconciliation: another run holds the endpoint's lease; a run stopped at its API budget.
+  reconcile_busy: FAILURE,
+  reconcile_budget_spent: FAILURE,
   job_insert_skipped: FAILURE,
 
   // A handler that cannot be built from its configuration (at start).

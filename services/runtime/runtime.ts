@@ -21,12 +21,15 @@ import { OutageLog } from '../core/outage-log.ts';
 import { createBoss } from '../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../core/queue/queues.ts';
 import { registerBacklogMetrics } from '../core/read-models/backlog.ts';
+import { registerReconcileMetrics } from '../core/reconcile/metrics.ts';
+import { reconcilingEndpoints } from '../core/reconcile/schedule.ts';
 import { type RunningGateway, startGateway } from '../gateway/gateway.ts';
 import {
   createDestinationMetrics,
   type RunningDestinationRelay,
   startDestinationRelay,
 } from '../worker/destinations.ts';
+import { startReconciler } from '../worker/reconciler.ts';
 import { createRelayMetrics, startRelays } from '../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../worker/worker.ts';
 
@@ -197,6 +200,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         logger.warn({ err: error }, 'destination metrics: query failed');
     },
   });
+  // Reconciliation's gap metrics, likewise database-wide (docs/reconcile.md).
+  registerReconcileMetrics(registry, {
+    db: pool,
+    endpoints: reconcilingEndpoints(config),
+    onError: (error) => {
+      if (!outage.failed('reconcile metrics', error))
+        logger.warn({ err: error }, 'reconcile metrics: query failed');
+    },
+  });
   let stopping = false;
   const ready = readinessCheck(pool, { logger, outage, stopping: () => stopping });
   // The worker role has no webhook port: its probes live on the metrics listener (every role).
@@ -206,6 +218,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
   let destinationRelay: RunningDestinationRelay | null = null;
+  let reconciler: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   let consoleServer: RunningConsole | null = null;
   const stop = async (): Promise<void> => {
@@ -215,6 +228,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       worker?.stop(),
       relays?.stop(),
       destinationRelay?.stop(),
+      reconciler?.stop(),
       consoleServer?.stop(),
     ]);
     await boss.stop({ graceful: true, close: true, timeout: config.server.shutdownTimeout });
@@ -271,6 +285,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         pollIntervalMs: config.relay.pollingInterval,
         stopTimeoutMs: config.worker.shutdownTimeout,
       });
+      // Endpoints with a reconcile section (docs/reconcile.md); nothing otherwise.
+      reconciler = await startReconciler({ config, pool: workerPool, boss, logger: loopLogger });
     }
     if (options.console) {
       consoleServer = await startConsole({

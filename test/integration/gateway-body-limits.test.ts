@@ -8,8 +8,9 @@ import { STRIPE_SECRET, startTestGateway, type TestGateway } from '../support/ga
 
 // GitHub sends payloads up to 25 MB and never retries a refused delivery: with the server-wide
 // 1 MiB default, a large push event was answered 413 and lost. Each endpoint now has its own
-// limit, by default its provider's documented maximum.
+// limit, by default its provider's documented maximum (GitHub's and GitLab's 25 MB).
 const GITHUB_SECRET = 'github-body-limit-secret';
+const GITLAB_TOKEN = 'gitlab-body-limit-token';
 const MIB = 1024 * 1024;
 
 let db: TestDatabase;
@@ -26,6 +27,7 @@ beforeAll(async () => {
         endpoints: {
           gh: { provider: 'github', secrets: [GITHUB_SECRET] },
           ghsmall: { provider: 'github', secrets: [GITHUB_SECRET], bodyLimit: '64kib' },
+          gl: { provider: 'gitlab', secrets: [GITLAB_TOKEN] },
           pay: { provider: 'stripe', secrets: [STRIPE_SECRET] },
         },
       },
@@ -66,6 +68,24 @@ async function githubDelivery(endpoint: string, body: string) {
   return { id, reply };
 }
 
+/** A GitLab push hook of exactly `bytes` bytes (GitLab authenticates with its token, signs nothing). */
+async function gitlabDelivery(bytes: number) {
+  const kind = '"object_kind":"push",';
+  const body = pushOfSize(bytes - kind.length).replace('{', `{${kind}`);
+  expect(Buffer.byteLength(body)).toBe(bytes);
+  const id = randomUUID();
+  const reply = await post(`${gateway.url}/webhooks/gl`, {
+    body,
+    headers: {
+      'content-type': 'application/json',
+      'x-gitlab-event': 'Push Hook',
+      'x-gitlab-event-uuid': id,
+      'x-gitlab-token': GITLAB_TOKEN,
+    },
+  });
+  return { id, reply, body };
+}
+
 describe('per-endpoint body limits', () => {
   it('a github endpoint takes a 24 MiB push by default and stores it whole; 25 MiB + 1 byte is 413', async () => {
     const body = pushOfSize(24 * MIB);
@@ -80,6 +100,22 @@ describe('per-endpoint body limits', () => {
     expect(stored.rows[0]?.commits).toBe(JSON.parse(body).commits.length);
 
     const over = await githubDelivery('gh', pushOfSize(25 * MIB + 1));
+    expect(over.reply.status).toBe(413);
+    expect(over.reply.json).toMatchObject({ error: 'body_too_large' });
+    expect(String(over.reply.json.message)).toContain(String(25 * MIB));
+  }, 120_000);
+
+  it('a gitlab endpoint takes a push above server.bodyLimit by default (GitLab: 25 MB); 25 MiB + 1 byte is 413', async () => {
+    const { id, reply, body } = await gitlabDelivery(6 * MIB);
+    expect(reply.status, JSON.stringify(reply.json)).toBe(200);
+    expect(reply.json.status).toBe('accepted');
+    const stored = await db.pool.query(
+      `SELECT event_type, jsonb_array_length(payload->'commits') AS commits FROM hookgate.inbox WHERE endpoint = 'gl' AND event_id = $1`,
+      [id],
+    );
+    expect(stored.rows[0]).toEqual({ event_type: 'push', commits: JSON.parse(body).commits.length });
+
+    const over = await gitlabDelivery(25 * MIB + 1);
     expect(over.reply.status).toBe(413);
     expect(over.reply.json).toMatchObject({ error: 'body_too_large' });
     expect(String(over.reply.json.message)).toContain(String(25 * MIB));

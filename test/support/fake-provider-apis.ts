@@ -17,6 +17,12 @@ export interface FakeApi {
   readonly requests: FakeApiRequest[];
   /** The next request is answered 429 with this Retry-After (seconds). */
   rateLimitNext(retryAfterSeconds: number): void;
+  /** Requests matching this are answered 500 until it is set to null (a page failing). */
+  failWhere(match: ((url: URL) => boolean) | null): void;
+  /** Each answer waits this long first (to let concurrent listings overlap). */
+  delayAnswers(ms: number): void;
+  /** Most requests that were being answered at once. */
+  peakInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -28,11 +34,24 @@ async function listen(
 ): Promise<FakeApi> {
   const requests: FakeApiRequest[] = [];
   let limitNext: number | null = null;
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+  let failing: ((url: URL) => boolean) | null = null;
+  let delayMs = 0;
+  let inFlight = 0;
+  let peak = 0;
+  const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     req.resume();
+    inFlight += 1;
+    peak = Math.max(peak, inFlight);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+    inFlight -= 1;
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     let answer: { status: number; body: unknown; headers?: Record<string, string> };
-    if (limitNext !== null) {
+    if (failing?.(url)) {
+      answer = {
+        status: 500,
+        body: { error: { type: 'api_error', message: 'fake failure' }, message: 'fake failure' },
+      };
+    } else if (limitNext !== null) {
       answer = {
         status: 429,
         body: { error: { type: 'rate_limit_error', message: 'Too many requests' }, message: 'rate limited' },
@@ -61,6 +80,13 @@ async function listen(
     rateLimitNext(seconds) {
       limitNext = seconds;
     },
+    failWhere(match) {
+      failing = match;
+    },
+    delayAnswers(ms) {
+      delayMs = ms;
+    },
+    peakInFlight: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
@@ -116,6 +142,8 @@ export interface GithubDelivery {
   readonly action: string | null;
   readonly payload: Record<string, unknown>;
   readonly redelivery?: boolean;
+  /** The receiver's answer to this delivery (default 200). */
+  readonly statusCode?: number;
 }
 
 /** Which webhook a fake GitHub serves deliveries of, as the three deliveries APIs address them. */
@@ -207,8 +235,8 @@ export async function startFakeGithubHookDeliveries(
       delivered_at: d.deliveredAt.toISOString(),
       redelivery: d.redelivery ?? false,
       duration: 0.1,
-      status: 'OK',
-      status_code: 200,
+      status: (d.statusCode ?? 200) < 300 ? 'OK' : 'Invalid HTTP Response: 503',
+      status_code: d.statusCode ?? 200,
       event: d.event,
       action: d.action,
       installation_id: null,
@@ -257,4 +285,58 @@ export async function startFakeGithubDeliveries(
   deliveries: readonly GithubDelivery[],
 ): Promise<FakeApi> {
   return await startFakeGithubHookDeliveries({ repository, hookId }, deliveries);
+}
+
+export interface PaddleEventEntity {
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly occurred_at: string;
+  readonly data: Record<string, unknown>;
+}
+
+/**
+ * Paddle Billing's `GET /events` as documented: `order_by` (`id[ASC]` by default, or
+ * `id[DESC]`), `per_page` (default 50, at most 200), `after` an id, and
+ * `meta.pagination.{has_more,next}` with the next page's full URL. Ids sort by creation.
+ */
+export async function startFakePaddleEvents(events: readonly PaddleEventEntity[]): Promise<FakeApi> {
+  const ascending = [...events].sort((a, b) => (a.event_id < b.event_id ? -1 : 1));
+  let origin = '';
+  const api = await listen((req, url) => {
+    if (req.method !== 'GET' || url.pathname !== '/events') {
+      return {
+        status: 404,
+        body: { error: { type: 'request_error', code: 'not_found', detail: 'Not found' } },
+      };
+    }
+    const q = url.searchParams;
+    const order = q.get('order_by') ?? 'id[ASC]';
+    const sorted = order === 'id[DESC]' ? [...ascending].reverse() : ascending;
+    const perPage = Math.min(Number(q.get('per_page') ?? '50'), 200);
+    const after = q.get('after');
+    const start = after ? sorted.findIndex((event) => event.event_id === after) + 1 : 0;
+    const data = sorted.slice(start, start + perPage);
+    const hasMore = start + perPage < sorted.length;
+    const next = new URL(`${origin}/events`);
+    next.searchParams.set('order_by', order);
+    next.searchParams.set('per_page', String(perPage));
+    if (data.length > 0) next.searchParams.set('after', data.at(-1)!.event_id);
+    return {
+      status: 200,
+      body: {
+        data,
+        meta: {
+          request_id: 'req_fake',
+          pagination: {
+            per_page: perPage,
+            next: next.toString(),
+            has_more: hasMore,
+            estimated_total: sorted.length,
+          },
+        },
+      },
+    };
+  });
+  origin = api.url;
+  return api;
 }

@@ -42,12 +42,17 @@ describe('per-endpoint body limits', () => {
   const limits = (server: Record<string, unknown>, endpoints: Record<string, Record<string, unknown>>) =>
     new Map([...buildEndpoints(parse(server, endpoints))].map(([name, e]) => [name, e.bodyLimit]));
 
-  it("default to the provider's documented maximum (github: 25 MiB), else server.bodyLimit", () => {
+  it("default to the provider's documented maximum (github, gitlab: 25 MiB), else server.bodyLimit", () => {
     expect(
       limits(
         {},
         {
           gh: { provider: 'github', secrets: ['s'] },
+          gl: { provider: 'gitlab', secrets: ['s'] },
+          // Bitbucket and Zendesk document 256 KB, within the default; Postmark no payload maximum.
+          bb: { provider: 'bitbucket', secrets: ['s'] },
+          zd: { provider: 'zendesk', secrets: ['s'] },
+          pm: { provider: 'postmark', secrets: ['u:p'] },
           pay: { provider: 'stripe', secrets: ['whsec_x'] },
           shop: { provider: 'shopify', secrets: ['s'] },
         },
@@ -55,6 +60,10 @@ describe('per-endpoint body limits', () => {
     ).toEqual(
       new Map([
         ['gh', 25 * MIB],
+        ['gl', 25 * MIB],
+        ['bb', MIB],
+        ['zd', MIB],
+        ['pm', MIB],
         ['pay', MIB],
         ['shop', MIB],
       ]),
@@ -94,6 +103,11 @@ describe('per-endpoint body limits', () => {
       parse({ maxBufferedBytes: '16mib' }, { gh: { provider: 'github', secrets: ['s'] } }),
     ).toThrow(
       'endpoints.gh.bodyLimit: is unset, so it is 25 MiB, the largest body github sends, which is larger than server.maxBufferedBytes (16 MiB): raise server.maxBufferedBytes to at least 25 MiB',
+    );
+    expect(() =>
+      parse({ maxBufferedBytes: '16mib' }, { gl: { provider: 'gitlab', secrets: ['s'] } }),
+    ).toThrow(
+      'endpoints.gl.bodyLimit: is unset, so it is 25 MiB, the largest body gitlab sends, which is larger than server.maxBufferedBytes (16 MiB): raise server.maxBufferedBytes to at least 25 MiB',
     );
     expect(() =>
       parse(

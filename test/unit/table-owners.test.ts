@@ -38,6 +38,7 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
   'hookgate.schema_migrations': ['services/core/db/'],
+  'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).
   'pgboss.': ['services/core/queue/job-rows.ts', 'services/core/db/roles.ts'],
   // The reference handler's tables (migration 0003); verify reads them to check a load run.

@@ -1,12 +1,8 @@
 import { z } from 'zod';
-import type { EndpointConfig } from '../../core/config/schema.ts';
-import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
-import { githubReplaySourceFor } from '../../core/replay/github-target.ts';
 import { checkWindow, replayEvents } from '../../core/replay/run.ts';
-import { stripeReplaySource } from '../../core/replay/stripe.ts';
-import type { ReplaySource } from '../../core/replay/types.ts';
+import { replaySourceFor } from '../../core/replay/source-for.ts';
 import { withCommandPool, withCommandQueue } from '../database.ts';
 import { printJson } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
@@ -21,33 +17,6 @@ export const replayOptionsSchema = z.strictObject({
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
-
-const STRIPE = { apiBase: 'https://api.stripe.com', credentialEnv: 'STRIPE_API_KEY' } as const;
-
-/** The provider API an endpoint's events can be pulled back from, with its credential. */
-export function replaySourceFor(
-  name: string,
-  endpoint: EndpointConfig,
-  env: NodeJS.ProcessEnv = process.env,
-): ReplaySource {
-  if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
-    throw new HookgateError(
-      'usage_invalid',
-      `Endpoint ${name} uses ${endpoint.provider}: replay pulls events from the Stripe and GitHub APIs only.`,
-    );
-  }
-  // GitHub: a repository, organization or App webhook, each with its own credential.
-  if (endpoint.provider === 'github') return githubReplaySourceFor(name, endpoint.replay, env);
-  const credentialEnv = endpoint.replay?.credentialEnv ?? STRIPE.credentialEnv;
-  const credential = env[credentialEnv]?.trim();
-  if (!credential) {
-    throw new HookgateError(
-      'credentials_missing',
-      `Set ${credentialEnv} to an API key that can read events (endpoints.${name}.replay.credentialEnv names another variable).`,
-    );
-  }
-  return stripeReplaySource({ apiKey: credential, apiBase: endpoint.replay?.apiBase ?? STRIPE.apiBase });
-}
 
 /**
  * `hookgate replay`: fills the gap an outage left by pulling the window's events from the

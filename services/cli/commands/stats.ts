@@ -8,6 +8,7 @@ import {
   LATENCY_IN_WINDOW,
   SETTLED_IN_WINDOW,
 } from '../../core/read-models/stats-sql.ts';
+import { readStates } from '../../core/reconcile/state-sql.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { age, percent, printJson, table } from '../support/format.ts';
@@ -44,6 +45,8 @@ export interface EndpointStats {
 export interface StatsReport {
   since: string;
   endpoints: EndpointStats[];
+  /** Endpoints that reconcile (docs/reconcile.md): every event the provider listed until then is in the inbox. */
+  reconcile: { endpoint: string; gap_free_until: string | null; last_success_at: string | null }[];
 }
 
 function blank(endpoint: string): EndpointStats {
@@ -128,7 +131,14 @@ export async function collectStats(
     stats.latency_p99_seconds = round(row.p99);
   }
   const endpoints = [...byEndpoint.values()].sort((a, b) => (a.endpoint < b.endpoint ? -1 : 1));
-  return { since: since.toISOString(), endpoints };
+  const reconcile = (await readStates(pool))
+    .filter((state) => endpoint === null || state.endpoint === endpoint)
+    .map((state) => ({
+      endpoint: state.endpoint,
+      gap_free_until: state.watermark?.toISOString() ?? null,
+      last_success_at: state.lastSuccessAt?.toISOString() ?? null,
+    }));
+  return { since: since.toISOString(), endpoints, reconcile };
 }
 
 export function renderStats(report: StatsReport, windowLabel: string): string {
@@ -164,7 +174,13 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
     'P50',
     'P99',
   ];
-  return `Backlog now; deliveries and latency since ${report.since} (${windowLabel}).\n\n${table(header, rows)}`;
+  const gapFree = report.reconcile.map(
+    (row) =>
+      `  ${row.endpoint}: gap-free until ${row.gap_free_until ?? 'not yet'} (last complete run ${row.last_success_at ?? 'none yet'})\n`,
+  );
+  return `Backlog now; deliveries and latency since ${report.since} (${windowLabel}).\n\n${table(header, rows)}${
+    gapFree.length > 0 ? `\nReconciliation (hookgate reconcile status):\n${gapFree.join('')}` : ''
+  }`;
 }
 
 /** `hookgate stats`: what an on-call engineer looks at first. */

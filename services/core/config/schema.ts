@@ -11,6 +11,7 @@ import { destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
+import { reconcileIssues, reconcileSchema } from './reconcile-schema.ts';
 
 /** Cross-field rules run even after other problems, so every problem is reported at once. */
 const ALWAYS = { when: () => true };
@@ -129,7 +130,7 @@ const endpointSchema = z
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
     /**
      * Largest body this endpoint accepts (413 body_too_large beyond it). Unset: the provider's
-     * documented maximum (github: 25 MiB), else server.bodyLimit. Must fit in
+     * documented maximum (github, gitlab: 25 MiB), else server.bodyLimit. Must fit in
      * server.maxBufferedBytes.
      */
     bodyLimit: byteSize
@@ -144,10 +145,12 @@ const endpointSchema = z
           ),
       )
       .optional(),
-    /** Where `hookgate replay` pulls this endpoint's events from (stripe and github endpoints). */
+    /** Where `hookgate replay` and reconcile pull this endpoint's events from (stripe, github, paddle). */
     replay: replaySchema.optional(),
     /** Where applied events are fanned out to, each with its filter (docs/destinations.md). */
     destinations: destinationsSchema.optional(),
+    /** Continuous reconciliation against the provider's API (docs/reconcile.md); off unless set. */
+    reconcile: reconcileSchema.optional(),
   })
   // `when`: these rules run even when other keys of the endpoint are wrong, so one run reports
   // every problem; the fields they read may then be invalid, hence the type checks.
@@ -156,6 +159,8 @@ const endpointSchema = z
     // Keys that cannot be decoded would make every delivery a 401, and options a provider does
     // not use would be silently ignored: both are refused at start instead.
     for (const { path, message } of providerIssues(endpoint)) ctx.addIssue({ code: 'custom', path, message });
+    for (const { path, message } of reconcileIssues(endpoint))
+      ctx.addIssue({ code: 'custom', path, message });
     if (
       endpoint.provider === 'hmac' &&
       endpoint.hmac &&
@@ -169,11 +174,15 @@ const endpointSchema = z
       });
     }
     if (endpoint.replay && typeof endpoint.replay === 'object') {
-      if (endpoint.provider !== 'stripe' && endpoint.provider !== 'github') {
+      if (
+        endpoint.provider !== 'stripe' &&
+        endpoint.provider !== 'github' &&
+        endpoint.provider !== 'paddle'
+      ) {
         ctx.addIssue({
           code: 'custom',
           path: ['replay'],
-          message: 'is available for stripe and github endpoints',
+          message: 'is available for stripe, github and paddle endpoints',
         });
       }
       const { repository, organization, appId, hookId } = endpoint.replay;
@@ -243,7 +252,7 @@ export const configSchema = z
         metricsListenAddress: listenAddress.optional(),
         /**
          * Largest accepted body for endpoints that set no bodyLimit and whose provider documents
-         * no maximum (github's is 25 MiB); larger deliveries get 413 without being read further.
+         * no maximum (github's and gitlab's are 25 MiB); larger deliveries get 413 without being read further.
          */
         bodyLimit: byteSize.default(1024 * 1024),
         /**

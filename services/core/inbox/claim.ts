@@ -27,7 +27,7 @@ export interface Claim {
   readonly body: string;
   readonly traceparent: string | null;
   /** Set when the row did not come as a signed provider delivery (migration 0006). */
-  readonly receivedVia?: 'replay_token' | 'api_replay' | null;
+  readonly receivedVia?: 'replay_token' | 'api_replay' | 'api_reconcile' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
   readonly dedupe?: 'enforce' | 'observe';
 }
@@ -336,7 +336,12 @@ function resultsFor(
  * events pulled back by `hookgate replay` (not counted as deliveries) take the transactional claim.
  */
 function fitsOneStatement(claim: Claim): boolean {
-  return claim.dedupe !== 'observe' && claim.receivedVia !== 'api_replay';
+  return claim.dedupe !== 'observe' && !fromProviderApi(claim);
+}
+
+/** Read back from the provider's API (`hookgate replay`, reconciliation): not a delivery. */
+function fromProviderApi(claim: Claim): boolean {
+  return claim.receivedVia === 'api_replay' || claim.receivedVia === 'api_reconcile';
 }
 
 /**
@@ -409,8 +414,8 @@ async function countDeliveries(
 ): Promise<void> {
   const counts = new Map<string, { accepted: number; duplicate: number }>();
   results.forEach((result, index) => {
-    // Events pulled back from a provider's API by `hookgate replay` are not deliveries.
-    if (!result.ok || claims[index]!.receivedVia === 'api_replay') return;
+    // Events pulled back from a provider's API (replay, reconciliation) are not deliveries.
+    if (!result.ok || fromProviderApi(claims[index]!)) return;
     const endpoint = claims[index]!.endpoint;
     const count = counts.get(endpoint) ?? { accepted: 0, duplicate: 0 };
     count[result.outcome] += 1;

@@ -333,6 +333,20 @@ export const PRESETS = {
     },
     evidence: { kind: 'sdk', source: 'box-node-sdk' },
   }),
+  workos: schemePreset({
+    title: 'WorkOS',
+    scheme: {
+      algorithm: 'hmac-sha256',
+      headers: ['workos-signature'],
+      encoding: 'hex',
+      // WorkOS sends `t=<ms>, v1=<hex>`, a space after the comma (its SDKs' "t=…, v1=…" format).
+      list: { separator: ', ', assign: '=', versions: ['v1'], timestamp: 't' },
+      content: [TIMESTAMP, { literal: '.' }, BODY],
+      timestamp: { from: { list: true }, unit: 'milliseconds' },
+    },
+    identity: { eventId: { pointer: '/id' }, eventType: { pointer: '/event' } },
+    evidence: { kind: 'sdk', source: '@workos-inc/node' },
+  }),
   twilio: twilioPreset,
   discord: discordPreset,
   zoom: zoomPreset,

@@ -2,7 +2,7 @@ import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
 import { HookgateError } from '../errors.ts';
 import { type RetryOptions, retryAfterMs, withRateLimitRetries } from './rate-limit.ts';
-import type { FetchedEvent, ReplaySource, ReplayWindow } from './types.ts';
+import type { FetchedEvent, PageHooks, ReplaySource, ReplayWindow } from './types.ts';
 
 /** The webhook whose deliveries are read back: one of the three kinds GitHub keeps deliveries for. */
 export type GithubWebhook =
@@ -55,7 +55,11 @@ const lowerCase = (headers: Record<string, unknown>): Record<string, string> =>
 /** One delivery in a list page, and the request a delivery's detail carries: what replay reads. */
 interface DeliveryItem {
   readonly id: number | bigint;
+  /** The X-GitHub-Delivery id: the event's id, shared by its redeliveries. */
+  readonly guid: string;
   readonly delivered_at: string;
+  /** The receiver's HTTP status (0 when GitHub could not connect). */
+  readonly status_code: number;
 }
 interface DeliveryDetail {
   readonly request: {
@@ -139,8 +143,16 @@ function webhookApi(settings: GithubReplaySettings): WebhookApi {
  */
 export function githubReplaySource(settings: GithubReplaySettings): ReplaySource {
   const api = webhookApi(settings);
-  const call = <T>(what: string, request: () => Promise<T>) =>
-    withRateLimitRetries(what, request, rateLimited, settings.retry).catch((error: unknown) => {
+  const call = <T>(what: string, request: () => Promise<T>, hooks: PageHooks) =>
+    withRateLimitRetries(
+      what,
+      () => {
+        hooks.beforeRequest?.();
+        return request();
+      },
+      rateLimited,
+      settings.retry,
+    ).catch((error: unknown) => {
       if (error instanceof HookgateError) throw error;
       throw new HookgateError(
         'replay_fetch_failed',
@@ -150,29 +162,45 @@ export function githubReplaySource(settings: GithubReplaySettings): ReplaySource
     });
   return {
     description: `GitHub deliveries of ${api.description} at ${settings.apiBase}`,
-    async *pages(window: ReplayWindow) {
+    filtersByTime: false,
+    async *pages(window: ReplayWindow, hooks: PageHooks = {}) {
       let cursor: string | null = null;
+      // With `known`, each GUID's request is fetched once per listing (redeliveries share it).
+      const fetchedGuids = new Set<string>();
       for (;;) {
-        const list = await call('GitHub list webhook deliveries', () =>
-          api.list(settings.pageSize ?? 100, cursor),
+        const list = await call(
+          'GitHub list webhook deliveries',
+          () => api.list(settings.pageSize ?? 100, cursor),
+          hooks,
         );
         let older = false;
-        const events: FetchedEvent[] = [];
-        for (const delivery of list.data) {
+        const inWindow = list.data.filter((delivery) => {
           const at = new Date(delivery.delivered_at).getTime();
-          if (at < window.since.getTime()) {
-            older = true;
+          if (at < window.since.getTime()) older = true;
+          return at >= window.since.getTime() && at < window.until.getTime();
+        });
+        const known = hooks.known
+          ? await hooks.known([...new Set(inWindow.map((delivery) => delivery.guid))])
+          : new Set<string>();
+        let skipped = 0;
+        const deliveryFailures = inWindow.filter(
+          (delivery) => delivery.status_code < 200 || delivery.status_code > 299,
+        ).length;
+        const events: FetchedEvent[] = [];
+        for (const delivery of inWindow) {
+          if (hooks.known && (known.has(delivery.guid) || fetchedGuids.has(delivery.guid))) {
+            skipped += 1;
             continue;
           }
-          if (at >= window.until.getTime()) continue;
-          const detail = await call('GitHub get webhook delivery', () => api.get(Number(delivery.id)));
+          fetchedGuids.add(delivery.guid);
+          const detail = await call('GitHub get webhook delivery', () => api.get(Number(delivery.id)), hooks);
           const request = detail.request;
           events.push({
             body: JSON.stringify(request.payload ?? {}),
             headers: lowerCase(request.headers ?? {}),
           });
         }
-        yield events;
+        yield { events, known: skipped, deliveryFailures };
         // Newest first: once a page reaches before the window, later pages are older still.
         cursor = nextCursor(list.link);
         if (older || !cursor) return;

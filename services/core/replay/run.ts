@@ -6,7 +6,8 @@ import { type Claim, claimBatch } from '../inbox/claim.ts';
 import { identityProblem } from '../inbox/identity-checks.ts';
 import { presentInInbox } from '../inbox/presence.ts';
 import { createProvider } from '../providers/index.ts';
-import type { ReplaySource, ReplayWindow } from './types.ts';
+import type { Provider } from '../providers/types.ts';
+import type { FetchedEvent, ReplaySource, ReplayWindow } from './types.ts';
 
 export interface ReplayReport {
   /** Events the API returned in the window (redeliveries of one event included). */
@@ -29,11 +30,98 @@ export interface ReplayOptions {
   readonly onPage?: (fetchedSoFar: number) => void;
 }
 
+/** What claiming one page of fetched events came to. */
+export interface PageCounts {
+  readonly new: number;
+  readonly present: number;
+  readonly unusable: number;
+  readonly problems: readonly string[];
+}
+
+export interface ClaimPageOptions {
+  /** Only count, against the inbox and `seen`: store nothing. */
+  readonly dryRun: boolean;
+  readonly receivedVia: 'api_replay' | 'api_reconcile';
+  /** Ids and digests counted in earlier pages of the same run (dry runs: absorbs redeliveries). */
+  readonly seen: Set<string>;
+}
+
 /**
- * Pulls the window's events from the provider's API and feeds them through the gateway's claim
+ * Feeds one page of events read back from a provider's API through the gateway's claim
  * (claimBatch): the inbox's keys absorb what is already there (the id, and for ids in unsigned
  * headers the body digest, which the claim computes from the JSON as the gateway's does), the
- * rest is stored with its job and flagged `received_via = 'api_replay'`. A dry run only counts.
+ * rest is stored with its job and flagged `received_via`. A dry run only counts. Shared by
+ * `hookgate replay` and reconciliation (services/core/reconcile/run.ts).
+ */
+export async function claimFetchedPage(
+  pool: pg.Pool,
+  boss: PgBoss | null,
+  endpointName: string,
+  provider: Provider,
+  page: readonly FetchedEvent[],
+  options: ClaimPageOptions,
+): Promise<PageCounts> {
+  let fresh = 0;
+  let present = 0;
+  let unusable = 0;
+  const problems: string[] = [];
+  const claims: Claim[] = [];
+  for (const item of page) {
+    let body: unknown;
+    try {
+      body = JSON.parse(item.body);
+    } catch {
+      body = undefined;
+    }
+    const identity = body === undefined ? null : provider.identify({ headers: item.headers, body });
+    // The gateway's rules for ids and types hold for replayed events too.
+    const refused = identity?.ok && 'event' in identity ? identityProblem(identity.event) : null;
+    if (!identity?.ok || !('event' in identity) || refused) {
+      unusable += 1;
+      if (problems.length < 20)
+        problems.push(
+          refused
+            ? refused.message
+            : identity && !identity.ok
+              ? identity.message
+              : 'the API returned no usable JSON event',
+        );
+      continue;
+    }
+    claims.push({
+      endpoint: endpointName,
+      provider: provider.name,
+      event: identity.event,
+      body: item.body,
+      traceparent: null,
+      receivedVia: options.receivedVia,
+    });
+  }
+  if (options.dryRun || !boss) {
+    const found = await presentInInbox(pool, endpointName, claims);
+    const { seen } = options;
+    for (const row of found) {
+      const id = `id:${claims[row.ord - 1]!.event.eventId}`;
+      const digest = row.digest ? `digest:${row.digest.toString('hex')}` : null;
+      if (row.present || seen.has(id) || (digest !== null && seen.has(digest))) present += 1;
+      else fresh += 1;
+      seen.add(id);
+      if (digest !== null) seen.add(digest);
+    }
+  } else if (claims.length > 0) {
+    const results = await claimBatch(pool, boss, claims);
+    for (const result of results) {
+      if (!result.ok) throw result.error;
+      if (result.outcome === 'accepted') fresh += 1;
+      else present += 1;
+    }
+  }
+  return { new: fresh, present, unusable, problems };
+}
+
+/**
+ * Pulls the window's events from the provider's API and feeds them through the gateway's claim
+ * (claimFetchedPage), flagged `received_via = 'api_replay'`. A dry run only counts.
  */
 export async function replayEvents(
   pool: pg.Pool,
@@ -52,57 +140,16 @@ export async function replayEvents(
   const problems: string[] = [];
   const seen = new Set<string>();
   for await (const page of source.pages(window)) {
-    fetched += page.length;
-    const claims: Claim[] = [];
-    for (const item of page) {
-      let body: unknown;
-      try {
-        body = JSON.parse(item.body);
-      } catch {
-        body = undefined;
-      }
-      const identity = body === undefined ? null : provider.identify({ headers: item.headers, body });
-      // The gateway's rules for ids and types hold for replayed events too.
-      const refused = identity?.ok && 'event' in identity ? identityProblem(identity.event) : null;
-      if (!identity?.ok || !('event' in identity) || refused) {
-        unusable += 1;
-        if (problems.length < 20)
-          problems.push(
-            refused
-              ? refused.message
-              : identity && !identity.ok
-                ? identity.message
-                : 'the API returned no usable JSON event',
-          );
-        continue;
-      }
-      claims.push({
-        endpoint: endpointName,
-        provider: provider.name,
-        event: identity.event,
-        body: item.body,
-        traceparent: null,
-        receivedVia: 'api_replay',
-      });
-    }
-    if (options.dryRun || !boss) {
-      const found = await presentInInbox(pool, endpointName, claims);
-      for (const row of found) {
-        const id = `id:${claims[row.ord - 1]!.event.eventId}`;
-        const digest = row.digest ? `digest:${row.digest.toString('hex')}` : null;
-        if (row.present || seen.has(id) || (digest !== null && seen.has(digest))) present += 1;
-        else fresh += 1;
-        seen.add(id);
-        if (digest !== null) seen.add(digest);
-      }
-    } else if (claims.length > 0) {
-      const results = await claimBatch(pool, boss, claims);
-      results.forEach((result) => {
-        if (!result.ok) throw result.error;
-        if (result.outcome === 'accepted') fresh += 1;
-        else present += 1;
-      });
-    }
+    fetched += page.events.length;
+    const counts = await claimFetchedPage(pool, boss, endpointName, provider, page.events, {
+      dryRun: options.dryRun === true,
+      receivedVia: 'api_replay',
+      seen,
+    });
+    fresh += counts.new;
+    present += counts.present;
+    unusable += counts.unusable;
+    problems.push(...counts.problems.slice(0, 20 - problems.length));
     options.onPage?.(fetched);
   }
   return { fetched, new: fresh, alreadyPresent: present, unusable, problems };

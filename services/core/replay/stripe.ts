@@ -1,7 +1,7 @@
 import Stripe from 'stripe';
 import { HookgateError } from '../errors.ts';
 import { type RetryOptions, retryAfterMs, withRateLimitRetries } from './rate-limit.ts';
-import type { FetchedEvent, ReplaySource, ReplayWindow } from './types.ts';
+import type { FetchedEvent, PageHooks, ReplaySource, ReplayWindow } from './types.ts';
 
 export interface StripeReplaySettings {
   readonly apiKey: string;
@@ -35,7 +35,8 @@ export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource
   const limit = settings.pageSize ?? 100;
   return {
     description: `Stripe events.list at ${base.origin}`,
-    async *pages(window: ReplayWindow) {
+    filtersByTime: true,
+    async *pages(window: ReplayWindow, hooks: PageHooks = {}) {
       const created = {
         gte: Math.floor(window.since.getTime() / 1000),
         lt: Math.ceil(window.until.getTime() / 1000),
@@ -44,12 +45,14 @@ export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource
       for (;;) {
         const page = await withRateLimitRetries(
           'Stripe events.list',
-          () =>
-            stripe.events.list({
+          () => {
+            hooks.beforeRequest?.();
+            return stripe.events.list({
               created,
               limit,
               ...(startingAfter ? { starting_after: startingAfter } : {}),
-            }),
+            });
+          },
           rateLimited,
           settings.retry,
         ).catch((error: unknown) => {
@@ -64,7 +67,9 @@ export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource
           body: JSON.stringify(event),
           headers: {},
         }));
-        yield events;
+        // Stripe keeps sending an event while any of its webhooks has not answered 2xx.
+        const deliveryFailures = page.data.filter((event) => event.pending_webhooks > 0).length;
+        yield { events, known: 0, deliveryFailures };
         const last = page.data.at(-1);
         if (!page.has_more || !last) return;
         startingAfter = last.id;

@@ -3,6 +3,7 @@ import { verifyWebhook } from '@clerk/backend/webhooks';
 import { Signature as HubspotSignature } from '@hubspot/api-client';
 import { LinearWebhookClient } from '@linear/sdk/webhooks';
 import { EventWebhook } from '@sendgrid/eventwebhook';
+import { WorkOS } from '@workos-inc/node';
 import { WebhooksManager } from 'box-node-sdk/lib/managers/webhooks';
 import coinbase from 'coinbase-commerce-node';
 import { verifyKey } from 'discord-interactions';
@@ -13,8 +14,8 @@ import { Webhook as SvixWebhook } from 'svix';
 import twilio from 'twilio';
 import { expect, it } from 'vitest';
 import { createProvider } from '../../../services/core/providers/index.ts';
-import { NOW_S } from './fixtures.ts';
-import { type Headers, prove, verifyRequest, type Which } from './preset-proof.ts';
+import { NOW_MS, NOW_S } from './fixtures.ts';
+import { atTestClock, type Headers, prove, verifyRequest, type Which } from './preset-proof.ts';
 
 // Each preset here is proven by the provider's own library: it signs the delivery where it can,
 // and otherwise (public-key schemes, whose libraries only verify) it verifies the very bytes and
@@ -466,5 +467,63 @@ const pick = <T>(which: Which, values: Readonly<Record<Which, T>>): T => values[
     oracle: (text, headers) =>
       Razorpay.validateWebhookSignature(text, headers['X-Razorpay-Signature'] ?? '', secrets.good),
     identity: { eventId: 'evt_rzp_1', eventType: 'payment.captured', idUnsigned: true },
+  });
+}
+
+// ------------------------------------------------------------------ workos
+{
+  const secrets = { good: 'workos-webhook-secret-good', other: 'workos-webhook-secret-other' };
+  // The SDK signs and verifies offline; the API key is never used.
+  const webhooks = new WorkOS('sk_test_offline').webhooks;
+  const body = JSON.stringify({
+    object: 'event',
+    id: 'event_01HBCY4ZXG2AGPBBYQ8WJYQ4QM',
+    event: 'dsync.user.updated',
+    data: { object: 'directory_user', id: 'directory_user_01E1X1B89NH8Z3SDFJR4H7RGX7', state: 'active' },
+    created_at: '2023-11-14T22:13:20.000Z',
+  });
+  // The header as WorkOS sends it (`t=<ms>, v1=<hex>`), its signature from the SDK.
+  const header = async (text: string, which: Which, timestampMs: number) =>
+    `t=${timestampMs}, v1=${await webhooks.computeSignature(String(timestampMs), text, pick(which, secrets))}`;
+  prove('workos (computeSignature and verifyHeader of @workos-inc/node)', {
+    provider: 'workos',
+    secrets,
+    body,
+    timestamp: 'milliseconds',
+    sign: async (text, which, timestampS) => ({
+      'WorkOS-Signature': await header(text, which, Math.round(timestampS * 1000)),
+    }),
+    oracle: async (text, headers) => {
+      try {
+        return await webhooks.verifyHeader({
+          payload: text,
+          sigHeader: headers['WorkOS-Signature'] ?? '',
+          secret: secrets.good,
+        });
+      } catch {
+        return false;
+      }
+    },
+    identity: { eventId: 'event_01HBCY4ZXG2AGPBBYQ8WJYQ4QM', eventType: 'dsync.user.updated' },
+  });
+
+  it('workos: the header without the space after the comma is refused, though the SDK accepts it', async () => {
+    // WorkOS sends `t=…, v1=…`; hookgate splits entries exactly as sent (docs/providers.md "Strict parsing").
+    const provider = createProvider({ provider: 'workos' });
+    const spaced = await header(body, 'good', NOW_MS);
+    const unspaced = spaced.replace(', ', ',');
+    expect(provider.verify(verifyRequest(body, { 'WorkOS-Signature': spaced }, [secrets.good]))).toEqual({
+      ok: true,
+    });
+    expect(
+      provider.verify(verifyRequest(body, { 'WorkOS-Signature': unspaced }, [secrets.good])),
+    ).toMatchObject({
+      code: 'timestamp_invalid',
+    });
+    await atTestClock(async () => {
+      expect(await webhooks.verifyHeader({ payload: body, sigHeader: unspaced, secret: secrets.good })).toBe(
+        true,
+      );
+    });
   });
 }

@@ -1,0 +1,60 @@
+import type { PgBoss } from 'pg-boss';
+import type { Config } from '../config/schema.ts';
+
+/** One queue for every endpoint's reconciliation runs; a job's singletonKey is its endpoint. */
+export const RECONCILE_QUEUE = 'hookgate.reconcile';
+
+/** What a reconciliation job carries. */
+export interface ReconcileJobData {
+  readonly endpoint: string;
+}
+
+/** The endpoints that reconcile, with how often and when their alert fires (ms). */
+export function reconcilingEndpoints(config: Config): { name: string; every: number; staleAfter: number }[] {
+  return Object.entries(config.endpoints).flatMap(([name, endpoint]) =>
+    endpoint.reconcile
+      ? [{ name, every: endpoint.reconcile.every, staleAfter: endpoint.reconcile.staleAfter }]
+      : [],
+  );
+}
+
+/**
+ * The queue's policy is `stately`: per singletonKey (the endpoint) at most one job queued and one
+ * active, so however many workers poll it, one endpoint's runs never overlap and a run longer than
+ * `every` leaves one run waiting, not a pile. No retries: the next slot is the retry. A worker
+ * that dies mid-run loses its job within the heartbeat (then the next slot runs, and the run's
+ * lease in hookgate.reconcile_state has expired by then or soon after). Finished jobs are kept two
+ * days, longer than the longest `every` (1d), so the slot they filled stays filled.
+ */
+export async function ensureReconcileQueue(boss: PgBoss): Promise<void> {
+  const options = {
+    retryLimit: 0,
+    // A run is bounded by its budget; an hour bounds a worker that stalls without dying.
+    expireInSeconds: 3_600,
+    deleteAfterSeconds: 2 * 86_400,
+    retentionSeconds: 2 * 86_400,
+  };
+  await boss.createQueue(RECONCILE_QUEUE, { ...options, policy: 'stately', heartbeatSeconds: 30 });
+  await boss.updateQueue(RECONCILE_QUEUE, options);
+}
+
+/**
+ * Queues the run of each endpoint's current slot (time cut in `every`-long slots): pg-boss keeps
+ * one job per (endpoint, slot), so every worker may call this as often as it likes and each
+ * endpoint still runs once per `every`. Returns the endpoints a job was queued for.
+ */
+export async function queueDueRuns(
+  boss: PgBoss,
+  endpoints: readonly { name: string; every: number }[],
+): Promise<string[]> {
+  const queued: string[] = [];
+  for (const { name, every } of endpoints) {
+    const data: ReconcileJobData = { endpoint: name };
+    const id = await boss.send(RECONCILE_QUEUE, data, {
+      singletonKey: name,
+      singletonSeconds: Math.max(60, Math.round(every / 1000)),
+    });
+    if (id) queued.push(name);
+  }
+  return queued;
+}

@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../../services/core/config/load.ts';
+import { MIGRATION_CONNECTIONS, processConnections } from '../../../services/core/db/connections.ts';
+
+// load/README.md gives the connection arithmetic and its worked examples in prose; the code that
+// `serve` and the chart use is services/core/db/connections.ts. The README's figures are computed
+// here from the code, so a change to either that leaves the other behind fails (the README once
+// kept `E × (worker.concurrency + 1) + … + 1` long after the code had moved on).
+const text = readFileSync(new URL('../../../load/README.md', import.meta.url), 'utf8');
+const between = (from: string, to: string) =>
+  text.slice(text.indexOf(from), text.indexOf(to, text.indexOf(from)));
+// The two passages that give the arithmetic: "### Connections" and the sizing guide's "**Connections.**".
+const readme = [
+  between('### Connections', '**Through PgBouncer**'),
+  between('**Connections.** Each process', '## Measured figures'),
+]
+  .join('\n')
+  .replace(/\s+/g, ' ');
+
+const endpoint = { provider: 'stripe', secrets: ['whsec_x'] };
+function configWith(endpoints: number, overrides: Record<string, unknown> = {}) {
+  const names = Array.from({ length: endpoints }, (_, i) => [`e${i}`, endpoint]);
+  return parseConfig({ endpoints: Object.fromEntries(names), ...overrides }, {});
+}
+const worker = (endpoints: number, overrides?: Record<string, unknown>) =>
+  processConnections(configWith(endpoints, overrides), 'worker');
+const gateway = processConnections(configWith(1), 'gateway');
+
+describe('load/README.md "Connections" says what connections.ts computes', () => {
+  it('the per-process figures at the defaults', () => {
+    expect(gateway).toBe(12);
+    expect(processConnections(configWith(1), 'all')).toBe(25);
+    expect(MIGRATION_CONNECTIONS).toBe(2);
+    expect(readme).toContain(`| \`database.poolSize\` + 2 (pg-boss) | ${gateway} |`);
+    expect(readme).toContain(`| 15 with one endpoint, ${worker(2)} with two |`);
+    expect(readme).toContain(`= **12** by default`);
+    expect(readme).toContain(
+      `for E endpoints: ${worker(1)} with one endpoint, ${worker(2)} with two, ${worker(3)} with three`,
+    );
+    expect(readme).toContain(
+      `| \`database.poolSize\` + the worker's figure | ${processConnections(configWith(1), 'all')} |`,
+    );
+  });
+
+  it('the worker formula, E × worker.concurrency + 2 × relay.concurrency + 2, + 6 + 1, off the defaults too', () => {
+    const formula = (e: number, c: number, r: number, pool = 0) => Math.max(pool, e * c + 2 * r + 2) + 6 + 1;
+    expect(readme).toContain(
+      'max(`worker.poolSize`, endpoints × `worker.concurrency` + 2 × `relay.concurrency` + 2) + 6 (pg-boss) + 1 (wake-up listener)',
+    );
+    expect(readme).toContain('= **2E + 13** by default');
+    for (const e of [1, 2, 3]) expect(worker(e)).toBe(2 * e + 13);
+    for (const [e, c, r, pool] of [
+      [3, 5, 4, 0],
+      [1, 1, 1, 0],
+      [2, 4, 3, 40],
+    ] as const) {
+      const overrides = {
+        worker: { concurrency: c, ...(pool ? { poolSize: pool } : {}) },
+        relay: { concurrency: r },
+      };
+      expect(worker(e, overrides)).toBe(formula(e, c, r, pool));
+    }
+  });
+
+  it('the worked examples for a release', () => {
+    const pods = (replicas: number) => replicas + Math.ceil(replicas / 4);
+    const defaults = pods(2) * gateway + pods(2) * worker(1) + MIGRATION_CONNECTIONS;
+    expect(readme).toContain(`come to 3 × 12 + 3 × 15 + 2 = ${defaults}`);
+    const fullScale = pods(10) * gateway + pods(10) * worker(1) + MIGRATION_CONNECTIONS + 1;
+    expect(readme).toContain(`to 13 × 12 + 13 × 15 + 2 + 1 = ${fullScale}`);
+    // Without the surge, as the sizing guide counts them.
+    expect(readme).toContain(
+      `gateway HPA 10 × 12 = ${10 * gateway}, KEDA 10 workers × 15 = ${10 * worker(1)}`,
+    );
+    expect(readme).toContain(`**${10 * gateway + 10 * worker(1)} in all**`);
+    expect(readme).toContain(`even 4 + 4 replicas (${4 * gateway + 4 * worker(1)})`);
+    expect(readme).toContain(`with one endpoint need 36 + 45 + 5 = ${3 * gateway + 3 * worker(1) + 5}`);
+  });
+});
