@@ -15,6 +15,7 @@ import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
 import { statsCommand } from './commands/stats.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { addDestinationCommands } from './destination-program.ts';
 import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
 import { EVENT_STATUSES } from './support/filters.ts';
 import { addConfigOption } from './support/options.ts';
@@ -364,6 +365,7 @@ ${examples([
     .addHelpText('after', examples(['hookgate verify --sent sent.jsonl --config hookgate.yaml']))
     .action((options: unknown) => verifyCommand(options));
 
+  addDestinationCommands(program);
   return program;
 }
 

@@ -50,6 +50,7 @@ describe('hookgate prune', () => {
       dry_run: true,
       inbox_rows: 3,
       deliveries: 0,
+      destination_deliveries: 0,
       delivery_count_rows: 1,
     });
     expect(await ids()).toEqual(before);
@@ -67,8 +68,9 @@ describe('hookgate prune', () => {
     expect(jsonOf(forced.output)).toEqual({
       inbox_rows: 6,
       deliveries: 0,
+      destination_deliveries: 0,
       delivery_count_rows: 2,
-      batches: 3,
+      batches: 4,
     });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
@@ -90,7 +92,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 delivered downstream effect\(s\) and 0 per-minute delivery count row\(s\) in 3 batch\(es\)\./,
+      /Deleted 0 settled inbox row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\) and 0 per-minute delivery count row\(s\) in 4 batch\(es\)\./,
     );
   });
 
@@ -108,12 +110,13 @@ describe('hookgate prune', () => {
     const elapsed = Date.now() - started;
     expect(run.code, run.output).toBe(0);
     // 450 rows by 100: five inbox statements (the last one short), then one each for the
-    // delivery records and the counts; a pause between the full ones.
+    // delivery records, the destinations' deliveries and the counts; a pause between the full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
       deliveries: 0,
+      destination_deliveries: 0,
       delivery_count_rows: 0,
-      batches: 7,
+      batches: 8,
     });
     expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
     const left = await db.pool.query(

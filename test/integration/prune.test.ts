@@ -41,7 +41,7 @@ describe('prune', () => {
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
-    expect(report).toEqual({ inboxRows: 8, deliveries: 1 });
+    expect(report).toEqual({ inboxRows: 8, deliveries: 1, destinationDeliveries: 0 });
     const left = await db.pool.query('SELECT event_id FROM hookgate.inbox ORDER BY event_id');
     expect(left.rows.map((r) => r.event_id)).toEqual([
       'new_dead',

@@ -55,18 +55,19 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           dry_run: true,
           inbox_rows: would.inboxRows,
           deliveries: would.deliveries,
+          destination_deliveries: would.destinationDeliveries,
           delivery_count_rows: counts,
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
     const progress = progressBar('prune');
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
-      progress.total(total.inboxRows + total.deliveries);
+      progress.total(total.inboxRows + total.deliveries + total.destinationDeliveries);
     }
     let report: Awaited<ReturnType<typeof prune>>;
     // Statements run, so a script can see the pacing it asked for (--batch, --pause).
@@ -96,12 +97,13 @@ export async function pruneCommand(raw: unknown): Promise<void> {
       printJson({
         inbox_rows: report.inboxRows,
         deliveries: report.deliveries,
+        destination_deliveries: report.destinationDeliveries,
         delivery_count_rows: counts,
         batches: statements,
       });
     else
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });
 }

@@ -25,7 +25,7 @@ export interface PruneOptions {
 }
 
 export interface PruneProgress {
-  readonly table: 'inbox' | 'outbox_deliveries';
+  readonly table: 'inbox' | 'outbox_deliveries' | 'destination_deliveries';
   readonly deleted: number;
   readonly total: number;
 }

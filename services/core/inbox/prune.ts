@@ -5,6 +5,7 @@ import {
   type PruneProgress,
   pruneInBatches,
 } from '../db/batched-delete.ts';
+import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
@@ -64,9 +65,11 @@ export interface PruneRequest {
 export interface PruneReport {
   readonly inboxRows: number;
   readonly deliveries: number;
+  /** Delivered rows of hookgate.destination_deliveries (the same window as `deliveries`). */
+  readonly destinationDeliveries: number;
 }
 
-/** Both retentions, as `hookgate prune` runs them: the inbox, then the delivery records. */
+/** The retentions, as `hookgate prune` runs them: the inbox, the delivery records, the destinations' delivered rows. */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
   const common = {
     batchSize: request.chunk,
@@ -76,9 +79,15 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
     ...(request.signal ? { signal: request.signal } : {}),
   };
   const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
-  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0 };
+  if (request.signal?.aborted) return { inboxRows: inbox.rows, deliveries: 0, destinationDeliveries: 0 };
   const deliveries = await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs });
-  return { inboxRows: inbox.rows, deliveries: deliveries.rows };
+  if (request.signal?.aborted)
+    return { inboxRows: inbox.rows, deliveries: deliveries.rows, destinationDeliveries: 0 };
+  const destinations = await pruneDestinationDeliveries(db, {
+    ...common,
+    olderThan: request.deliveriesOlderThanMs,
+  });
+  return { inboxRows: inbox.rows, deliveries: deliveries.rows, destinationDeliveries: destinations.rows };
 }
 
 /** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */
