@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
+.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -96,6 +96,13 @@ $(HELM_UNITTEST):
 ## test: lint, type-check, then every test suite against a real PostgreSQL
 test: $(DEPS) tools lint typecheck
 	vitest run
+
+## check: the fast tests: the unit and chart projects and the integration files below on the
+## embedded PostgreSQL 18 (vitest.config.ts names the projects); `make test` runs every file
+CHECK_INTEGRATION := test/integration/migrate.test.ts test/integration/gateway-claim.test.ts \
+  test/integration/worker-apply.test.ts
+check: $(DEPS) chart-tools
+	vitest run --project unit --project chart --project integration test/unit/ test/chart/ $(CHECK_INTEGRATION)
 
 lint: $(DEPS)
 	biome check .

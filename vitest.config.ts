@@ -1,38 +1,49 @@
-import { defineConfig } from 'vitest/config';
+import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 
-// Two PostgreSQL majors: every file runs against the embedded PostgreSQL 18 (project `pg18`),
-// and the integration files (the database-facing ones) and the load smoke run (real gateway and
-// worker processes, then `hookgate verify`) again against a throwaway cluster of Debian's
-// PostgreSQL 15, the oldest major hookgate supports (project `pg15`). Files that own a
-// server of their own (database-outage) or touch no database (observability-rules) run once.
+// Projects by kind, so that `make check` can run the fast ones (unit, chart and a few integration
+// files) while `make test` (plain `vitest run`) runs them all. Two PostgreSQL majors: every file
+// that needs a database runs against the embedded PostgreSQL 18 (global-setup.ts: one server for
+// all the PostgreSQL 18 projects), and the integration files (the database-facing ones) and the
+// load smoke run again against a throwaway cluster of Debian's PostgreSQL 15, the oldest major
+// hookgate supports (the `-pg15` projects). Files that own a server of their own
+// (database-outage) or touch no database (observability-rules) run once.
 const ONCE = ['test/integration/database-outage.test.ts', 'test/integration/observability-rules.test.ts'];
+// The short forms of `make chaos`'s long runs, and the load smoke: minutes each, real processes.
+const SOAK = [
+  'test/e2e/chaos.test.ts',
+  'test/e2e/recovery-backlog.test.ts',
+  'test/e2e/failover.test.ts',
+  'test/e2e/network-faults.test.ts',
+  'test/e2e/pgbouncer.test.ts',
+  'test/e2e/load-smoke.test.ts',
+];
+const PG18 = 'test/support/global-setup.ts';
+const PG15 = 'test/support/global-setup-pg15.ts';
+
+function project(name: string, include: string[], globalSetup: string[], exclude: string[] = []) {
+  return {
+    extends: true,
+    test: { name, include, exclude, globalSetup },
+  } satisfies TestProjectInlineConfiguration;
+}
 
 export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    // Two cores: files run two at a time, across both projects; each file gets its own database.
+    // Two cores: files run two at a time, across all projects; each file gets its own database.
     maxWorkers: 2,
     pool: 'forks',
     reporters: ['default'],
     projects: [
-      {
-        extends: true,
-        test: {
-          name: 'pg18',
-          include: ['test/**/*.test.ts'],
-          globalSetup: ['test/support/global-setup.ts'],
-        },
-      },
-      {
-        extends: true,
-        test: {
-          name: 'pg15',
-          include: ['test/integration/**/*.test.ts', 'test/e2e/load-smoke.test.ts'],
-          exclude: ONCE,
-          globalSetup: ['test/support/global-setup-pg15.ts'],
-        },
-      },
+      // No database: no server is started for it.
+      project('unit', ['test/unit/**/*.test.ts'], []),
+      project('chart', ['test/chart/**/*.test.ts'], [PG18]),
+      project('integration', ['test/integration/**/*.test.ts'], [PG18]),
+      project('e2e', ['test/e2e/**/*.test.ts'], [PG18], SOAK),
+      project('soak', SOAK, [PG18]),
+      project('integration-pg15', ['test/integration/**/*.test.ts'], [PG15], ONCE),
+      project('soak-pg15', ['test/e2e/load-smoke.test.ts'], [PG15]),
     ],
   },
 });

@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console,destinations picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -12,6 +12,7 @@ import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { type BytesReport, bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
 import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
+import { destinationsScenario, renderDestinations } from './destinations.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
 import { longrunScenario, renderLongrun } from './longrun.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
@@ -34,7 +35,9 @@ const settings = z
     BENCH_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CONNECTIONS: z.coerce.number().int().min(1).max(1024).default(64),
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
-    BENCH_SCENARIOS: z.string().default('ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console'),
+    BENCH_SCENARIOS: z
+      .string()
+      .default('ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console,destinations'),
     BENCH_MAJORS: z
       .string()
       .default('18,15')
@@ -85,6 +88,10 @@ const settings = z
     /** console: inbox sizes searched (comma-separated, smallest first) and searches of each kind per size. */
     BENCH_CONSOLE_ROWS: numberList('10000,1000000', 1_000, 100_000_000),
     BENCH_CONSOLE_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
+    /** destinations: events in the backlog, destinations each goes to, deliveries in flight per destination. */
+    BENCH_DEST_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+    BENCH_DEST_DESTINATIONS: z.coerce.number().int().min(1).max(50).default(2),
+    BENCH_DEST_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
   })
   .parse(process.env);
 
@@ -206,6 +213,17 @@ const scenarios: Scenario[] = [
         runs: settings.BENCH_CONSOLE_RUNS,
       });
       return { lines: renderConsoleSearch(report), report };
+    },
+  },
+  {
+    name: 'destinations',
+    run: async (database) => {
+      const report = await destinationsScenario(database, {
+        events: settings.BENCH_DEST_EVENTS,
+        destinations: settings.BENCH_DEST_DESTINATIONS,
+        concurrency: settings.BENCH_DEST_CONCURRENCY,
+      });
+      return { lines: renderDestinations(report), report };
     },
   },
   {

@@ -15,6 +15,7 @@ import { sendTestCommand } from './commands/send-test.ts';
 import { serveCommand } from './commands/serve.ts';
 import { statsCommand } from './commands/stats.ts';
 import { verifyCommand } from './commands/verify.ts';
+import { addDestinationCommands } from './destination-program.ts';
 import { addActorOption, addOperationsCommands } from './operations-program.ts';
 import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
 import { EVENT_STATUSES } from './support/filters.ts';
@@ -370,6 +371,7 @@ ${examples([
     .action((options: unknown) => verifyCommand(options));
 
   addOperationsCommands(program);
+  addDestinationCommands(program);
   return program;
 }
 

@@ -38,6 +38,9 @@ export const ERROR_CODES = {
   nothing_changed: USAGE,
   // send-test would send an event its handler applies: the endpoint's configuration says so.
   send_test_unrecognisable: USAGE,
+  // A destination or delivery the command names does not exist (docs/destinations.md).
+  destination_unknown: USAGE,
+  delivery_unknown: USAGE,
 
   // Operational failures: exit 1.
   database_unreachable: FAILURE,

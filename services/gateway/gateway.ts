@@ -6,6 +6,7 @@ import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { readinessCheck } from '../core/db/readiness.ts';
+import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
@@ -80,7 +81,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       }),
     );
   }
-  const engine = { boss, logger, metrics: options.applyMetrics ?? null };
+  const engine = { boss, logger, metrics: options.applyMetrics ?? null, destinations: routesFrom(config) };
   const syncHooks: ClaimHooks = {
     beforeCommit: async (client, accepted) => {
       await options.hooks?.beforeCommit?.(client, accepted);

@@ -10,6 +10,8 @@ import { createPool } from '../core/db/pool.ts';
 import { readinessCheck } from '../core/db/readiness.ts';
 import { checkDatabaseServer } from '../core/db/server-checks.ts';
 import { untilReachable } from '../core/db/wait-for-database.ts';
+import { registerDestinationGauges } from '../core/destinations/metrics.ts';
+import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import type { ClaimHooks } from '../core/inbox/claim.ts';
 import type { Logger } from '../core/logging.ts';
@@ -23,6 +25,11 @@ import { registerBacklogMetrics } from '../core/read-models/backlog.ts';
 import { registerReconcileMetrics } from '../core/reconcile/metrics.ts';
 import { reconcilingEndpoints } from '../core/reconcile/schedule.ts';
 import { type RunningGateway, startGateway } from '../gateway/gateway.ts';
+import {
+  createDestinationMetrics,
+  type RunningDestinationRelay,
+  startDestinationRelay,
+} from '../worker/destinations.ts';
 import { startReconciler } from '../worker/reconciler.ts';
 import { createRelayMetrics, startRelays } from '../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../worker/worker.ts';
@@ -193,6 +200,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       if (!outage.failed('pause metrics', error)) logger.warn({ err: error }, 'pause metrics: query failed');
     },
   });
+  registerDestinationGauges(registry, {
+    db: pool,
+    routes: routesFrom(config),
+    onError: (error) => {
+      if (!outage.failed('destination metrics', error))
+        logger.warn({ err: error }, 'destination metrics: query failed');
+    },
+  });
   // Reconciliation's gap metrics, likewise database-wide (docs/reconcile.md).
   registerReconcileMetrics(registry, {
     db: pool,
@@ -210,6 +225,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   });
   let worker: RunningWorker | null = null;
   let relays: { stop(): Promise<void> } | null = null;
+  let destinationRelay: RunningDestinationRelay | null = null;
   let reconciler: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
   let consoleServer: RunningConsole | null = null;
@@ -219,6 +235,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       gateway?.stop(),
       worker?.stop(),
       relays?.stop(),
+      destinationRelay?.stop(),
       reconciler?.stop(),
       consoleServer?.stop(),
     ]);
@@ -267,6 +284,14 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         ...(options.relayPollingIntervalSeconds === undefined
           ? {}
           : { pollingIntervalSeconds: options.relayPollingIntervalSeconds }),
+      });
+      destinationRelay = startDestinationRelay({
+        pool: workerPool,
+        routes: routesFrom(config),
+        logger: loopLogger,
+        metrics: createDestinationMetrics(registry),
+        pollIntervalMs: config.relay.pollingInterval,
+        stopTimeoutMs: config.worker.shutdownTimeout,
       });
       // Endpoints with a reconcile section (docs/reconcile.md); nothing otherwise.
       reconciler = await startReconciler({ config, pool: workerPool, boss, logger: loopLogger });

@@ -33,13 +33,28 @@ export interface SendRequest {
 
 const SNIPPET = 300;
 
+/** Bytes of an error answer read at most: a receiver's huge (or endless) body is not read whole. */
+const SNIPPET_BYTES = 4 * SNIPPET;
+
 async function snippetOf(response: Response): Promise<string> {
+  const reader = response.body?.getReader();
+  if (!reader) return '';
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
   try {
-    const text = await response.text();
-    return text.length > SNIPPET ? `${text.slice(0, SNIPPET)}…` : text;
+    while (bytes < SNIPPET_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      bytes += value.byteLength;
+    }
   } catch {
-    return '';
+    // What arrived before the failure is still worth showing.
+  } finally {
+    await reader.cancel().catch(() => {});
   }
+  const text = Buffer.concat(chunks).subarray(0, SNIPPET_BYTES).toString('utf8');
+  return text.length > SNIPPET ? `${text.slice(0, SNIPPET)}…` : text;
 }
 
 /**

@@ -5,6 +5,7 @@ import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failu
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import { recordAttempts, THIS_WORKER } from '../core/attempts/attempts.ts';
 import type { Config } from '../core/config/schema.ts';
+import { routesFrom } from '../core/destinations/routes.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
 import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
@@ -107,7 +108,13 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   // The per-event line carries identifiers and an outcome only, fields no redaction path can
   // match: it skips pino's redaction, which otherwise walks every line (as the gateway's
   // per-delivery line does). Lines with an error keep it.
-  const deps = { pool, boss, logger: logger.child({}, { redact: [] }), metrics };
+  const deps = {
+    pool,
+    boss,
+    logger: logger.child({}, { redact: [] }),
+    metrics,
+    destinations: routesFrom(config),
+  };
 
   /**
    * Runs `work` while keeping the fetched jobs' heartbeat fresh, so the supervisor takes them back

@@ -31,8 +31,14 @@ function verdicts(config: unknown) {
 function setAt(path: readonly string[], value: unknown): Record<string, unknown> {
   const config: Record<string, unknown> = { endpoints: { stripe: { ...STRIPE } } };
   let node = config;
-  for (const key of path.slice(0, -1)) {
+  for (const [n, key] of path.slice(0, -1).entries()) {
     node[key] = { ...((node[key] as Record<string, unknown>) ?? {}) };
+    // A destination needs its url beside the field under test.
+    if (path[n - 1] === 'destinations')
+      node[key] = { url: 'https://example.test/hooks', ...(node[key] as object) };
+    // And a breaker its threshold.
+    if (key === 'breaker' && path[n - 2] === 'destinations')
+      node[key] = { failures: 1, ...(node[key] as object) };
     node = node[key] as Record<string, unknown>;
   }
   node[path.at(-1) as string] = value;

@@ -4,11 +4,14 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { processConnections } from '../../services/core/db/connections.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { ROOT, runHookgate } from '../support/process.ts';
 
 // `hookgate config check` refuses what `serve` would refuse at start, with no database; and
-// `migrate --check-config` (the chart's migration hook) migrates nothing when it fails.
+// `migrate --check-config` (the chart's migration hook) migrates nothing when it fails. `config
+// check` runs on the real program in this process (runCliInProcess); the migration hook, as the
+// chart runs it, as a real process.
 const databases: TestDatabase[] = [];
 afterAll(async () => {
   for (const db of databases) await db.drop();
@@ -34,12 +37,12 @@ const ENV = { STRIPE_WEBHOOK_SECRET: 'whsec_check', GITHUB_WEBHOOK_SECRET: 'gh_c
 describe('hookgate config check', () => {
   it('accepts a valid file, naming its endpoints and the connections each process may open', async () => {
     const file = configFile(GOOD);
-    const run = await runHookgate(['config', 'check', '--config', file], { env: ENV });
+    const run = await runCliInProcess(['config', 'check', '--config', file], ENV);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toContain(`${file} is valid: 2 endpoints (stripe, github).`);
-    const json = await runHookgate(['config', 'check', '--config', file, '--json'], { env: ENV });
+    const json = await runCliInProcess(['config', 'check', '--config', file, '--json'], ENV);
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.output) as { connections: Record<string, number>; endpoints: string[] };
+    const report = JSON.parse(json.stdout) as { connections: Record<string, number>; endpoints: string[] };
     const parsed = parseConfig(
       {
         endpoints: {
@@ -64,8 +67,9 @@ describe('hookgate config check', () => {
       ...GOOD,
       '    tolerance: 48h',
     ]);
-    const run = await runHookgate(['config', 'check', '--config', file], {
-      env: { ...ENV, GITHUB_WEBHOOK_SECRET: undefined },
+    const run = await runCliInProcess(['config', 'check', '--config', file], {
+      ...ENV,
+      GITHUB_WEBHOOK_SECRET: undefined,
     });
     expect(run.code).toBe(2);
     expect(run.output).toContain(`hookgate: config_invalid: ${file} is not valid:`);
@@ -82,11 +86,11 @@ describe('hookgate config check', () => {
 
   it('refuses the published demo secrets when DATABASE_URL is set, as serve does', async () => {
     const example = join(ROOT, 'hookgate.example.yaml');
-    expect(
-      (await runHookgate(['config', 'check', '--config', example], { env: { DATABASE_URL: '' } })).code,
-    ).toBe(0);
-    const run = await runHookgate(['config', 'check', '--config', example], {
-      env: { DATABASE_URL: 'postgres://hookgate@db.example:5432/hookgate' },
+    expect((await runCliInProcess(['config', 'check', '--config', example], { DATABASE_URL: '' })).code).toBe(
+      0,
+    );
+    const run = await runCliInProcess(['config', 'check', '--config', example], {
+      DATABASE_URL: 'postgres://hookgate@db.example:5432/hookgate',
     });
     expect(run.code).toBe(2);
     expect(run.output).toContain('published demo secret');

@@ -13,7 +13,10 @@ import { CLI, ROOT, runHookgate } from '../support/process.ts';
 import { workerConfigDocument } from '../support/worker-harness.ts';
 
 // One convention for every command: exit 0 ok, 1 operational failure, 2 bad usage, each failure
-// one coded line on stderr and no stack; stdout stays the result.
+// one coded line on stderr and no stack; stdout stays the result. Parsing, usage and exit codes are
+// checked on the real program in this process (runCliInProcess: the same commands and database
+// access, no child process); what only the real binary can show (stdout apart from the logs,
+// the version, the working directory, the process's exit status) runs as real processes.
 let db: TestDatabase;
 let unmigrated: TestDatabase;
 let configFile: string;
@@ -33,6 +36,9 @@ afterAll(async () => {
 });
 
 const noStack = (output: string) => expect(output).not.toMatch(/\n\s+at .+:\d+:\d+/);
+/** `hookgate <args>` in this process, on the test's database and configuration unless overridden. */
+const cli = (args: readonly string[], env: Record<string, string | undefined> = {}) =>
+  runCliInProcess(args, { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile, ...env });
 
 describe('usage errors exit 2 with one line', () => {
   it.each([
@@ -47,7 +53,7 @@ describe('usage errors exit 2 with one line', () => {
     [['discard', '--endpoint', 'demo', '--reason', 'no target']],
     [['pause']],
   ])('hookgate %j', async (args) => {
-    const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
+    const run = await cli(args);
     expect(run.code, run.output).toBe(2);
     expect(run.output.trim().split('\n')).toHaveLength(1);
     expect(run.output).toMatch(/^hookgate: usage_invalid: /);
@@ -63,17 +69,17 @@ describe('usage errors exit 2 with one line', () => {
       ['pause', '--endpoint', 'nope'],
       ['resume', '--endpoint', 'nope'],
     ]) {
-      const run = await runHookgate(args, { env: { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile } });
+      const run = await cli(args);
       expect(run.code, `${args.join(' ')}: ${run.output}`).toBe(2);
       expect(run.output).toMatch(/endpoint_unknown/);
     }
   });
 
   it('LOG_LEVEL=verbose and a DATABASE_URL that is not a URL are usage errors, not stacks', async () => {
-    const verbose = await runHookgate(['stats'], { env: { DATABASE_URL: db.url, LOG_LEVEL: 'verbose' } });
+    const verbose = await cli(['stats'], { LOG_LEVEL: 'verbose' });
     expect(verbose.code).toBe(2);
     expect(verbose.output).toMatch(/env_invalid: LOG_LEVEL="verbose"/);
-    const bad = await runHookgate(['stats'], { env: { DATABASE_URL: 'not a url' } });
+    const bad = await cli(['stats'], { DATABASE_URL: 'not a url' });
     expect(bad.code).toBe(2);
     expect(bad.output).toMatch(/database_url_invalid/);
     noStack(bad.output);
@@ -85,7 +91,7 @@ describe('operational failures exit 1 naming the host, never the password', () =
     'hookgate %j with the database down',
     async (args) => {
       const url = 'postgres://admin:s3cr3t-pw@127.0.0.1:1/hookgate';
-      const run = await runHookgate(args, { env: { DATABASE_URL: url, HOOKGATE_CONFIG: configFile } });
+      const run = await cli(args, { DATABASE_URL: url });
       expect(run.code, run.output).toBe(1);
       expect(run.output).toMatch(
         /database_unreachable: cannot reach PostgreSQL at 127\.0\.0\.1:1 \(ECONNREFUSED\)/,
@@ -95,17 +101,30 @@ describe('operational failures exit 1 naming the host, never the password', () =
     },
   );
 
+  it('the binary exits 1 too, with the same one line on stderr', async () => {
+    const url = 'postgres://admin:s3cr3t-pw@127.0.0.1:1/hookgate';
+    const run = await runSeparately(['stats'], { DATABASE_URL: url, HOOKGATE_CONFIG: configFile });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^hookgate: database_unreachable: cannot reach PostgreSQL at 127\.0\.0\.1:1 /m,
+    );
+    expect(run.stderr).not.toMatch(/s3cr3t-pw/);
+    noStack(run.stderr);
+  });
+
   it('an unknown host is one line too', async () => {
     const url = 'postgres://u:p@no-such-host.invalid:5432/x';
-    const run = await runHookgate(['stats'], { env: { DATABASE_URL: url } });
+    const run = await cli(['stats'], { DATABASE_URL: url });
     expect(run.code).toBe(1);
     expect(run.output).toMatch(/database_unreachable: .*no-such-host\.invalid:5432 \(E(NOTFOUND|AI_AGAIN)\)/);
     noStack(run.output);
   });
 
   it('requeue on an unmigrated database is refused cleanly, naming the database', async () => {
-    const run = await runHookgate(['requeue', '--endpoint', 'demo', '--config', configFile], {
-      env: { DATABASE_URL: unmigrated.url },
+    const run = await cli(['requeue', '--endpoint', 'demo', '--config', configFile], {
+      DATABASE_URL: unmigrated.url,
+      HOOKGATE_CONFIG: undefined,
     });
     expect(run.code, run.output).toBe(1);
     expect(run.output).toMatch(
@@ -126,24 +145,21 @@ describe('which database', () => {
   });
 
   it('says which database it reads, on stderr, and keeps stdout the JSON result', async () => {
-    const run = await runHookgate(['stats', '--json', '--config', configFile], {
-      env: { DATABASE_URL: db.url },
-    });
+    const run = await cli(['stats', '--json', '--config', configFile], { HOOKGATE_CONFIG: undefined });
     expect(run.code).toBe(0);
-    expect(run.output).toMatch(/^hookgate: using PostgreSQL at 127\.0\.0\.1:\d+\/hookgate_test_/m);
+    expect(run.stderr).toMatch(/^hookgate: using PostgreSQL at 127\.0\.0\.1:\d+\/hookgate_test_/m);
+    expect(() => JSON.parse(run.stdout)).not.toThrow();
   });
 
   it('migrate --dry-run lists what it would apply and applies nothing', async () => {
-    const run = await runHookgate(['migrate', '--dry-run', '--json'], {
-      env: { DATABASE_URL: unmigrated.url },
-    });
+    const run = await cli(['migrate', '--dry-run', '--json'], { DATABASE_URL: unmigrated.url });
     expect(run.code, run.output).toBe(0);
-    const report = JSON.parse(run.output.slice(run.output.indexOf('{')));
+    const report = JSON.parse(run.stdout);
     expect(report.would_apply[0]).toBe('0001_inbox');
     expect(report.would_apply).toContain('0006_delivery_counts');
     const ledger = await unmigrated.pool.query(`SELECT to_regclass('hookgate.schema_migrations') AS t`);
     expect(ledger.rows[0].t).toBeNull();
-    const current = await runHookgate(['migrate', '--dry-run'], { env: { DATABASE_URL: db.url } });
+    const current = await cli(['migrate', '--dry-run']);
     expect(current.output).toMatch(/is up to date; nothing to apply/);
   });
 
@@ -200,10 +216,7 @@ describe('stdout is the result', () => {
 describe('requeue --dry-run exits as the real run would', () => {
   it('2 (nothing_changed) when nothing matches, with the JSON result still on stdout', async () => {
     for (const extra of [[], ['--orphans']]) {
-      const run = await runSeparately(['requeue', '--endpoint', 'demo', ...extra, '--dry-run', '--json'], {
-        DATABASE_URL: db.url,
-        HOOKGATE_CONFIG: configFile,
-      });
+      const run = await cli(['requeue', '--endpoint', 'demo', ...extra, '--dry-run', '--json']);
       expect(run.code, run.stderr).toBe(2);
       expect(JSON.parse(run.stdout)).toMatchObject({ dry_run: true, would_requeue: 0 });
       expect(run.stderr).toMatch(/nothing_changed: .*nothing would be requeued/);
@@ -212,17 +225,22 @@ describe('requeue --dry-run exits as the real run would', () => {
 });
 
 describe('help and version', () => {
-  it('--version prints the package version; --help shows examples; both exit 0', async () => {
+  it('the binary: --version prints the package version and exits 0', async () => {
     const version = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version;
     const run = await runHookgate(['--version']);
     expect(run.code).toBe(0);
     expect(run.output.trim()).toBe(version);
-    for (const command of ['stats', 'requeue', 'prune', 'migrate']) {
-      const help = await runHookgate([command, '--help']);
-      expect(help.code).toBe(0);
-      expect(help.output).toMatch(/Examples:\n\s+\$ hookgate /);
-    }
   });
+
+  it.each(['stats', 'requeue', 'prune', 'migrate'])(
+    '%s --help shows examples on stdout and exits 0',
+    async (command) => {
+      const help = await runCliInProcess([command, '--help']);
+      expect(help.code).toBe(0);
+      expect(help.stdout).toMatch(/Examples:\n\s+\$ hookgate /);
+      expect(help.stderr).toBe('');
+    },
+  );
 });
 
 describe('helpers', () => {

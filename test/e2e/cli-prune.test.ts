@@ -50,6 +50,7 @@ describe('hookgate prune', () => {
       dry_run: true,
       inbox_rows: 3,
       deliveries: 0,
+      destination_deliveries: 0,
       attempts: 0,
       audit: 0,
       delivery_count_rows: 1,
@@ -58,7 +59,8 @@ describe('hookgate prune', () => {
   });
 
   it('refuses a window under 3 days without --force (exit 2), and with it keeps every unsettled row', async () => {
-    const refused = await runHookgate(['prune', '--older-than', '1d'], { env: env() });
+    // The refusal's exit code and line, on the real program in this process.
+    const refused = await runCliInProcess(['prune', '--older-than', '1d'], env());
     expect(refused.code).toBe(2);
     expect(refused.output).toMatch(/usage_invalid: --older-than is under 3d.*--force/);
     const forced = await runHookgate(['prune', '--older-than', '1d', '--force', '--batch', '100', '--json'], {
@@ -68,10 +70,11 @@ describe('hookgate prune', () => {
     expect(jsonOf(forced.output)).toEqual({
       inbox_rows: 6,
       deliveries: 0,
+      destination_deliveries: 0,
       attempts: 0,
       audit: 0,
       delivery_count_rows: 2,
-      batches: 5,
+      batches: 6,
     });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
@@ -93,7 +96,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 audit row\(s\) and 0 per-minute delivery count row\(s\) in 5 batch\(es\)\./,
+      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\) and 0 per-minute delivery count row\(s\) in 6 batch\(es\)\./,
     );
   });
 
@@ -111,15 +114,16 @@ describe('hookgate prune', () => {
     const elapsed = Date.now() - started;
     expect(run.code, run.output).toBe(0);
     // 450 rows by 100: five inbox statements (the last one short), then one each for the
-    // attempt history, the delivery records, the audit trail and the counts; a pause between the
-    // full ones.
+    // attempt history, the delivery records, the destinations' deliveries, the audit trail and the
+    // counts; a pause between the full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
       deliveries: 0,
+      destination_deliveries: 0,
       attempts: 0,
       audit: 0,
       delivery_count_rows: 0,
-      batches: 9,
+      batches: 10,
     });
     expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
     const left = await db.pool.query(

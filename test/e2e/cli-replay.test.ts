@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   type FakeApi,
@@ -222,14 +223,16 @@ describe('hookgate replay', () => {
 
   it('refuses what it cannot do: no credential, a bad window', async () => {
     const env = { DATABASE_URL: db.url, STRIPE_API_KEY: '' };
-    const none = await runHookgate(['replay', '--endpoint', 'pay', '--since', '1h', '--config', configFile], {
+    // Refusals before any request: on the real program in this process.
+    const none = await runCliInProcess(
+      ['replay', '--endpoint', 'pay', '--since', '1h', '--config', configFile],
       env,
-    });
+    );
     expect(none.code).toBe(2);
     expect(none.output).toMatch(/credentials_missing: Set STRIPE_API_KEY/);
-    const backwards = await runHookgate(
+    const backwards = await runCliInProcess(
       ['replay', '--endpoint', 'pay', '--since', '1h', '--until', '2h', '--config', configFile],
-      { env: { ...env, STRIPE_API_KEY: 'rk' } },
+      { ...env, STRIPE_API_KEY: 'rk' },
     );
     expect(backwards.code).toBe(2);
     expect(backwards.output).toMatch(/--until must be after --since/);

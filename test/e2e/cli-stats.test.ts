@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
 import { installEffects } from '../support/worker-effects.ts';
@@ -72,6 +73,16 @@ describe('hookgate stats', () => {
     await db.pool.query(
       `UPDATE hookgate.inbox SET status = 'discarded', discarded_at = now(), discarded_by = 'op', discard_reason = 'r' WHERE event_id = 'evt_17'`,
     );
+    // Known latencies: the ops rows settled took 1, 2, … n seconds from receipt, so the
+    // percentiles are known exactly (percentile_cont interpolates: p50 (n+1)/2, p99 1 + 0.99 (n-1)).
+    const settled = await db.pool.query(
+      `UPDATE hookgate.inbox i SET processed_at = i.received_at + make_interval(secs => o.k)
+         FROM (SELECT event_id, row_number() OVER (ORDER BY event_id)::int AS k
+                 FROM hookgate.inbox WHERE endpoint = 'ops' AND processed_at IS NOT NULL) o
+        WHERE i.endpoint = 'ops' AND i.event_id = o.event_id`,
+    );
+    const n = settled.rowCount ?? 0;
+    expect(n).toBeGreaterThan(1);
 
     const run = await runHookgate(['stats', '--json', '--config', configFile, '--since', '10m'], {
       env: env(),
@@ -107,8 +118,8 @@ describe('hookgate stats', () => {
     expect(ops.accepted).toBe(sentAccepted);
     expect(ops.duplicate).toBe(sentDuplicates);
     expect(ops.duplicate_rate).toBeCloseTo(sentDuplicates / (sentAccepted + sentDuplicates), 10);
-    expect(ops.latency_p50_seconds).toBeGreaterThanOrEqual(0);
-    expect(ops.latency_p99_seconds).toBeGreaterThanOrEqual(ops.latency_p50_seconds);
+    expect(ops.latency_p50_seconds).toBe((n + 1) / 2);
+    expect(ops.latency_p99_seconds).toBe(Math.round((1 + 0.99 * (n - 1)) * 1000) / 1000);
     const other = report.endpoints.find((e: { endpoint: string }) => e.endpoint === 'other');
     expect(other).toMatchObject({ accepted: 1, duplicate: 0, duplicate_rate: 0, processed: 1 });
 
@@ -147,11 +158,10 @@ describe('hookgate stats', () => {
     );
     expect(show.output).toMatch(/"id": "evt_3"/);
 
-    const unknownEvent = await runHookgate(
+    // The refusals' exit codes and lines, on the real program in this process.
+    const unknownEvent = await runCliInProcess(
       ['events', 'show', 'nope', '--endpoint', 'ops', '--config', configFile],
-      {
-        env: env(),
-      },
+      env(),
     );
     expect(unknownEvent.code).toBe(2);
     expect(unknownEvent.output).toMatch(/event_unknown/);
@@ -161,7 +171,7 @@ describe('hookgate stats', () => {
       ['stats', '--endpoint', 'nope', '--config', configFile],
       ['stats', '--endpoint', 'nope'],
     ]) {
-      const refused = await runHookgate(args, { env: env() });
+      const refused = await runCliInProcess(args, env());
       expect(refused.code, args.join(' ')).toBe(2);
       expect(refused.output).toMatch(/endpoint_unknown: No endpoint named "nope"/);
     }

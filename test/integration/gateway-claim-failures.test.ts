@@ -95,7 +95,7 @@ describe('a claim that fails is never acknowledged', () => {
     await injectFault(poison.eventId, 'insert');
     const reply = await post(`${gateway.url}/webhooks/alpha`, poison);
     expect(reply.status).toBe(503);
-    expect(reply.headers['retry-after']).toBeDefined();
+    expect(reply.headers['retry-after']).toBe('5');
     expect(reply.json.error).toBe('database_unavailable');
     expect(await stored([poison.eventId])).toEqual({ rows: 0, jobs: 0 });
 

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inject } from 'vitest';
-import { migrate } from '../../services/core/db/migrate.ts';
 import { createPool } from '../../services/core/db/pool.ts';
+import { withDatabase } from './template-database.ts';
 
 export interface TestDatabase {
   readonly url: string;
@@ -12,27 +12,27 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-function withDatabase(url: string, database: string): string {
-  const parsed = new URL(url);
-  parsed.pathname = `/${database}`;
-  return parsed.toString();
-}
-
-/** A fresh, empty database on the run's PostgreSQL, optionally migrated. */
+/**
+ * A fresh database on the run's PostgreSQL of its own. Migrated (the default), it is a copy of
+ * the run's template (template-database.ts: migrated once by the global setup), as a database
+ * `hookgate migrate` has just made would be; `migrated: false` gives an empty one, for the tests
+ * that run the migrations themselves.
+ */
 export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const adminUrl = inject('adminDatabaseUrl');
+  // The unit project starts no server (vitest.config.ts): say so rather than fail to connect.
+  if (!adminUrl)
+    throw new Error('this project has no PostgreSQL: a test that needs one belongs in test/integration/');
   const name = `hookgate_test_${randomBytes(6).toString('hex')}`;
+  const template = (options.migrated ?? true) ? ` TEMPLATE ${inject('templateDatabase')}` : '';
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = withDatabase(adminUrl, name);
-  if (options.migrated ?? true) {
-    const client = new pg.Client({ connectionString: url });
-    await client.connect();
-    await migrate(client, url);
-    await client.end();
+  try {
+    await admin.query(`CREATE DATABASE ${name}${template}`);
+  } finally {
+    await admin.end();
   }
+  const url = withDatabase(adminUrl, name);
   const pool = new pg.Pool({ connectionString: url, max: 10 });
   pool.on('error', () => {});
   return {

@@ -13,7 +13,13 @@ const BILLING = ['services/core/handlers/billing-sql.ts', 'services/core/read-mo
 
 /** Table (as SQL spells it, schema-qualified) → the files and folders that may spell it. */
 const OWNERS: Record<string, readonly string[]> = {
-  'hookgate.inbox': ['services/core/inbox/', 'services/core/read-models/', 'services/console/read-models/'],
+  'hookgate.inbox': [
+    'services/core/inbox/',
+    'services/core/read-models/',
+    'services/console/read-models/',
+    // The destination relay's claim reads the payload it sends with the rows it claims.
+    'services/core/destinations/deliveries.ts',
+  ],
   'hookgate.delivery_counts': [
     'services/core/inbox/',
     'services/core/read-models/',
@@ -24,6 +30,12 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/core/read-models/',
     'services/console/read-models/',
   ],
+  // Destinations (migration 0014): the claim and the statistics join their state tables.
+  'hookgate.destination_deliveries': ['services/core/destinations/', 'services/core/read-models/'],
+  'hookgate.destination_attempts': ['services/core/destinations/', 'services/core/read-models/'],
+  'hookgate.destination_state': ['services/core/destinations/'],
+  'hookgate.destination_rate': ['services/core/destinations/'],
+  'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
   'hookgate.schema_migrations': ['services/core/db/'],
   // Operations (migration 0013): the audit trail, paused endpoints, the per-attempt history.

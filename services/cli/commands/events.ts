@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
+import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
@@ -202,6 +203,26 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   return { event, deliveries, job, actions, attempts };
 }
 
+/** Each destination's filter decision and delivery (docs/destinations.md); nothing without destinations. */
+function destinationLines(destinations: readonly EventDestination[]): string[] {
+  if (destinations.length === 0) return [];
+  const width = Math.max(...destinations.map((d) => d.destination.length));
+  return [
+    '',
+    'destinations',
+    ...destinations.map((d) => {
+      const decision =
+        d.matches === null ? 'no longer configured' : d.matches ? 'matches' : `filtered out (${d.reason})`;
+      const delivery = d.delivery
+        ? `; delivery ${d.delivery.id} ${d.delivery.status}, ${d.delivery.attempts} attempt(s)`
+        : d.matches
+          ? '; no delivery (the event was not processed, or it was applied before this destination existed)'
+          : '';
+      return `  ${d.destination.padEnd(width)}  ${decision}${delivery}`;
+    }),
+  ];
+}
+
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
 export async function eventsShowCommand(raw: unknown): Promise<void> {
   const options = eventsShowOptionsSchema.parse(raw);
@@ -216,8 +237,14 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       options.eventId,
     );
     const events = timeline(event, deliveries, job, actions, attempts);
+    const destinations = await eventDestinations(pool, config, {
+      endpoint: event.endpoint,
+      eventId: event.event_id,
+      eventType: event.event_type,
+      payload: event.payload,
+    });
     if (options.json) {
-      printJson({ ...event, deliveries, attempt_history: attempts, timeline: events });
+      printJson({ ...event, deliveries, destinations, attempt_history: attempts, timeline: events });
       return;
     }
     const lines = [
@@ -235,6 +262,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       '',
       'timeline',
       ...events.map((entry) => `  ${(entry.at ?? '(time not kept)').padEnd(24)}  ${entry.what}`),
+      ...destinationLines(destinations),
       '',
       'headers',
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),

@@ -70,18 +70,21 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           deliveries: would.deliveries,
           attempts: would.attempts,
           audit: would.audit,
+          destination_deliveries: would.destinationDeliveries,
           delivery_count_rows: counts,
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.audit} audit row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
     const progress = progressBar('prune');
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
-      progress.total(total.inboxRows + total.attempts + total.deliveries + total.audit);
+      progress.total(
+        total.inboxRows + total.attempts + total.deliveries + total.destinationDeliveries + total.audit,
+      );
     }
     let report: Awaited<ReturnType<typeof prune>>;
     // Statements run, so a script can see the pacing it asked for (--batch, --pause).
@@ -114,12 +117,13 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         deliveries: report.deliveries,
         attempts: report.attempts,
         audit: report.audit,
+        destination_deliveries: report.destinationDeliveries,
         delivery_count_rows: counts,
         batches: statements,
       });
     else
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.audit} audit row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });
 }

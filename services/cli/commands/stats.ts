@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { z } from 'zod';
+import { destinationStats } from '../../core/destinations/actions.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
 import { pausedEndpoints } from '../../core/pause/pause.ts';
 import { BACKLOG_BY_ENDPOINT } from '../../core/read-models/backlog.ts';
@@ -216,6 +217,23 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
 }
 
 /** `hookgate stats`: what an on-call engineer looks at first. */
+/** Per destination: waiting, held and dead now; delivered in the window and its p99; breaker. */
+function renderDestinationStats(rows: Awaited<ReturnType<typeof destinationStats>>): string {
+  return table(
+    ['ENDPOINT', 'DESTINATION', 'WAITING', 'HELD', 'DEAD', 'DELIVERED', 'P99', 'BREAKER'],
+    rows.map((row) => [
+      row.endpoint,
+      row.destination,
+      String(row.waiting),
+      String(row.held),
+      String(row.dead),
+      String(row.delivered),
+      age(row.p99_seconds),
+      row.breaker,
+    ]),
+  );
+}
+
 export async function statsCommand(raw: unknown): Promise<void> {
   const options = statsOptionsSchema.parse(raw);
   const config = commandConfig(options.config, false);
@@ -229,7 +247,12 @@ export async function statsCommand(raw: unknown): Promise<void> {
       options.endpoint ?? null,
       config ? Object.keys(config.endpoints) : [],
     );
-    if (options.json) printJson(report);
-    else writeOut(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
+    const destinations = await destinationStats(pool, config, options.since, options.endpoint ?? null);
+    // The destinations' part only where there are destinations: the report is unchanged otherwise.
+    if (options.json) printJson(destinations.length > 0 ? { ...report, destinations } : report);
+    else {
+      writeOut(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
+      if (destinations.length > 0) writeOut(`\n${renderDestinationStats(destinations)}`);
+    }
   });
 }

@@ -2,6 +2,8 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { type AttemptOutcome, type AttemptRecord, THIS_WORKER } from '../attempts/attempts.ts';
 import { executorFor } from '../db/executor.ts';
+import { insertDeliveries, type NewDelivery } from '../destinations/deliveries.ts';
+import { type Route, type Routes, webhookIdFor } from '../destinations/routes.ts';
 import { HookgateError } from '../errors.ts';
 import { isTestEvent } from '../handlers/test-event.ts';
 import type { ApplyOutcome, BatchEventResult, Handler, InboxEvent } from '../handlers/types.ts';
@@ -58,6 +60,8 @@ export interface EngineDeps {
   readonly metrics?: ApplyMetrics | null;
   /** Who applies, for the attempt history (default: this process, `host:pid`). */
   readonly worker?: string;
+  /** Each endpoint's destinations (services/core/destinations/routes.ts): deliveries are written with the apply. */
+  readonly destinations?: Routes | null;
 }
 
 /**
@@ -217,6 +221,7 @@ export async function applyEvents(
   const applied: Applied[] = [];
   const failed: FailedAttempt[] = [];
   const outbox: OutboxJob[] = [];
+  const deliveries: NewDelivery[] = [];
   // Test deliveries never reach the handler: settled `ignored`, nothing else written.
   const real = pending.filter(({ row, attempts }) => {
     if (!isTestEvent({ eventType: row.event_type })) return true;
@@ -246,6 +251,7 @@ export async function applyEvents(
       if ('outcome' in pass) {
         applied.push({ eventId: row.event_id, status: pass.outcome, attempts });
         outbox.push(...pass.effects);
+        if (pass.outcome === 'processed') deliveries.push(...fanOut(deps.destinations?.get(endpoint), row));
         results.push({ ...base, outcome: pass.outcome });
         continue;
       }
@@ -284,6 +290,8 @@ export async function applyEvents(
     },
   );
   if (outbox.length > 0) await insertOutboxJobs(deps.boss, executorFor(tx), outbox);
+  // In the apply's transaction: a delivery exists only if its event's apply commits.
+  await insertDeliveries(tx, endpoint, deliveries);
   report(deps, endpoint, results, Number(process.hrtime.bigint() - started) / 1e9);
   return results;
 }
@@ -308,6 +316,23 @@ function attemptRecord(result: EventResult): AttemptRecord[] {
   return [
     { eventId: result.eventId, attempt: result.attempts, outcome, errorCode: code, errorMessage: message },
   ];
+}
+
+/** The deliveries of an applied event: one per destination whose filter matches it. */
+function fanOut(routes: readonly Route[] | undefined, row: InboxRow): NewDelivery[] {
+  if (!routes) return [];
+  const event = { eventType: row.event_type, payload: row.payload };
+  return routes
+    .filter((route) => route.filter(event).matches)
+    .map((route) => ({
+      destination: route.name,
+      eventId: row.event_id,
+      eventType: row.event_type,
+      webhookId: webhookIdFor(route.endpoint, row.event_id, route.name),
+      // JSON, so no type and id pair can read as another (and no NUL, which text cannot hold).
+      entityKey: row.entity_id === null ? null : JSON.stringify([row.entity_type, row.entity_id]),
+      entityVersion: row.entity_version,
+    }));
 }
 
 /** Metrics and one log line per event: identifiers and the outcome, never the payload. */

@@ -7,6 +7,7 @@ import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { consoleSchema } from './console-schema.ts';
+import { destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
@@ -146,6 +147,8 @@ const endpointSchema = z
       .optional(),
     /** Where `hookgate replay` and reconcile pull this endpoint's events from (stripe, github, paddle). */
     replay: replaySchema.optional(),
+    /** Where applied events are fanned out to, each with its filter (docs/destinations.md). */
+    destinations: destinationsSchema.optional(),
     /** Continuous reconciliation against the provider's API (docs/reconcile.md); off unless set. */
     reconcile: reconcileSchema.optional(),
   })
@@ -414,6 +417,8 @@ export const configSchema = z
         completedJobRetention: completedJobRetention(),
         /** Dead-lettered outbox jobs (nothing consumes them) are deleted this long after they were dead-lettered. */
         deadJobRetention: deadJobRetention(30),
+        /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
+        pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
       })
       .prefault({}),
     /** The web console (docs/console.md). */

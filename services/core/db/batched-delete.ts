@@ -25,7 +25,7 @@ export interface PruneOptions {
 }
 
 export interface PruneProgress {
-  readonly table: 'inbox' | 'outbox_deliveries' | 'apply_attempts' | 'audit';
+  readonly table: 'inbox' | 'outbox_deliveries' | 'destination_deliveries' | 'apply_attempts' | 'audit';
   readonly deleted: number;
   readonly total: number;
 }

@@ -7,6 +7,7 @@ import {
   type PruneProgress,
   pruneInBatches,
 } from '../db/batched-delete.ts';
+import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
@@ -70,6 +71,8 @@ export interface PruneRequest {
 export interface PruneReport {
   readonly inboxRows: number;
   readonly deliveries: number;
+  /** Delivered rows of hookgate.destination_deliveries (the same window as `deliveries`). */
+  readonly destinationDeliveries: number;
   /** Rows of the per-attempt history older than the inbox window. */
   readonly attempts: number;
   /** Audit rows older than the audit window. */
@@ -81,7 +84,7 @@ export const AUDIT_RETENTION_MS = 365 * 86_400_000;
 
 /**
  * The retentions, as `hookgate prune` runs them: the inbox, the attempt history (the inbox's
- * window), then the delivery records; then the
+ * window), the delivery records, the destinations' delivered rows, the audit trail; then the
  * action is recorded in the audit trail (a dry run too), with the counts.
  */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
@@ -95,10 +98,12 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       audit_older_than_ms: request.auditOlderThanMs ?? AUDIT_RETENTION_MS,
       inbox_rows: report.inboxRows,
       deliveries: report.deliveries,
+      destination_deliveries: report.destinationDeliveries,
       attempts: report.attempts,
       audit: report.audit,
     },
-    count: report.inboxRows + report.attempts + report.deliveries + report.audit,
+    count:
+      report.inboxRows + report.attempts + report.deliveries + report.destinationDeliveries + report.audit,
     dryRun: request.dryRun === true,
   });
   return report;
@@ -112,7 +117,7 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  const report = { inboxRows: 0, deliveries: 0, attempts: 0, audit: 0 };
+  const report = { inboxRows: 0, deliveries: 0, destinationDeliveries: 0, attempts: 0, audit: 0 };
   report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
   if (request.signal?.aborted) return report;
   // The attempt history goes with the inbox window (of every event, settled or not).
@@ -120,6 +125,10 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
   if (request.signal?.aborted) return report;
   report.deliveries = (
     await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs })
+  ).rows;
+  if (request.signal?.aborted) return report;
+  report.destinationDeliveries = (
+    await pruneDestinationDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs })
   ).rows;
   if (request.signal?.aborted) return report;
   report.audit = (

@@ -1,0 +1,198 @@
+// The fan-out's cost: the destination relay delivering a backlog of deliveries (N events × D
+// destinations, a Stripe-sized payload) to a local sink, against a bare HTTP client sending the
+// same requests (same bodies, same concurrency per destination) to the same sink, in the same
+// run. The sink runs in a child process, so this process's CPU is the sender's alone (PostgreSQL's
+// is not counted: it is the relay's claims and records). Figures: deliveries per second of each,
+// their ratio, and this process's CPU per delivery of each.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import pg from 'pg';
+import { parseConfig } from '../services/core/config/load.ts';
+import { insertDeliveries } from '../services/core/destinations/deliveries.ts';
+import { routesFrom, webhookIdFor } from '../services/core/destinations/routes.ts';
+import { createLogger } from '../services/core/logging.ts';
+import { startDestinationRelay } from '../services/worker/destinations.ts';
+import type { BenchDatabase } from './processes.ts';
+
+export interface DestinationsOptions {
+  readonly events: number;
+  readonly destinations: number;
+  /** Deliveries in flight per destination, for both sides. */
+  readonly concurrency: number;
+}
+
+interface Side {
+  readonly seconds: number;
+  readonly perSecond: number;
+  /** This process's CPU (user + system) per delivery, microseconds. */
+  readonly cpuMicrosPerDelivery: number;
+}
+
+export interface DestinationsReport {
+  readonly deliveries: number;
+  readonly destinations: number;
+  readonly concurrency: number;
+  readonly relay: Side;
+  readonly bare: Side;
+  /** relay deliveries per second over the bare client's. */
+  readonly throughputRatio: number;
+  /** relay CPU per delivery over the bare client's. */
+  readonly cpuRatio: number;
+}
+
+const SINK = `
+  const server = require('node:http').createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(204).end());
+  });
+  server.keepAliveTimeout = 60000;
+  server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));`;
+
+async function startSink(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['-e', SINK], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [chunk] = (await once(child.stdout!, 'data')) as [Buffer];
+  return { url: `http://127.0.0.1:${chunk.toString().trim()}`, child };
+}
+
+/** About the size of a Stripe invoice event. */
+function payload(n: number): Record<string, unknown> {
+  return {
+    id: `evt_${n}`,
+    type: 'invoice.paid',
+    data: { object: { id: `in_${n}`, amount_due: 1200, currency: 'eur', lines: 'x'.repeat(1500) } },
+  };
+}
+
+function side(deliveries: number, started: bigint, cpu: NodeJS.CpuUsage): Side {
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const used = process.cpuUsage(cpu);
+  return {
+    seconds,
+    perSecond: deliveries / seconds,
+    cpuMicrosPerDelivery: (used.user + used.system) / deliveries,
+  };
+}
+
+export async function destinationsScenario(
+  database: BenchDatabase,
+  options: DestinationsOptions,
+): Promise<DestinationsReport> {
+  const sink = await startSink();
+  const pool = new pg.Pool({ connectionString: database.url, max: options.destinations * 2 + 4 });
+  try {
+    const names = Array.from({ length: options.destinations }, (_, n) => `dest${n}`);
+    const config = parseConfig(
+      {
+        endpoints: {
+          bench: {
+            provider: 'standard-webhooks',
+            secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+            destinations: Object.fromEntries(
+              names.map((name) => [name, { url: `${sink.url}/${name}`, concurrency: options.concurrency }]),
+            ),
+          },
+        },
+        relay: { pollingInterval: '50ms' },
+      },
+      {},
+    );
+    // The backlog: processed inbox rows and their deliveries, as the apply engine leaves them.
+    await pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, processed_at)
+       SELECT 'bench', 'evt_' || n, 'standard-webhooks', 'invoice.paid', $2::jsonb || jsonb_build_object('id', 'evt_' || n), 'processed', now()
+         FROM generate_series(1, $1) AS n`,
+      [options.events, JSON.stringify(payload(0))],
+    );
+    for (let from = 1; from <= options.events; from += 1_000) {
+      const ids = Array.from(
+        { length: Math.min(1_000, options.events - from + 1) },
+        (_, n) => `evt_${from + n}`,
+      );
+      await insertDeliveries(
+        pool,
+        'bench',
+        ids.flatMap((eventId) =>
+          names.map((destination) => ({
+            destination,
+            eventId,
+            eventType: 'invoice.paid',
+            webhookId: webhookIdFor('bench', eventId, destination),
+            entityKey: null,
+            entityVersion: null,
+          })),
+        ),
+      );
+    }
+    const total = options.events * options.destinations;
+    // The bodies as the relay sends them: the stored payload as PostgreSQL writes it.
+    const bodies = (
+      await pool.query<{ body: string }>(
+        `SELECT payload::text AS body FROM hookgate.inbox WHERE endpoint = 'bench' ORDER BY event_id`,
+      )
+    ).rows.map((row) => row.body);
+
+    // Relay.
+    let cpu = process.cpuUsage();
+    let started = process.hrtime.bigint();
+    const relay = startDestinationRelay({
+      pool,
+      routes: routesFrom(config),
+      logger: createLogger('silent'),
+      pollIntervalMs: 50,
+    });
+    for (;;) {
+      const { rows } = await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM hookgate.destination_deliveries WHERE status = 'delivered'`,
+      );
+      if (rows[0]!.n >= total) break;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const relaySide = side(total, started, cpu);
+    await relay.stop();
+
+    // Bare client: the same requests, `concurrency` in flight per destination.
+    cpu = process.cpuUsage();
+    started = process.hrtime.bigint();
+    await Promise.all(
+      names.map(async (name) => {
+        let next = 0;
+        const lane = async () => {
+          for (let i = next++; i < bodies.length; i = next++) {
+            const response = await fetch(`${sink.url}/${name}`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json', 'idempotency-key': `k${i}` },
+              body: bodies[i]!,
+              redirect: 'manual',
+            });
+            await response.body?.cancel();
+          }
+        };
+        await Promise.all(Array.from({ length: options.concurrency }, lane));
+      }),
+    );
+    const bareSide = side(total, started, cpu);
+    return {
+      deliveries: total,
+      destinations: options.destinations,
+      concurrency: options.concurrency,
+      relay: relaySide,
+      bare: bareSide,
+      throughputRatio: relaySide.perSecond / bareSide.perSecond,
+      cpuRatio: relaySide.cpuMicrosPerDelivery / bareSide.cpuMicrosPerDelivery,
+    };
+  } finally {
+    await pool.end();
+    sink.child.kill();
+  }
+}
+
+export function renderDestinations(report: DestinationsReport): string[] {
+  const row = (name: string, s: Side) =>
+    `  ${name.padEnd(12)} ${s.perSecond.toFixed(0).padStart(7)}/s  ${s.seconds.toFixed(1).padStart(6)} s  ${s.cpuMicrosPerDelivery.toFixed(0).padStart(6)} µs CPU per delivery`;
+  return [
+    `destinations: ${report.deliveries} deliveries (${report.deliveries / report.destinations} events × ${report.destinations} destinations), ${report.concurrency} in flight per destination, to a local sink`,
+    row('relay', report.relay),
+    row('bare client', report.bare),
+    `  relay / bare: throughput ×${report.throughputRatio.toFixed(2)}, CPU per delivery ×${report.cpuRatio.toFixed(2)} (this process; PostgreSQL's share not counted)`,
+  ];
+}

@@ -1,0 +1,212 @@
+import { userInfo } from 'node:os';
+import { z } from 'zod';
+import { DESTINATION_NAME } from '../../core/config/destinations-schema.ts';
+import {
+  listDeliveries,
+  pauseDestination,
+  redeliver,
+  resolveDestination,
+  resumeDestination,
+  showDelivery,
+} from '../../core/destinations/actions.ts';
+import { HookgateError } from '../../core/errors.ts';
+import { withCommandPool } from '../database.ts';
+import { age, printJson, table } from '../support/format.ts';
+import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
+import { writeOut } from '../support/terminal-text.ts';
+
+// `hookgate deliveries list|show`, `hookgate redeliver`, `hookgate destination pause|resume`:
+// thin over services/core/destinations/actions.ts, which the console calls too.
+
+export const DELIVERY_STATUSES = ['pending', 'sending', 'retrying', 'held', 'delivered', 'dead'] as const;
+
+const destinationName = z.string().regex(DESTINATION_NAME, 'is not a destination name');
+
+/** Who acts, for the destination's state (and an audit trail): the operating system's user. */
+function cliActor(): string {
+  let name: string | undefined;
+  try {
+    name = userInfo().username;
+  } catch {
+    name = process.env.USER;
+  }
+  return `cli:${name || 'unknown'}`;
+}
+
+const listSchema = z.strictObject({
+  endpoint: endpointName.optional(),
+  destination: destinationName.optional(),
+  status: z.enum(DELIVERY_STATUSES).optional(),
+  since: pointInTime().optional(),
+  limit: z.coerce.number().int().min(1).max(10_000).default(50),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
+
+export async function deliveriesListCommand(raw: unknown): Promise<void> {
+  const options = listSchema.parse(raw);
+  const rows = await withCommandPool('deliveries', 30_000, (pool) =>
+    listDeliveries(pool, {
+      endpoint: options.endpoint,
+      destination: options.destination,
+      status: options.status,
+      since: options.since,
+      limit: options.limit,
+    }),
+  );
+  if (options.json) {
+    printJson(rows);
+    return;
+  }
+  if (rows.length === 0) {
+    writeOut('No delivery matches.\n');
+    return;
+  }
+  const now = Date.now();
+  writeOut(
+    table(
+      [
+        'ID',
+        'ENDPOINT',
+        'DESTINATION',
+        'EVENT ID',
+        'TYPE',
+        'STATUS',
+        'ATTEMPTS',
+        'HTTP',
+        'AGE',
+        'LAST ERROR',
+      ],
+      rows.map((row) => [
+        row.id,
+        row.endpoint,
+        row.destination,
+        row.event_id,
+        row.event_type,
+        row.status,
+        String(row.attempts),
+        row.http_status === null ? '-' : String(row.http_status),
+        age((now - row.created_at.getTime()) / 1000),
+        (row.last_error ?? '-').replace(/\s+/g, ' ').slice(0, 60),
+      ]),
+    ),
+  );
+}
+
+const showSchema = z.strictObject({ json: z.boolean().optional(), config: z.string().min(1).optional() });
+
+export async function deliveriesShowCommand(id: string, raw: unknown): Promise<void> {
+  const options = showSchema.parse(raw);
+  const found = await withCommandPool('deliveries', 30_000, (pool) => showDelivery(pool, id));
+  if (options.json) {
+    printJson(found);
+    return;
+  }
+  const { delivery, attempts } = found;
+  const when = (date: Date | null) => (date ? date.toISOString() : '-');
+  writeOut(
+    [
+      `delivery     ${delivery.id}`,
+      `destination  ${delivery.endpoint}/${delivery.destination}`,
+      `event        ${delivery.event_id} (${delivery.event_type})`,
+      `webhook-id   ${delivery.webhook_id} (also its Idempotency-Key)`,
+      `status       ${delivery.status}, ${delivery.attempts} attempt(s)`,
+      `created      ${when(delivery.created_at)}`,
+      `next attempt ${delivery.status === 'pending' || delivery.status === 'retrying' ? when(delivery.next_attempt_at) : '-'}`,
+      `settled      ${when(delivery.settled_at)}`,
+      '',
+    ].join('\n'),
+  );
+  if (attempts.length === 0) {
+    writeOut('No attempt yet.\n');
+    return;
+  }
+  writeOut(
+    table(
+      ['ATTEMPT', 'STARTED', 'DURATION', 'HTTP', 'ERROR / ANSWER'],
+      attempts.map((a) => [
+        String(a.attempt),
+        a.started_at.toISOString(),
+        `${a.duration_ms}ms`,
+        a.http_status === null ? '-' : String(a.http_status),
+        (a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120),
+      ]),
+    ),
+  );
+}
+
+const redeliverSchema = z.strictObject({
+  endpoint: endpointName.optional(),
+  destination: destinationName,
+  id: z
+    .array(z.string().regex(/^\d{1,18}$/, 'is not a delivery id'))
+    .max(10_000)
+    .optional(),
+  status: z.enum(['dead', 'delivered']).optional(),
+  dryRun: z.boolean().optional(),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
+
+export async function redeliverCommand(raw: unknown): Promise<void> {
+  const options = redeliverSchema.parse(raw);
+  const config = commandConfig(options.config, true)!;
+  // Refused before touching the database: a misspelt destination is a usage error.
+  resolveDestination(config, options);
+  const dryRun = options.dryRun ?? false;
+  const summary = await withCommandPool('redeliver', 60_000, (pool) =>
+    redeliver(pool, config, {
+      endpoint: options.endpoint,
+      destination: options.destination,
+      ids: options.id,
+      // With ids, either state is sent again; without, --status (default dead).
+      statuses: options.id ? ['dead', 'delivered'] : [options.status ?? 'dead'],
+      dryRun,
+      actor: cliActor(),
+    }),
+  );
+  const name = `${summary.endpoint}/${summary.destination}`;
+  if (options.json) printJson(summary);
+  else if (dryRun) {
+    writeOut(`Would redeliver ${summary.count} delivery(ies) to ${name} (dry run, nothing changed).\n`);
+    if (summary.ids.length > 0) writeOut(`  ${summary.ids.join(' ')}\n`);
+  } else writeOut(`Redelivering ${summary.count} delivery(ies) to ${name}.\n`);
+  if (summary.count === 0) {
+    throw new HookgateError(
+      'nothing_changed',
+      `No ${options.id ? 'dead or delivered delivery with those ids' : `${options.status ?? 'dead'} delivery`} to ${name}; ${dryRun ? 'nothing would be' : 'nothing was'} redelivered.`,
+    );
+  }
+}
+
+const pauseSchema = z.strictObject({
+  endpoint: endpointName.optional(),
+  json: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
+
+export async function destinationPauseCommand(
+  destination: string,
+  raw: unknown,
+  pause: boolean,
+): Promise<void> {
+  const options = pauseSchema.parse(raw);
+  const name = destinationName.parse(destination);
+  const config = commandConfig(options.config, true)!;
+  resolveDestination(config, { endpoint: options.endpoint, destination: name });
+  const request = { endpoint: options.endpoint, destination: name, actor: cliActor() };
+  const summary = await withCommandPool('destination', 30_000, (pool) =>
+    pause ? pauseDestination(pool, config, request) : resumeDestination(pool, config, request),
+  );
+  if (options.json) {
+    printJson(summary);
+    return;
+  }
+  const target = `${summary.endpoint}/${summary.destination}`;
+  const already = summary.wasPaused === pause ? ` (it was already ${pause ? 'paused' : 'running'})` : '';
+  writeOut(
+    pause
+      ? `Paused ${target}${already}: ${summary.count} delivery(ies) held.\n`
+      : `Resumed ${target}${already}: ${summary.count} held delivery(ies) released.\n`,
+  );
+}

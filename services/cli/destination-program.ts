@@ -1,0 +1,98 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import {
+  DELIVERY_STATUSES,
+  deliveriesListCommand,
+  deliveriesShowCommand,
+  destinationPauseCommand,
+  redeliverCommand,
+} from './commands/destinations.ts';
+import { addConfigOption } from './support/options.ts';
+
+// The destinations' commands (docs/destinations.md), added to the program in one call so that
+// program.ts stays one line longer.
+
+const examples = (lines: readonly string[]) =>
+  `\nExamples:\n${lines.map((line) => `  $ ${line}`).join('\n')}\n`;
+
+export function addDestinationCommands(program: Command): void {
+  const deliveries = program.command('deliveries').description("deliveries to the endpoints' destinations");
+  addConfigOption(
+    deliveries
+      .command('list')
+      .description('list deliveries, newest first')
+      .option('--endpoint <name>', 'only this endpoint')
+      .option('--destination <name>', 'only this destination')
+      .addOption(new Option('--status <status>', 'only deliveries in this state').choices(DELIVERY_STATUSES))
+      .option('--since <when>', 'created since: a duration (2h) or a timestamp')
+      .option('--limit <n>', 'at most this many', '50')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate deliveries list --destination ledger --status dead',
+        'hookgate deliveries list --since 1h --json',
+      ]),
+    )
+    .action((options: unknown) => deliveriesListCommand(options));
+  addConfigOption(
+    deliveries
+      .command('show')
+      .description(
+        'one delivery and every attempt: time, status code, duration, error and first bytes of the answer',
+      )
+      .argument('<id>', 'the delivery id (deliveries list shows it)')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText('after', examples(['hookgate deliveries show 42']))
+    .action((id: string, options: unknown) => deliveriesShowCommand(id, options));
+
+  addConfigOption(
+    program
+      .command('redeliver')
+      .description(
+        'send dead (or delivered) deliveries of one destination again, with the same webhook-id and Idempotency-Key',
+      )
+      .requiredOption('--destination <name>', 'the destination')
+      .option('--endpoint <name>', 'its endpoint, when several endpoints have a destination of that name')
+      .option('--id <ids...>', 'these deliveries (dead or delivered)')
+      .addOption(
+        new Option('--status <status>', 'without --id: every delivery in this state (default dead)').choices([
+          'dead',
+          'delivered',
+        ]),
+      )
+      .option('--dry-run', 'print what would be redelivered; change nothing (exit 2 when nothing would)')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate redeliver --destination ledger --dry-run',
+        'hookgate redeliver --destination ledger --id 41 42',
+      ]),
+    )
+    .action((options: unknown) => redeliverCommand(options));
+
+  const destination = program.command('destination').description('pause or resume one destination');
+  for (const [verb, pause] of [
+    ['pause', true],
+    ['resume', false],
+  ] as const) {
+    addConfigOption(
+      destination
+        .command(verb)
+        .description(
+          pause
+            ? 'hold its deliveries (no attempt is made or counted) until resumed'
+            : 'release its held deliveries',
+        )
+        .argument('<destination>', 'the destination name')
+        .option('--endpoint <name>', 'its endpoint, when several endpoints have a destination of that name')
+        .option('--json', 'print the result as JSON'),
+    )
+      .addHelpText('after', examples([`hookgate destination ${verb} ledger`]))
+      .action((name: string, options: unknown) => destinationPauseCommand(name, options, pause));
+  }
+}

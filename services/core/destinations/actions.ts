@@ -1,0 +1,224 @@
+import type pg from 'pg';
+import type { Config } from '../config/schema.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { HookgateError } from '../errors.ts';
+import {
+  type AttemptRow,
+  type DeliveryQuery,
+  type DeliveryRow,
+  type DestinationStatsRow,
+  deliveriesOfEvent,
+  deliveryWithAttempts,
+  destinationStatsRows,
+  listDeliveryRows,
+} from '../read-models/destinations-sql.ts';
+import { holdRows, redeliverRows, releaseRows } from './deliveries.ts';
+import { compileFilter } from './filter.ts';
+import { setPaused } from './state.ts';
+
+// The operators' actions on destinations, one function each: the CLI calls them, and the
+// console and an audit trail can call the same ones. Each takes who acts (`actor`) and returns a
+// summary whose `count` says how many deliveries it touched.
+
+/** Which destination: its name, and its endpoint when several endpoints use that name. */
+export interface DestinationRef {
+  readonly endpoint?: string | undefined;
+  readonly destination: string;
+}
+
+interface Named {
+  readonly endpoint: string;
+  readonly destination: string;
+}
+
+/** The configured destination a reference names; refused when it names none or several. */
+export function resolveDestination(config: Pick<Config, 'endpoints'>, ref: DestinationRef): Named {
+  const matching = Object.entries(config.endpoints)
+    .filter(
+      ([endpoint, settings]) =>
+        (ref.endpoint === undefined || endpoint === ref.endpoint) &&
+        Object.hasOwn(settings.destinations ?? {}, ref.destination),
+    )
+    .map(([endpoint]) => ({ endpoint, destination: ref.destination }));
+  if (matching.length === 1) return matching[0]!;
+  const known = Object.entries(config.endpoints).flatMap(([endpoint, settings]) =>
+    Object.keys(settings.destinations ?? {}).map((name) => `${endpoint}/${name}`),
+  );
+  if (matching.length === 0) {
+    throw new HookgateError(
+      'destination_unknown',
+      `No destination ${ref.endpoint ? `${ref.endpoint}/` : ''}${ref.destination} is configured; the configured ones are ${known.length > 0 ? known.join(', ') : 'none'}.`,
+    );
+  }
+  throw new HookgateError(
+    'usage_invalid',
+    `Destination ${ref.destination} is configured on ${matching.map((m) => m.endpoint).join(', ')}: name one with --endpoint.`,
+  );
+}
+
+export async function listDeliveries(db: pg.Pool, query: DeliveryQuery): Promise<DeliveryRow[]> {
+  return listDeliveryRows(db, query);
+}
+
+export async function showDelivery(
+  db: pg.Pool,
+  id: string,
+): Promise<{ delivery: DeliveryRow; attempts: AttemptRow[] }> {
+  const found = /^\d{1,18}$/.test(id) ? await deliveryWithAttempts(db, id) : null;
+  if (!found)
+    throw new HookgateError('delivery_unknown', `No delivery ${id} ("hookgate deliveries list" lists them).`);
+  return found;
+}
+
+/** One destination's part in an event: what its filter says today, and its delivery, if any. */
+export interface EventDestination {
+  readonly destination: string;
+  /** Null when the destination is no longer configured (only its delivery is known). */
+  readonly matches: boolean | null;
+  readonly reason?: string;
+  readonly delivery: DeliveryRow | null;
+}
+
+/**
+ * An event's destinations for `events show`: each configured one with its filter's decision on
+ * the event as stored, and each delivery row (the record of what was done; a decision made with
+ * today's configuration may differ from the one made when the event was applied).
+ */
+export async function eventDestinations(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'> | null,
+  event: {
+    readonly endpoint: string;
+    readonly eventId: string;
+    readonly eventType: string;
+    readonly payload: unknown;
+  },
+): Promise<EventDestination[]> {
+  const rows = new Map(
+    (await deliveriesOfEvent(db, event.endpoint, event.eventId)).map((row) => [row.destination, row]),
+  );
+  const configured = Object.entries(config?.endpoints[event.endpoint]?.destinations ?? {});
+  const shown: EventDestination[] = configured.map(([destination, settings]) => {
+    const decision = compileFilter(settings.filter)({ eventType: event.eventType, payload: event.payload });
+    return {
+      destination,
+      matches: decision.matches,
+      ...(decision.matches ? {} : { reason: decision.reason }),
+      delivery: rows.get(destination) ?? null,
+    };
+  });
+  for (const [destination, delivery] of rows) {
+    if (!configured.some(([name]) => name === destination))
+      shown.push({ destination, matches: null, delivery });
+  }
+  return shown;
+}
+
+/**
+ * `stats` per destination: every configured destination (zeros when it has no rows) and any
+ * other that has rows.
+ */
+export async function destinationStats(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'> | null,
+  since: Date,
+  endpoint: string | null,
+): Promise<DestinationStatsRow[]> {
+  const rows = await destinationStatsRows(db, since, endpoint);
+  const key = (e: string, d: string) => `${e}/${d}`;
+  const known = new Map(rows.map((row) => [key(row.endpoint, row.destination), row]));
+  for (const [name, settings] of Object.entries(config?.endpoints ?? {})) {
+    if (endpoint !== null && name !== endpoint) continue;
+    for (const destination of Object.keys(settings.destinations ?? {})) {
+      if (!known.has(key(name, destination)))
+        known.set(key(name, destination), {
+          endpoint: name,
+          destination,
+          waiting: 0,
+          held: 0,
+          dead: 0,
+          delivered: 0,
+          p99_seconds: null,
+          breaker: 'closed',
+        });
+    }
+  }
+  return [...known.values()].sort((a, b) =>
+    key(a.endpoint, a.destination) < key(b.endpoint, b.destination) ? -1 : 1,
+  );
+}
+
+export interface RedeliverRequest extends DestinationRef {
+  readonly actor: string;
+  /** These deliveries; else every delivery of the destination in `statuses`. */
+  readonly ids?: readonly string[] | undefined;
+  /** Default: dead only. */
+  readonly statuses?: readonly ('dead' | 'delivered')[] | undefined;
+  readonly dryRun: boolean;
+}
+
+export interface ActionSummary extends Named {
+  readonly actor: string;
+  readonly count: number;
+  readonly dryRun: boolean;
+}
+
+/**
+ * Dead (or delivered) deliveries sent again, each with its own webhook-id and Idempotency-Key
+ * unchanged, so a receiver that already has one dedupes it. Each gets a fresh retry budget.
+ */
+export async function redeliver(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'>,
+  request: RedeliverRequest,
+): Promise<ActionSummary & { readonly ids: string[] }> {
+  const target = resolveDestination(config, request);
+  const ids = request.ids && request.ids.length > 0 ? [...request.ids] : null;
+  if (ids?.some((id) => !/^\d{1,18}$/.test(id))) {
+    throw new HookgateError(
+      'usage_invalid',
+      'Delivery ids are numbers ("hookgate deliveries list" shows them).',
+    );
+  }
+  const taken = await redeliverRows(
+    db,
+    { ...target, ids, statuses: request.statuses ?? ['dead'] },
+    request.dryRun,
+  );
+  return { ...target, actor: request.actor, count: taken.length, ids: taken, dryRun: request.dryRun };
+}
+
+export interface PauseRequest extends DestinationRef {
+  readonly actor: string;
+}
+
+/**
+ * Pauses a destination: what waits to be sent is held (no attempt is made or counted while
+ * held), and the relay claims nothing of it until resumed. An attempt already in flight ends.
+ */
+export async function pauseDestination(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'>,
+  request: PauseRequest,
+): Promise<ActionSummary & { readonly wasPaused: boolean }> {
+  const target = resolveDestination(config, request);
+  return withTransaction(db, async (tx) => {
+    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, true, request.actor);
+    const count = await holdRows(tx, target.endpoint, target.destination);
+    return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
+  });
+}
+
+/** Resumes a destination: its held deliveries are due again at once (or when their retry was due). */
+export async function resumeDestination(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'>,
+  request: PauseRequest,
+): Promise<ActionSummary & { readonly wasPaused: boolean }> {
+  const target = resolveDestination(config, request);
+  return withTransaction(db, async (tx) => {
+    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, false, request.actor);
+    const count = await releaseRows(tx, target.endpoint, target.destination);
+    return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
+  });
+}

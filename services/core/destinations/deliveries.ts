@@ -1,0 +1,295 @@
+import type pg from 'pg';
+import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
+
+// Every statement on hookgate.destination_deliveries and hookgate.destination_attempts
+// (migration 0014). The delivery row is the relay's truth: the apply engine writes it in the
+// apply's transaction, the relay claims due rows and records each attempt, the operators'
+// actions (actions.ts) hold, release and redeliver rows, and prune deletes delivered ones. The
+// reports' reads are in services/core/read-models/destinations-sql.ts.
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+/** A delivery the apply engine writes: one event to one destination. */
+export interface NewDelivery {
+  readonly destination: string;
+  readonly eventId: string;
+  readonly eventType: string;
+  readonly webhookId: string;
+  /** `[entity type, entity id]` as JSON (null: the event has no entity). */
+  readonly entityKey: string | null;
+  readonly entityVersion: string | null;
+}
+
+/**
+ * One row per (event, destination), `held` if the destination is paused. An event already
+ * delivered there (its inbox row pruned and the event received again) keeps its row: a receiver
+ * is not sent a delivered event twice by the fan-out itself.
+ */
+const INSERT_DELIVERIES = `
+  INSERT INTO hookgate.destination_deliveries AS d
+    (endpoint, destination, event_id, event_type, webhook_id, status, entity_key, entity_version)
+  SELECT $1, x.destination, x.event_id, x.event_type, x.webhook_id,
+         CASE WHEN s.paused THEN 'held' ELSE 'pending' END, x.entity_key, x.entity_version
+    FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::bigint[])
+           AS x(destination, event_id, event_type, webhook_id, entity_key, entity_version)
+    LEFT JOIN hookgate.destination_state s
+      ON s.endpoint = $1 AND s.destination = x.destination AND s.paused
+  ON CONFLICT (endpoint, event_id, destination) DO NOTHING`;
+
+export async function insertDeliveries(
+  tx: Queryable,
+  endpoint: string,
+  deliveries: readonly NewDelivery[],
+): Promise<void> {
+  if (deliveries.length === 0) return;
+  await tx.query(INSERT_DELIVERIES, [
+    endpoint,
+    deliveries.map((d) => d.destination),
+    deliveries.map((d) => d.eventId),
+    deliveries.map((d) => d.eventType),
+    deliveries.map((d) => d.webhookId),
+    deliveries.map((d) => d.entityKey),
+    deliveries.map((d) => d.entityVersion),
+  ]);
+}
+
+/**
+ * Takes up to $3 due deliveries of one destination and leases them for one attempt each: rows
+ * whose next attempt is due, and rows whose last attempt's lease ran out (its worker died; sent
+ * again with the same webhook-id). None while the destination is paused. The body is the
+ * event's stored payload as text (null if the inbox row was pruned meanwhile).
+ */
+const CLAIM_DUE = `
+  WITH due AS (
+    SELECT id
+      FROM hookgate.destination_deliveries
+     WHERE endpoint = $1 AND destination = $2
+       AND status IN ('pending', 'retrying', 'sending')
+       AND next_attempt_at <= now()
+       AND (status <> 'sending' OR lease_until < now())
+       AND NOT EXISTS (SELECT 1 FROM hookgate.destination_state s
+                        WHERE s.endpoint = $1 AND s.destination = $2 AND s.paused)
+       /*ORDERED*/
+     ORDER BY next_attempt_at, id
+     LIMIT $3
+     FOR UPDATE SKIP LOCKED
+  )
+  UPDATE hookgate.destination_deliveries d
+     SET status = 'sending',
+         attempts = d.attempts + 1,
+         lease_until = now() + make_interval(secs => $4::double precision),
+         last_attempt_at = now()
+    FROM due
+   WHERE d.id = due.id
+  RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
+            d.redelivered_attempts,
+            (SELECT i.payload::text FROM hookgate.inbox i
+              WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body`;
+
+/**
+ * `ordering: entity`: only an entity's head may go, the first of its unsettled deliveries in
+ * version order (then arrival); one in flight (`sending`) or waiting to retry blocks the rest of
+ * its entity, and nothing else. A `dead` or `delivered` one no longer blocks.
+ */
+const ENTITY_HEAD = `
+       AND (entity_key IS NULL OR NOT EXISTS (
+             SELECT 1 FROM hookgate.destination_deliveries p
+              WHERE p.endpoint = $1 AND p.destination = $2
+                AND p.entity_key = destination_deliveries.entity_key
+                AND p.status IN ('pending', 'sending', 'retrying', 'held')
+                AND (coalesce(p.entity_version, 0), p.id)
+                    < (coalesce(destination_deliveries.entity_version, 0), destination_deliveries.id)))`;
+
+const CLAIM_DUE_ORDERED = CLAIM_DUE.replace('/*ORDERED*/', ENTITY_HEAD);
+
+export interface ClaimedDelivery {
+  readonly id: string;
+  readonly event_id: string;
+  readonly event_type: string;
+  readonly webhook_id: string;
+  /** This attempt's number (its fence for finishAttempt). */
+  readonly attempts: number;
+  readonly redelivered_attempts: number;
+  readonly body: string | null;
+}
+
+export async function claimDue(
+  db: Queryable,
+  request: { endpoint: string; destination: string; limit: number; leaseSeconds: number; ordered?: boolean },
+): Promise<ClaimedDelivery[]> {
+  const { rows } = await db.query<ClaimedDelivery>(request.ordered ? CLAIM_DUE_ORDERED : CLAIM_DUE, [
+    request.endpoint,
+    request.destination,
+    request.limit,
+    request.leaseSeconds,
+  ]);
+  return rows;
+}
+
+/**
+ * Ends attempts, several in one statement (the relay's finishes are group-committed): each
+ * row's new status, fenced by its attempt's number, so an attempt that outlived its lease
+ * changes nothing, except a 2xx, which did happen downstream; and each attempt's own record,
+ * kept either way. Returns the ids whose row was written.
+ */
+const FINISH_ATTEMPTS = `
+  WITH input AS (
+    SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::text[],
+                         $6::double precision[], $7::timestamptz[], $8::int[], $9::text[])
+      AS x(id, attempt, status, http_status, error, retry_in, started_at, duration_ms, head)
+  ), done AS (
+    UPDATE hookgate.destination_deliveries d
+       SET status = x.status,
+           http_status = x.http_status,
+           last_error = x.error,
+           lease_until = NULL,
+           next_attempt_at = CASE WHEN x.status = 'retrying'
+                                  THEN now() + make_interval(secs => x.retry_in)
+                                  ELSE d.next_attempt_at END,
+           settled_at = CASE WHEN x.status IN ('delivered', 'dead') THEN now() END
+      FROM input x
+     WHERE d.id = x.id
+       AND ((d.status = 'sending' AND d.attempts = x.attempt)
+            OR (x.status = 'delivered' AND d.status <> 'delivered'))
+    RETURNING d.id
+  ), kept AS (
+    INSERT INTO hookgate.destination_attempts
+      (delivery_id, attempt, started_at, duration_ms, http_status, error, response_head)
+    SELECT id, attempt, started_at, duration_ms, http_status, error, head FROM input
+    ON CONFLICT (delivery_id, attempt) DO NOTHING
+  )
+  SELECT id::text AS id FROM done`;
+
+export interface AttemptOutcome {
+  readonly status: 'delivered' | 'retrying' | 'dead';
+  readonly httpStatus: number | null;
+  readonly error: string | null;
+  /** For `retrying`: how long until the next attempt. */
+  readonly retryInSeconds: number;
+  readonly startedAt: Date;
+  readonly durationMs: number;
+  readonly responseHead: string | null;
+}
+
+export interface FinishedAttempt extends AttemptOutcome {
+  readonly id: string;
+  readonly attempt: number;
+}
+
+/** Records attempts (at most one per delivery id); returns the ids whose row was written. */
+export async function finishAttempts(
+  db: Queryable,
+  attempts: readonly FinishedAttempt[],
+): Promise<Set<string>> {
+  if (attempts.length === 0) return new Set();
+  const { rows } = await db.query<{ id: string }>(FINISH_ATTEMPTS, [
+    attempts.map((a) => a.id),
+    attempts.map((a) => a.attempt),
+    attempts.map((a) => a.status),
+    attempts.map((a) => a.httpStatus),
+    attempts.map((a) => a.error),
+    attempts.map((a) => a.retryInSeconds),
+    attempts.map((a) => a.startedAt),
+    attempts.map((a) => Math.round(a.durationMs)),
+    attempts.map((a) => a.responseHead),
+  ]);
+  return new Set(rows.map((row) => row.id));
+}
+
+/** Which settled deliveries of one destination a redelivery takes: these ids, or by status. */
+export interface RedeliverySelection {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly ids: readonly string[] | null;
+  readonly statuses: readonly ('dead' | 'delivered')[];
+}
+
+const SELECTED = `
+  endpoint = $1 AND destination = $2
+  AND status = ANY ($4::text[])
+  AND ($3::bigint[] IS NULL OR id = ANY ($3::bigint[]))`;
+
+const SELECT_REDELIVERABLE = `SELECT id::text AS id FROM hookgate.destination_deliveries WHERE ${SELECTED} ORDER BY id`;
+
+/**
+ * Sent again as they were (same webhook-id and Idempotency-Key), with a fresh retry budget:
+ * `pending`, or `held` while the destination is paused.
+ */
+const REDELIVER = `
+  UPDATE hookgate.destination_deliveries
+     SET status = CASE WHEN EXISTS (SELECT 1 FROM hookgate.destination_state s
+                                     WHERE s.endpoint = $1 AND s.destination = $2 AND s.paused)
+                       THEN 'held' ELSE 'pending' END,
+         redelivered_attempts = attempts,
+         next_attempt_at = now(),
+         settled_at = NULL
+   WHERE ${SELECTED}
+  RETURNING id::text AS id`;
+
+export async function redeliverRows(
+  db: Queryable,
+  selection: RedeliverySelection,
+  dryRun: boolean,
+): Promise<string[]> {
+  const { rows } = await db.query<{ id: string }>(dryRun ? SELECT_REDELIVERABLE : REDELIVER, [
+    selection.endpoint,
+    selection.destination,
+    selection.ids,
+    selection.statuses,
+  ]);
+  return rows.map((row) => row.id).sort((a, b) => Number(a) - Number(b));
+}
+
+/** A pause holds what waits to be sent (an attempt in flight finishes). */
+const HOLD = `
+  UPDATE hookgate.destination_deliveries SET status = 'held'
+   WHERE endpoint = $1 AND destination = $2 AND status IN ('pending', 'retrying')
+  RETURNING 1`;
+
+/**
+ * A resume releases them, due when they were due (at once, if that time passed while paused);
+ * no attempt was made or counted while held.
+ */
+const RELEASE = `
+  UPDATE hookgate.destination_deliveries
+     SET status = CASE WHEN attempts > redelivered_attempts THEN 'retrying' ELSE 'pending' END
+   WHERE endpoint = $1 AND destination = $2 AND status = 'held'
+  RETURNING 1`;
+
+export async function holdRows(db: Queryable, endpoint: string, destination: string): Promise<number> {
+  return (await db.query(HOLD, [endpoint, destination])).rowCount ?? 0;
+}
+
+export async function releaseRows(db: Queryable, endpoint: string, destination: string): Promise<number> {
+  return (await db.query(RELEASE, [endpoint, destination])).rowCount ?? 0;
+}
+
+/**
+ * Retention: delivered rows settled before the cutoff (their attempts go with them), in bounded
+ * batches from a cursor through destination_deliveries_settled_idx, as the outbox's prune does.
+ * Dead, held and unsent rows are kept whatever their age.
+ */
+const PRUNE_BATCH = `
+  WITH gone AS (
+    DELETE FROM hookgate.destination_deliveries
+     WHERE id = ANY (ARRAY(
+             SELECT id
+               FROM hookgate.destination_deliveries
+              WHERE settled_at >= $1::timestamptz AND settled_at < $2::timestamptz
+                AND status = 'delivered'
+              ORDER BY settled_at
+              LIMIT $3))
+       -- Redelivered since the batch read it: not settled any more, kept.
+       AND status = 'delivered'
+    RETURNING settled_at
+  )
+  SELECT count(*)::int AS deleted, max(settled_at)::text AS last FROM gone`;
+
+const COUNT_PRUNABLE = `
+  SELECT count(*)::int AS rows
+    FROM hookgate.destination_deliveries
+   WHERE settled_at < $1::timestamptz AND status = 'delivered'`;
+
+export function pruneDestinationDeliveries(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
+  return pruneInBatches(db, 'destination_deliveries', { batch: PRUNE_BATCH, count: COUNT_PRUNABLE }, options);
+}

@@ -1,0 +1,35 @@
+import type pg from 'pg';
+
+// Every statement on hookgate.destination_state (migration 0014): whether a destination is
+// paused, and who changed that last.
+
+type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+
+/** Sets paused; returns whether it was paused before (read from the statement's snapshot). */
+const SET_PAUSED = `
+  WITH before AS (
+    SELECT paused FROM hookgate.destination_state WHERE endpoint = $1 AND destination = $2
+  ), changed AS (
+    INSERT INTO hookgate.destination_state AS s (endpoint, destination, paused, changed_by)
+    VALUES ($1, $2, $3, $4)
+    ON CONFLICT (endpoint, destination) DO UPDATE
+      SET paused = EXCLUDED.paused, changed_by = EXCLUDED.changed_by, changed_at = now()
+    RETURNING 1
+  )
+  SELECT coalesce((SELECT paused FROM before), false) AS was_paused FROM changed`;
+
+export async function setPaused(
+  db: Queryable,
+  endpoint: string,
+  destination: string,
+  paused: boolean,
+  actor: string,
+): Promise<{ wasPaused: boolean }> {
+  const { rows } = await db.query<{ was_paused: boolean }>(SET_PAUSED, [
+    endpoint,
+    destination,
+    paused,
+    actor,
+  ]);
+  return { wasPaused: rows[0]?.was_paused ?? false };
+}
