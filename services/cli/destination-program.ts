@@ -64,6 +64,10 @@ export function addDestinationCommands(program: Command): void {
         ]),
       )
       .option('--dry-run', 'print what would be redelivered; change nothing (exit 2 when nothing would)')
+      .option(
+        '--actor <name>',
+        'who is acting, for the audit trail (default $HOOKGATE_ACTOR, else the OS user)',
+      )
       .option('--json', 'print the result as JSON'),
   )
     .addHelpText(
@@ -90,6 +94,10 @@ export function addDestinationCommands(program: Command): void {
         )
         .argument('<destination>', 'the destination name')
         .option('--endpoint <name>', 'its endpoint, when several endpoints have a destination of that name')
+        .option(
+          '--actor <name>',
+          'who is acting, for the audit trail (default $HOOKGATE_ACTOR, else the OS user)',
+        )
         .option('--json', 'print the result as JSON'),
     )
       .addHelpText('after', examples([`hookgate destination ${verb} ledger`]))

@@ -188,6 +188,19 @@ describe('destination operations', () => {
       dryRun: true,
     });
     expect(again.count).toBe(0);
+
+    // Every one of these actions is in the audit trail, dry runs too, with who and what.
+    const audit = await db.pool.query<{ actor: string; command: string; count: number; dry_run: boolean }>(
+      `SELECT actor, command, count::int AS count, dry_run FROM hookgate.audit
+        WHERE command IN ('redeliver', 'destination pause', 'destination resume') ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { actor: 'test:alice', command: 'destination pause', count: 0, dry_run: false },
+      { actor: 'test:alice', command: 'destination resume', count: 3, dry_run: false },
+      { actor: 'test:bob', command: 'redeliver', count: 3, dry_run: true },
+      { actor: 'test:bob', command: 'redeliver', count: 1, dry_run: false },
+      { actor: 'test:bob', command: 'redeliver', count: 0, dry_run: true },
+    ]);
   });
 
   it('the CLI lists, shows, redelivers and pauses through the same functions', async () => {

@@ -1,5 +1,5 @@
-import { userInfo } from 'node:os';
 import { z } from 'zod';
+import { resolveActor } from '../../core/audit/actor.ts';
 import { DESTINATION_NAME } from '../../core/config/destinations-schema.ts';
 import {
   listDeliveries,
@@ -21,17 +21,6 @@ import { writeOut } from '../support/terminal-text.ts';
 export const DELIVERY_STATUSES = ['pending', 'sending', 'retrying', 'held', 'delivered', 'dead'] as const;
 
 const destinationName = z.string().regex(DESTINATION_NAME, 'is not a destination name');
-
-/** Who acts, for the destination's state (and an audit trail): the operating system's user. */
-function cliActor(): string {
-  let name: string | undefined;
-  try {
-    name = userInfo().username;
-  } catch {
-    name = process.env.USER;
-  }
-  return `cli:${name || 'unknown'}`;
-}
 
 const listSchema = z.strictObject({
   endpoint: endpointName.optional(),
@@ -144,6 +133,7 @@ const redeliverSchema = z.strictObject({
     .optional(),
   status: z.enum(['dead', 'delivered']).optional(),
   dryRun: z.boolean().optional(),
+  actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
@@ -162,7 +152,7 @@ export async function redeliverCommand(raw: unknown): Promise<void> {
       // With ids, either state is sent again; without, --status (default dead).
       statuses: options.id ? ['dead', 'delivered'] : [options.status ?? 'dead'],
       dryRun,
-      actor: cliActor(),
+      actor: resolveActor(options.actor),
     }),
   );
   const name = `${summary.endpoint}/${summary.destination}`;
@@ -181,6 +171,7 @@ export async function redeliverCommand(raw: unknown): Promise<void> {
 
 const pauseSchema = z.strictObject({
   endpoint: endpointName.optional(),
+  actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
@@ -194,7 +185,7 @@ export async function destinationPauseCommand(
   const name = destinationName.parse(destination);
   const config = commandConfig(options.config, true)!;
   resolveDestination(config, { endpoint: options.endpoint, destination: name });
-  const request = { endpoint: options.endpoint, destination: name, actor: cliActor() };
+  const request = { endpoint: options.endpoint, destination: name, actor: resolveActor(options.actor) };
   const summary = await withCommandPool('destination', 30_000, (pool) =>
     pause ? pauseDestination(pool, config, request) : resumeDestination(pool, config, request),
   );

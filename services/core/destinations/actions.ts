@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { recordAction } from '../audit/audit.ts';
 import type { Config } from '../config/schema.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { HookgateError } from '../errors.ts';
@@ -180,11 +181,20 @@ export async function redeliver(
       'Delivery ids are numbers ("hookgate deliveries list" shows them).',
     );
   }
-  const taken = await redeliverRows(
-    db,
-    { ...target, ids, statuses: request.statuses ?? ['dead'] },
-    request.dryRun,
-  );
+  const statuses = request.statuses ?? ['dead'];
+  const taken = await redeliverRows(db, { ...target, ids, statuses }, request.dryRun);
+  await recordAction(db, {
+    actor: request.actor,
+    command: 'redeliver',
+    endpoint: target.endpoint,
+    filters: {
+      destination: target.destination,
+      ...(ids ? { ids } : { statuses }),
+      deliveries: taken.slice(0, 1000),
+    },
+    count: taken.length,
+    dryRun: request.dryRun,
+  });
   return { ...target, actor: request.actor, count: taken.length, ids: taken, dryRun: request.dryRun };
 }
 
@@ -205,6 +215,14 @@ export async function pauseDestination(
   return withTransaction(db, async (tx) => {
     const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, true, request.actor);
     const count = await holdRows(tx, target.endpoint, target.destination);
+    await recordAction(tx, {
+      actor: request.actor,
+      command: 'destination pause',
+      endpoint: target.endpoint,
+      filters: { destination: target.destination, was_paused: wasPaused },
+      count,
+      dryRun: false,
+    });
     return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
   });
 }
@@ -219,6 +237,14 @@ export async function resumeDestination(
   return withTransaction(db, async (tx) => {
     const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, false, request.actor);
     const count = await releaseRows(tx, target.endpoint, target.destination);
+    await recordAction(tx, {
+      actor: request.actor,
+      command: 'destination resume',
+      endpoint: target.endpoint,
+      filters: { destination: target.destination, was_paused: wasPaused },
+      count,
+      dryRun: false,
+    });
     return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
   });
 }
