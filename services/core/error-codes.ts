@@ -75,6 +75,9 @@ export const ERROR_CODES = {
   option_missing: FAILURE,
   projection_unkeyed: FAILURE,
   billing_payload_invalid: FAILURE,
+  // A destination's connection went to an address relay.allowedDestinations refuses (recorded on
+  // the attempt as `code: message`; the delivery is dead at once).
+  destination_address_refused: FAILURE,
 
   // Refusals of a delivery at the gateway, by the status they are answered with. 401 says "not
   // from who it claims"; 400 says "malformed".

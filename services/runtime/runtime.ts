@@ -291,6 +291,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         logger: loopLogger,
         metrics: createDestinationMetrics(registry),
         pollIntervalMs: config.relay.pollingInterval,
+        allowedDestinations: config.relay.allowedDestinations,
         stopTimeoutMs: config.worker.shutdownTimeout,
       });
       // Endpoints with a reconcile section (docs/reconcile.md); nothing otherwise.

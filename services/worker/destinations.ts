@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { withTransaction } from '../core/db/transaction.ts';
+import { compileAddressPolicy } from '../core/destinations/address-policy.ts';
 import { breakerGate, recordBreakerOutcome } from '../core/destinations/breaker.ts';
 import { type AttemptOutcome, type ClaimedDelivery, claimDue } from '../core/destinations/deliveries.ts';
 import { refillTokens, takeTokens } from '../core/destinations/rate.ts';
@@ -8,6 +9,7 @@ import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
 import { createFinisher } from './destination-finisher.ts';
 import { requestHeaders, retryDelayMs } from './destination-request.ts';
+import { guardedDispatcher } from './guarded-dispatcher.ts';
 import { postOnce } from './relay-http.ts';
 
 // The destinations' relay: per destination, loops that claim due deliveries from
@@ -46,6 +48,8 @@ export interface DestinationRelayOptions {
   readonly metrics?: DestinationMetrics | null;
   /** How long an idle destination waits before looking for due deliveries again. */
   readonly pollIntervalMs?: number;
+  /** relay.allowedDestinations: when set, every connection's address is checked against it. */
+  readonly allowedDestinations?: readonly string[] | undefined;
   /** How long stop() waits for in-flight deliveries before aborting them. */
   readonly stopTimeoutMs?: number;
 }
@@ -70,6 +74,9 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
   const closing = new AbortController();
   const aborting = new AbortController();
   const finisher = createFinisher(pool);
+  const dispatcher = options.allowedDestinations
+    ? guardedDispatcher(compileAddressPolicy(options.allowedDestinations))
+    : undefined;
   const loops: Promise<void>[] = [];
   for (const routes of options.routes.values()) {
     for (const route of routes) loops.push(run(route));
@@ -228,6 +235,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
         body: delivery.body,
         timeoutMs: route.settings.timeout,
         signal: aborting.signal,
+        ...(dispatcher ? { dispatcher } : {}),
       });
       const durationMs = performance.now() - started;
       options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
@@ -297,6 +305,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       if ((await Promise.race([drained, late])) === 'late') aborting.abort();
       await drained;
       clearTimeout(timer);
+      await dispatcher?.close();
     },
   };
 }

@@ -1,3 +1,9 @@
+import { type Dispatcher, fetch, Request, type Response } from 'undici';
+import { AddressRefusedError } from './guarded-dispatcher.ts';
+
+// undici's own fetch, not Node's global one: a dispatcher of the undici package (the address
+// guard, guarded-dispatcher.ts) works only with the fetch of the same version.
+
 /** How one POST to a downstream ended, classified for the relay's retry decision. */
 export type SendResult =
   | { readonly outcome: 'delivered'; readonly status: number }
@@ -29,6 +35,8 @@ export interface SendRequest {
   readonly timeoutMs: number;
   /** Aborts the request when the job is cancelled or the relay stops. */
   readonly signal?: AbortSignal;
+  /** Opens the connections (the address guard of relay.allowedDestinations); default: undici's. */
+  readonly dispatcher?: Dispatcher;
 }
 
 const SNIPPET = 300;
@@ -107,8 +115,13 @@ async function postUnredacted(request: SendRequest): Promise<SendResult> {
   }
   let response: Response;
   try {
-    response = await fetch(built);
+    response = await fetch(built, request.dispatcher ? { dispatcher: request.dispatcher } : {});
   } catch (error) {
+    // A refused address stays refused on every attempt: not retried.
+    const refused = (error as { cause?: unknown }).cause;
+    if (refused instanceof AddressRefusedError) {
+      return { outcome: 'dead', status: null, error: `${refused.code}: ${refused.message}` };
+    }
     if (timeout.aborted) {
       return { outcome: 'retry', status: null, error: `timed out after ${request.timeoutMs} ms` };
     }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAllowEntry } from '../destinations/address-policy.ts';
 import { isJsonPointer } from '../providers/json-pointer.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { durationMs } from './duration.ts';
@@ -164,3 +165,14 @@ export const destinationsSchema = z
     destinationSchema,
   )
   .refine((destinations) => Object.keys(destinations).length <= 50, 'at most 50 destinations per endpoint');
+
+/** `relay.allowedDestinations`: each entry a CIDR, an IP address or a host pattern (address-policy.ts). */
+export const allowedDestinationsSchema = z
+  .array(
+    z.string().superRefine((text, ctx) => {
+      const entry = parseAllowEntry(text);
+      if (typeof entry === 'string') ctx.addIssue({ code: 'custom', message: entry });
+    }),
+  )
+  .min(1, 'needs at least one entry, or leave allowedDestinations out (no restriction)')
+  .max(1_000);

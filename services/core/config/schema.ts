@@ -7,7 +7,7 @@ import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { consoleSchema } from './console-schema.ts';
-import { destinationsSchema } from './destinations-schema.ts';
+import { allowedDestinationsSchema, destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs, formatSize } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
@@ -419,6 +419,13 @@ export const configSchema = z
         deadJobRetention: deadJobRetention(30),
         /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
         pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
+        /**
+         * The destinations' connections may go only to these: CIDRs (`10.0.0.0/8`), IP addresses,
+         * host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
+         * metadata addresses only by a CIDR entry covering them, checked on the address each
+         * connection goes to (docs/destinations.md#address-safety). Unset: no restriction.
+         */
+        allowedDestinations: allowedDestinationsSchema.optional(),
       })
       .prefault({}),
     /** The web console (docs/console.md). */
