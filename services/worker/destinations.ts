@@ -273,7 +273,17 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     if (breaker && delivery.body !== null) {
       // Only failures that say the destination is unwell count; a 4xx answer says it is up.
       const failed = outcome.status === 'retrying' || (outcome.status === 'dead' && isUnwell(outcome));
-      const state = await recordBreakerOutcome(pool, route.endpoint, route.name, !failed, breaker.failures);
+      const rate = breaker.rate
+        ? { ratio: breaker.rate.ratio, windowMs: breaker.rate.window, minimum: breaker.rate.minimum }
+        : null;
+      const state = await recordBreakerOutcome(
+        pool,
+        route.endpoint,
+        route.name,
+        !failed,
+        breaker.failures,
+        rate,
+      );
       if (state === 'open') logger.warn({ ...labels }, 'destination relay: breaker open; deliveries wait');
       else if (state === 'closed' && !failed)
         logger.debug({ ...labels }, 'destination relay: breaker closed');

@@ -86,6 +86,29 @@ describe('destinations in the configuration', () => {
     ).toContain('endpoints.pay.destinations.a.breaker.failures');
   });
 
+  it('read a breaker rate rule, its window defaulting to 1m and its minimum to 10', () => {
+    const parsed = (breaker: unknown) =>
+      parseConfig(withDestinations({ a: { url: 'https://a.example', breaker } }), {}).endpoints.pay
+        ?.destinations?.a?.breaker;
+    expect(parsed({ failures: 5, rate: { ratio: 0.5 } })).toEqual({
+      failures: 5,
+      cooldown: 30_000,
+      rate: { ratio: 0.5, window: 60_000, minimum: 10 },
+    });
+    expect(parsed({ failures: 5, rate: { ratio: 1, window: '10s', minimum: 3 } })?.rate).toEqual({
+      ratio: 1,
+      window: 10_000,
+      minimum: 3,
+    });
+    for (const ratio of [0, 1.5]) {
+      expect(
+        problem(
+          withDestinations({ a: { url: 'https://a.example', breaker: { failures: 5, rate: { ratio } } } }),
+        ),
+      ).toContain('endpoints.pay.destinations.a.breaker.rate.ratio');
+    }
+  });
+
   it('refuse a condition with none or several of equals, in, exists', () => {
     expect(
       problem(withDestinations({ a: { url: 'https://a.example', filter: { where: [{ pointer: '/x' }] } } })),

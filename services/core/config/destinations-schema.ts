@@ -124,13 +124,24 @@ export const destinationSchema = z
     concurrency: z.number().int().min(1).max(64).default(4),
     /**
      * A circuit breaker shared by every worker: opens after `failures` consecutive failed
-     * attempts; while open no delivery is attempted (none spends a retry); after `cooldown` one
+     * attempts (or by its `rate` rule); while open no delivery is attempted (none spends a retry); after `cooldown` one
      * probe is sent, whose success closes it and whose failure opens it again. Unset: none.
      */
     breaker: z
       .strictObject({
         failures: z.number().int().min(1).max(1_000),
         cooldown: durationMs.pipe(z.number().min(100).max(3_600_000)).default(30_000),
+        /**
+         * Also opens when, in the current `window` (it starts at its first attempt), at least
+         * `minimum` attempts were made and the failed share is `ratio` or more. Unset: none.
+         */
+        rate: z
+          .strictObject({
+            ratio: z.number().gt(0).max(1),
+            window: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(60_000),
+            minimum: z.number().int().min(1).max(100_000).default(10),
+          })
+          .optional(),
       })
       .optional(),
     /**

@@ -3,7 +3,8 @@ import type pg from 'pg';
 // Every statement on hookgate.destination_breaker (migration 0014): a destination's circuit
 // breaker, shared by every worker. It opens after `failures` consecutive failed attempts (5xx,
 // 429, 408, timeouts, network errors; an answer such as a 400 shows the destination is up and
-// resets the count); while open, no delivery of that destination is claimed, so none spends a
+// resets the count), or, with a rate rule, when enough of a window's attempts failed (migration
+// 0018); while open, no delivery of that destination is claimed, so none spends a
 // retry; after `cooldown` one worker claims one delivery as a probe (half_open), whose success
 // closes the breaker and whose failure opens it again.
 
@@ -56,29 +57,56 @@ export async function breakerGate(
 }
 
 /**
- * Counts an attempt's result: a success closes the breaker (and is not written when it is
- * closed with no failure counted, the common case); a failure counts, opens a closed breaker at
- * the threshold, and opens a half-open one again. Returns the state after, when written.
+ * Counts an attempt's result: a success closes the breaker (and, without a rate rule, is not
+ * written when it is closed with no failure counted, the common case); a failure counts, opens a
+ * closed breaker at the consecutive threshold or when the rate rule trips, and opens a half-open
+ * one again. The rate window (rate_since, rate_attempts, rate_failures) starts at its first
+ * attempt and is counted anew once `window` has passed; opening or closing the breaker empties it,
+ * so a reopened destination is judged on attempts after it came back. Only a failure trips the
+ * rate rule. Returns the state after, when written.
+ *
+ * $3 succeeded, $4 consecutive failures, $5 ratio (null: no rate rule), $6 window seconds,
+ * $7 minimum attempts.
  */
+const FRESH = `(b.rate_since IS NULL OR b.rate_since + make_interval(secs => $6::double precision) <= now())`;
+const ATTEMPTS = `(CASE WHEN ${FRESH} THEN 1 ELSE b.rate_attempts + 1 END)`;
+const FAILURES = `(CASE WHEN ${FRESH} THEN (NOT $3)::int ELSE b.rate_failures + (NOT $3)::int END)`;
+const RATE_TRIPS = `($5::double precision IS NOT NULL AND NOT $3 AND ${ATTEMPTS} >= $7 AND ${FAILURES} >= $5::double precision * ${ATTEMPTS})`;
+const OPENS = `(b.state = 'closed' AND NOT $3 AND (b.consecutive_failures + 1 >= $4 OR ${RATE_TRIPS}))`;
+const INSERT_OPENS = `(NOT $3 AND ($4 <= 1 OR ($5::double precision IS NOT NULL AND $7 <= 1 AND 1 >= $5::double precision)))`;
 const RECORD = `
-  INSERT INTO hookgate.destination_breaker AS b (endpoint, destination, state, consecutive_failures, opened_at)
+  INSERT INTO hookgate.destination_breaker AS b
+    (endpoint, destination, state, consecutive_failures, opened_at, rate_since, rate_attempts, rate_failures)
   VALUES ($1, $2,
-          CASE WHEN NOT $3 AND $4 <= 1 THEN 'open' ELSE 'closed' END,
+          CASE WHEN ${INSERT_OPENS} THEN 'open' ELSE 'closed' END,
           CASE WHEN $3 THEN 0 ELSE 1 END,
-          CASE WHEN NOT $3 AND $4 <= 1 THEN now() END)
+          CASE WHEN ${INSERT_OPENS} THEN now() END,
+          CASE WHEN ${INSERT_OPENS} THEN NULL ELSE now() END,
+          CASE WHEN ${INSERT_OPENS} THEN 0 ELSE 1 END,
+          CASE WHEN ${INSERT_OPENS} OR $3 THEN 0 ELSE 1 END)
   ON CONFLICT (endpoint, destination) DO UPDATE
     SET consecutive_failures = CASE WHEN $3 THEN 0 ELSE b.consecutive_failures + 1 END,
         state = CASE WHEN $3 THEN 'closed'
                      WHEN b.state IN ('open', 'half_open') THEN 'open'
-                     WHEN b.consecutive_failures + 1 >= $4 THEN 'open'
+                     WHEN ${OPENS} THEN 'open'
                      ELSE 'closed' END,
         opened_at = CASE WHEN $3 THEN NULL
-                         WHEN b.state = 'half_open' OR (b.state = 'closed' AND b.consecutive_failures + 1 >= $4)
-                         THEN now()
+                         WHEN b.state = 'half_open' OR ${OPENS} THEN now()
                          ELSE b.opened_at END,
-        probe_until = NULL
-    WHERE NOT ($3 AND b.state = 'closed' AND b.consecutive_failures = 0)
+        probe_until = NULL,
+        rate_since = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN NULL
+                          WHEN ${FRESH} THEN now() ELSE b.rate_since END,
+        rate_attempts = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN 0 ELSE ${ATTEMPTS} END,
+        rate_failures = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN 0 ELSE ${FAILURES} END
+    WHERE NOT ($3 AND b.state = 'closed' AND b.consecutive_failures = 0 AND $5::double precision IS NULL)
   RETURNING state`;
+
+/** The failure-rate rule: open when, in the window, at least `minimum` attempts failed `ratio` or more. */
+export interface BreakerRate {
+  readonly ratio: number;
+  readonly windowMs: number;
+  readonly minimum: number;
+}
 
 export async function recordBreakerOutcome(
   db: Queryable,
@@ -86,8 +114,17 @@ export async function recordBreakerOutcome(
   destination: string,
   succeeded: boolean,
   failures: number,
+  rate: BreakerRate | null = null,
 ): Promise<string | null> {
-  const { rows } = await db.query<{ state: string }>(RECORD, [endpoint, destination, succeeded, failures]);
+  const { rows } = await db.query<{ state: string }>(RECORD, [
+    endpoint,
+    destination,
+    succeeded,
+    failures,
+    rate?.ratio ?? null,
+    (rate?.windowMs ?? 0) / 1000,
+    rate?.minimum ?? 0,
+  ]);
   return rows[0]?.state ?? null;
 }
 
