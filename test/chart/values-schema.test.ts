@@ -39,6 +39,8 @@ function setAt(path: readonly string[], value: unknown): Record<string, unknown>
     // And a breaker its threshold.
     if (key === 'breaker' && path[n - 2] === 'destinations')
       node[key] = { failures: 1, ...(node[key] as object) };
+    // And a breaker's rate rule its ratio.
+    if (key === 'rate' && path[n - 1] === 'breaker') node[key] = { ratio: 0.5, ...(node[key] as object) };
     node = node[key] as Record<string, unknown>;
   }
   node[path.at(-1) as string] = value;
