@@ -281,6 +281,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         batchSize: config.relay.batchSize,
         concurrency: config.relay.concurrency,
         queues: outboxPolicyFrom(config.relay),
+        allowedDestinations: config.relay.allowedDestinations,
         ...(options.relayPollingIntervalSeconds === undefined
           ? {}
           : { pollingIntervalSeconds: options.relayPollingIntervalSeconds }),

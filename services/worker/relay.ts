@@ -3,6 +3,7 @@ import type { JobResult, JobWithMetadata, PgBoss } from 'pg-boss';
 import { Counter, type Registry } from 'prom-client';
 import { z } from 'zod';
 import { REFERENCE, resolveReferences } from '../core/config/interpolate.ts';
+import { compileAddressPolicy } from '../core/destinations/address-policy.ts';
 import type { Logger } from '../core/logging.ts';
 import {
   type AttemptResult,
@@ -27,6 +28,7 @@ import {
   spanAttributes,
   traceIdOf,
 } from '../core/tracing.ts';
+import { guardedDispatcher } from './guarded-dispatcher.ts';
 import { failNotBefore } from './relay-defer.ts';
 import { headerValue } from './relay-headers.ts';
 import { postOnce, type SendResult } from './relay-http.ts';
@@ -71,6 +73,8 @@ export interface RelayOptions {
   readonly metrics?: RelayMetrics;
   /** Where `${NAME}` references in a message's URL are resolved (default: the process's). */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** relay.allowedDestinations: when set, every connection's address is checked against it. */
+  readonly allowedDestinations?: readonly string[] | undefined;
 }
 
 const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol);
@@ -114,6 +118,9 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
   const { boss, pool, logger } = options;
   const kinds = options.kinds ?? OUTBOX_KINDS;
   const defaultTimeoutMs = options.defaultTimeoutMs ?? 10_000;
+  const dispatcher = options.allowedDestinations
+    ? guardedDispatcher(compileAddressPolicy(options.allowedDestinations))
+    : undefined;
   const maxTimeoutMs = options.maxTimeoutMs ?? 120_000;
   const stopTimeoutMs = options.stopTimeoutMs ?? 15_000;
   const stopping = new AbortController();
@@ -244,6 +251,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
             body: JSON.stringify(message.body ?? null),
             timeoutMs,
             signal: AbortSignal.any([job.signal, stopping.signal]),
+            ...(dispatcher ? { dispatcher } : {}),
           });
 
     if (result.outcome === 'delivered') {
@@ -351,6 +359,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         await drained;
       }
       clearTimeout(timer);
+      await dispatcher?.close();
     },
   };
 }

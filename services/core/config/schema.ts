@@ -420,7 +420,7 @@ export const configSchema = z
         /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
         pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
         /**
-         * The destinations' connections may go only to these: CIDRs (`10.0.0.0/8`), IP addresses,
+         * The relays' connections (destinations, forward, billing notifications) may go only to these: CIDRs (`10.0.0.0/8`), IP addresses,
          * host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
          * metadata addresses only by a CIDR entry covering them, checked on the address each
          * connection goes to (docs/destinations.md#address-safety). Unset: no restriction.
