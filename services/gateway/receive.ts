@@ -1,6 +1,7 @@
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import { identityProblem } from '../core/inbox/identity-checks.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
+import { isQuarantineReason, keptHeaders, type QuarantineEntry } from '../core/quarantine/store.ts';
 import type { Endpoint } from './endpoints.ts';
 import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
@@ -66,6 +67,51 @@ export interface ReceiveDeps {
   readonly now: () => number;
   /** Counts wrong replay tokens per source; absent, guessing is only counted, not limited. */
   readonly replayLimiter?: ReplayTokenLimiter;
+  /**
+   * Keeps a verified delivery that cannot become an event (DESIGN.md promise 8); resolves once
+   * the row has committed. Absent (unit harnesses), such a delivery is refused as before.
+   */
+  readonly quarantine?: (entry: QuarantineEntry) => Promise<void>;
+}
+
+/**
+ * A verified delivery that cannot become an inbox event: stored in quarantine, then (and only
+ * then: promise 1) acknowledged 200, so a provider that never retries loses nothing.
+ */
+async function quarantineOr(
+  deps: ReceiveDeps,
+  endpoint: Endpoint,
+  rawBody: Buffer,
+  headers: HeaderBag,
+  refusal: { readonly code: string; readonly message: string },
+  eventId?: string,
+): Promise<Answer | null> {
+  if (!deps.quarantine || !isQuarantineReason(refusal.code)) return null;
+  try {
+    await deps.quarantine({
+      endpoint: endpoint.name,
+      reason: refusal.code,
+      message: refusal.message,
+      body: rawBody,
+      headers: keptHeaders(headers),
+    });
+  } catch (error) {
+    return {
+      ...refuse(
+        'database_unavailable',
+        'The delivery could not be stored right now; it was not accepted. Retry later.',
+      ),
+      cause: `quarantine failed (${refusal.code}): ${error instanceof Error ? error.message : String(error)}`,
+      ...(eventId === undefined ? {} : { eventId }),
+    };
+  }
+  return {
+    status: 200,
+    outcome: 'quarantined',
+    body: { status: 'quarantined', reason: refusal.code },
+    cause: `${refusal.code}: ${refusal.message}`,
+    ...(eventId === undefined ? {} : { eventId }),
+  };
 }
 
 /**
@@ -138,10 +184,17 @@ export async function receive(
   }
 
   const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
-  if (!identity.ok) return refuse(identity.code, identity.message);
+  if (!identity.ok)
+    return (
+      (await quarantineOr(deps, endpoint, rawBody, headers, identity)) ??
+      refuse(identity.code, identity.message)
+    );
   if ('reply' in identity) return replyAnswer(identity.reply);
   const problem = identityProblem(identity.event);
-  if (problem) return refuse(problem.code, problem.message);
+  if (problem)
+    return (
+      (await quarantineOr(deps, endpoint, rawBody, headers, problem)) ?? refuse(problem.code, problem.message)
+    );
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -155,6 +208,15 @@ export async function receive(
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
+    const kept = await quarantineOr(
+      deps,
+      endpoint,
+      rawBody,
+      headers,
+      { code, message: CLAIM_REFUSED[code] ?? result.error.message },
+      identity.event.eventId,
+    );
+    if (kept) return kept;
     const answer = refuse(code, CLAIM_REFUSED[code] ?? result.error.message);
     // PostgreSQL's own words stay in the log: they describe the database, not the delivery.
     if (answer.status < 500)
