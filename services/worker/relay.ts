@@ -11,6 +11,7 @@ import {
   finishAttempt,
   recordNowhere,
 } from '../core/outbox/deliveries.ts';
+import { envelopeTraceparent, readOutboxEnvelope } from '../core/outbox/message.ts';
 import { outboxQueue } from '../core/queue/names.ts';
 import {
   DEFAULT_OUTBOX_QUEUE_SETTINGS,
@@ -72,12 +73,6 @@ export interface RelayOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
-/** The traceparent an outbox job carries (see OutboxJobData), if any. */
-function jobTraceparent(job: { data: unknown }): string | null {
-  const data = job.data as { traceparent?: unknown } | null;
-  return typeof data?.traceparent === 'string' ? data.traceparent : null;
-}
-
 const isHttpUrl = (text: string) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol);
 
 /** Whether the text holds a `${NAME}` reference (not only `$${` escapes). */
@@ -103,23 +98,6 @@ const messageSchema = z.looseObject({
 });
 
 type RelayMessage = z.output<typeof messageSchema>;
-
-/**
- * Accepts the payload itself, or the outbox's envelope `{ kind, key, endpoint, eventId, payload }`
- * (services/core/apply/outbox.ts); the envelope's key, endpoint and event id fill in what the
- * payload leaves out.
- */
-function unwrap(data: unknown): unknown {
-  if (typeof data !== 'object' || data === null) return data;
-  const record = data as Record<string, unknown>;
-  if ('idempotencyKey' in record || typeof record.payload !== 'object' || record.payload === null)
-    return data;
-  const fromEnvelope: Record<string, unknown> = {};
-  if (typeof record.key === 'string') fromEnvelope.idempotencyKey = record.key;
-  if (typeof record.endpoint === 'string') fromEnvelope.endpoint = record.endpoint;
-  if (typeof record.eventId === 'string') fromEnvelope.eventId = record.eventId;
-  return { ...fromEnvelope, ...(record.payload as Record<string, unknown>) };
-}
 
 /**
  * Delivers the outbox queues (`forward`, `notify`) over HTTP. Each message is POSTed as JSON
@@ -174,10 +152,21 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
     options.metrics?.deliveries.inc({ kind, endpoint: message?.endpoint ?? '', outcome });
 
   async function deliver(kind: string, job: JobWithMetadata<unknown>): Promise<JobResult> {
-    const parsed = messageSchema.safeParse(unwrap(job.data));
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      const error = `outbox message is malformed at /${issue.path.join('/')}: ${issue.message}`;
+    const read = readOutboxEnvelope(job.data);
+    // The envelope's key, endpoint and event id fill in what the handler's payload leaves out.
+    const parsed = read.ok
+      ? messageSchema.safeParse({
+          idempotencyKey: read.message.key,
+          ...(read.message.endpoint === undefined ? {} : { endpoint: read.message.endpoint }),
+          ...(read.message.eventId === undefined ? {} : { eventId: read.message.eventId }),
+          ...read.message.payload,
+        })
+      : null;
+    if (!read.ok || !parsed?.success) {
+      const issue = parsed?.error?.issues[0];
+      const error = !read.ok
+        ? read.error
+        : `outbox message is malformed at /${issue?.path.join('/') ?? ''}: ${issue?.message ?? 'invalid'}`;
       logger.error({ kind, job_id: job.id, error }, 'relay: malformed outbox message dead-lettered');
       count(kind, null, 'dead');
       return { id: job.id, status: 'deadletter', output: { error } };
@@ -190,7 +179,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
       endpoint: message.endpoint,
       event_id: message.eventId,
       job_id: job.id,
-      trace_id: activeTraceId() ?? traceIdOf(jobTraceparent(job)),
+      trace_id: activeTraceId() ?? traceIdOf(envelopeTraceparent(job.data)),
     };
 
     if (message.url === null) {
@@ -319,7 +308,7 @@ export async function startRelays(options: RelayOptions): Promise<{ stop(): Prom
         setOutcome(span, typeof output?.outcome === 'string' ? output.outcome : result.status);
         return result;
       },
-      contextFromTraceparent(jobTraceparent(job)),
+      contextFromTraceparent(envelopeTraceparent(job.data)),
     );
   }
 

@@ -200,8 +200,17 @@ describe('the console in Chromium', () => {
     const cookies = await browser.context.cookies(consoleUrl);
     const session = cookies.find((cookie) => cookie.name === '__Host-hookgate_session');
     expect(session).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict', path: '/' });
+    // An endpoint that reconciles shows how far it is known to be gap-free (docs/reconcile.md).
+    await db.pool.query(
+      `INSERT INTO hookgate.reconcile_state (endpoint, covered_since, watermark, last_outcome)
+       VALUES ('shop', '2026-11-30T00:00:00Z', '2026-12-01T08:15:00Z', 'complete')`,
+    );
     await page.goto(consoleUrl);
     expect(await page.locator('section.card[aria-label=shop] .value').first().isVisible()).toBe(true);
+    const shopCard = await page.locator('section.card[aria-label=shop]').textContent();
+    expect(shopCard).toContain('Gap-free until');
+    expect(shopCard).toContain('2026-12-01');
+    expect(await page.locator('section.card[aria-label=ops]').textContent()).not.toContain('Gap-free until');
     expect(await page.locator('section.card svg.chart rect').count()).toBeGreaterThan(0);
     await shot(page, 'overview', true);
     await page.close();

@@ -130,7 +130,9 @@ describe('test events', () => {
     for (const stats of report.endpoints) {
       expect(stats, stats.endpoint).toMatchObject({ processed: 1, ignored: 0, stale: 0, test: 2 });
     }
-    expect(renderStats(report, '--since 1h')).toMatch(/PROCESSED\s+IGNORED\s+STALE\s+TEST\s+ACCEPTED/);
+    expect(renderStats(report, '--since 1h')).toMatch(
+      /PROCESSED\s+IGNORED\s+STALE\s+DISCARDED\s+TEST\s+ACCEPTED/,
+    );
   }, 90_000);
 
   it('without billing.stripeApiKey, a subscription event ends dead at its first attempt (option_missing); invoices still apply', async () => {

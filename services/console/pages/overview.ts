@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { type PauseState, pausedEndpoints } from '../../core/pause/pause.ts';
+import { type ReconcileState, readStates } from '../../core/reconcile/state-sql.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
 import { formatAge, formatTime, layout } from '../html/layout.ts';
@@ -39,7 +40,20 @@ function pauseControl(endpoint: string, pause: PauseState | undefined, csrf: str
   return html`${state}<div class="actions">${form}</div>`;
 }
 
-function card(endpoint: EndpointOverview, since: Date, control: ReturnType<typeof html> | string) {
+/** Where the endpoint reconciles against its provider: "every event it listed up to T is here". */
+function gapFree(state: ReconcileState | undefined) {
+  if (!state) return '';
+  const until = state.watermark ? formatTime(state.watermark) : 'not yet';
+  const tone = state.lastOutcome === 'failed' ? 'warn' : undefined;
+  return figure('Gap-free until', until, undefined, tone);
+}
+
+function card(
+  endpoint: EndpointOverview,
+  since: Date,
+  control: ReturnType<typeof html> | string,
+  reconcile: ReconcileState | undefined,
+) {
   const list = (status?: string) => consolePath(['events'], { endpoint: endpoint.endpoint, status });
   const oldestTone =
     endpoint.oldestPendingSeconds !== null && endpoint.oldestPendingSeconds > 300 ? 'warn' : undefined;
@@ -56,6 +70,7 @@ function card(endpoint: EndpointOverview, since: Date, control: ReturnType<typeo
     ${figure('Duplicates (1h)', endpoint.duplicate)}
     ${figure('Duplicate rate', percent(endpoint.duplicateRate))}
     ${figure('p50 / p99', `${formatAge(endpoint.latency.p50)} / ${formatAge(endpoint.latency.p99)}`)}
+    ${gapFree(reconcile)}
   </div>
   ${minuteChart(endpoint.minutes, since, `Deliveries per minute to ${endpoint.endpoint} over the last hour`)}
   <div class="legend">last 60 minutes<span class="swatch accepted"></span>accepted<span class="swatch duplicate"></span>duplicate · latency from ${endpoint.latency.sample} settled event(s)</div>
@@ -67,6 +82,7 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
   try {
     const overview = await loadOverview(context.pool, context.endpointInfo, context.latencySample);
     const pauses = new Map((await pausedEndpoints(context.pool)).map((pause) => [pause.endpoint, pause]));
+    const reconciled = new Map((await readStates(context.pool)).map((state) => [state.endpoint, state]));
     const offered = context.actions.get('pause') !== undefined && context.actions.get('resume') !== undefined;
     sendPage(
       res,
@@ -81,6 +97,7 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
             endpoint.provider
               ? pauseControl(endpoint.endpoint, pauses.get(endpoint.endpoint), viewer.csrf, offered)
               : '',
+            reconciled.get(endpoint.endpoint),
           ),
         )}</div>`,
       ),

@@ -1,21 +1,10 @@
 import type { Db as IDatabase, PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import type { InboxEvent, Outbox, OutboxMessage } from '../handlers/types.ts';
+import { type OutboxEnvelope, outboxEnvelope } from '../outbox/message.ts';
 import { outboxJobIdFor, outboxQueue } from '../queue/names.ts';
 import { OUTBOX_KINDS } from '../queue/queues.ts';
 import { activeTraceparent } from '../tracing.ts';
-
-/** What an outbox job carries; the relay for `kind` consumes it. */
-export interface OutboxJobData {
-  readonly kind: string;
-  readonly key: string;
-  /** The event whose apply queued the effect. */
-  readonly endpoint: string;
-  readonly eventId: string;
-  readonly payload: Readonly<Record<string, unknown>>;
-  /** The apply span's traceparent (tracing on), so the relay's webhook.forward joins the trace. */
-  readonly traceparent?: string;
-}
 
 const KINDS: ReadonlySet<string> = new Set(OUTBOX_KINDS);
 
@@ -23,7 +12,7 @@ const KINDS: ReadonlySet<string> = new Set(OUTBOX_KINDS);
 export interface OutboxJob {
   readonly kind: string;
   readonly id: string;
-  readonly data: OutboxJobData;
+  readonly data: OutboxEnvelope;
 }
 
 function toJob(
@@ -40,14 +29,14 @@ function toJob(
     );
   }
   if (message.key.length === 0) throw new HookgateError('outbox_key_invalid', 'outbox key must not be empty');
-  const data: OutboxJobData = {
+  const data = outboxEnvelope({
     kind: message.kind,
     key: message.key,
     endpoint: event.endpoint,
     eventId: event.eventId,
     payload: message.payload,
-  };
-  if (traceparent) Object.assign(data, { traceparent });
+    traceparent,
+  });
   return { kind: message.kind, id: outboxJobIdFor(message.kind, message.key), data };
 }
 
