@@ -1,5 +1,6 @@
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import { identityProblem } from '../core/inbox/identity-checks.ts';
+import { decodeVerifiedBody } from '../core/providers/parse-body.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
 import { isQuarantineReason, keptHeaders, type QuarantineEntry } from '../core/quarantine/store.ts';
 import type { Endpoint } from './endpoints.ts';
@@ -40,27 +41,7 @@ const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
     'PostgreSQL cannot store this JSON (for example a \\u0000 escape, or nesting deeper than jsonb allows); it will not be accepted on retry.',
 };
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
-
-/** Integers past 2^53 keep their exact digits (as strings) instead of being rounded. */
-const exactIntegers: SourceReviver = (_key, value, context) =>
-  typeof value === 'number' &&
-  !Number.isSafeInteger(value) &&
-  context.source &&
-  /^-?\d+$/.test(context.source)
-    ? context.source
-    : value;
-
-// Ids such as Shopify's 18-digit ones would otherwise collide after rounding. The reviver is
-// slower, so it only runs when the body has a digit run long enough to need it.
-function parseJson(text: string): unknown {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  return JSON.parse(text, exactIntegers as Parameters<typeof JSON.parse>[1]);
-}
 
 export interface ReceiveDeps {
   readonly claim: (claim: Claim) => Promise<ClaimResult>;
@@ -165,23 +146,9 @@ export async function receive(
     if (!verdict.ok) return refuse(verdict.code, verdict.message);
   }
 
-  // JSON is UTF-8 (RFC 8259). A lenient decode would swap bad bytes for U+FFFD and store
-  // something other than what was signed.
-  let text: string;
-  let body: unknown;
-  try {
-    text = UTF8.decode(rawBody);
-    const decode = endpoint.provider.decodeBody;
-    if (decode) {
-      // A form post (Twilio) is stored as the JSON document of its parameters.
-      body = decode(text);
-      text = JSON.stringify(body);
-    } else {
-      body = parseJson(text);
-    }
-  } catch {
-    return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
-  }
+  const decoded = decodeVerifiedBody(endpoint.provider, rawBody);
+  if (!decoded) return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
+  const { text, body } = decoded;
 
   const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
   if (!identity.ok)

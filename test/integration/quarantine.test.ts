@@ -1,12 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  dropQuarantined,
+  listQuarantined,
+  releaseQuarantined,
+} from '../../services/core/quarantine/actions.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
+import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
 
 // DESIGN.md promise 8: a verified delivery that cannot become an inbox event is kept in
 // hookgate.quarantine and acknowledged; an unverified one is still refused and kept nowhere.
 let db: TestDatabase;
 let gateway: TestGateway;
+let worker: TestWorker | undefined;
 
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -17,6 +24,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await worker?.stop();
   await gateway?.stop();
   await db?.drop();
 });
@@ -79,5 +87,71 @@ describe('quarantine at the gateway', () => {
       (value) => value.labels.outcome === 'quarantined' && value.labels.endpoint === 'alpha',
     );
     expect(quarantined?.value).toBe(2);
+  });
+});
+
+describe('quarantine actions', () => {
+  // The worker runs the config as it was (no pointer for the type); the fix is the operator's.
+  const asItWas = workerConfig({ alpha: {} });
+  const fixed = workerConfig({ alpha: { extract: { eventType: '/test' } } });
+  const heldId = async () => (await listQuarantined(db.pool, { endpoint: 'alpha' }))[0]!.id;
+
+  it('a release with the config unchanged leaves the delivery held and says why', async () => {
+    worker = await startTestWorker(db.url, asItWas);
+    const id = await heldId();
+    const outcomes = await releaseQuarantined(worker.pool, worker.boss, asItWas, {
+      ids: [id],
+      actor: 'ops-test',
+    });
+    expect(outcomes).toMatchObject([{ id, outcome: 'still_unusable', reason: 'event_type_missing' }]);
+    expect(await listQuarantined(db.pool, { endpoint: 'alpha' })).toHaveLength(1);
+    expect(await inboxRows()).toBe(0);
+  });
+
+  it('after an eventType pointer is added, release claims it: one inbox event, applied once', async () => {
+    const id = await heldId();
+    const outcomes = await releaseQuarantined(worker!.pool, worker!.boss, fixed, {
+      ids: [id],
+      actor: 'ops-test',
+    });
+    expect(outcomes).toEqual([{ id, outcome: 'accepted', eventId: 'msg_spec_example' }]);
+    await waitFor('the released event applied', async () => {
+      const { rows } = await db.pool.query(
+        `SELECT status FROM hookgate.inbox WHERE endpoint = 'alpha' AND event_id = 'msg_spec_example'`,
+      );
+      return rows[0]?.status === 'processed';
+    });
+    // Released again (an operator's double click): nothing more is claimed.
+    expect(
+      await releaseQuarantined(worker!.pool, worker!.boss, fixed, { ids: [id], actor: 'ops-test' }),
+    ).toEqual([{ id, outcome: 'not_held' }]);
+    const { rows } = await db.pool.query(
+      `SELECT event_type, attempts FROM hookgate.inbox WHERE endpoint = 'alpha'`,
+    );
+    expect(rows).toEqual([{ event_type: '2432232314', attempts: 1 }]);
+    expect(await listQuarantined(db.pool, { endpoint: 'alpha' })).toEqual([]);
+    const [released] = await listQuarantined(db.pool, { endpoint: 'alpha', all: true });
+    expect([released?.released_at instanceof Date, released?.settled_by]).toEqual([true, 'ops-test']);
+  });
+
+  it('drop settles a held delivery for good, with who and why, audited', async () => {
+    const other = standardWebhook(SW_SECRET, { body: '{"no_type_here": true}' });
+    expect((await post(`${gateway.url}/webhooks/alpha`, other)).json.status).toBe('quarantined');
+    const id = await heldId();
+    expect(await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'test traffic' })).toEqual([
+      id,
+    ]);
+    expect(await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'again' })).toEqual([]);
+    expect(await listQuarantined(db.pool, { endpoint: 'alpha' })).toEqual([]);
+    const audit = await db.pool.query(
+      `SELECT command, count::int AS count, reason FROM hookgate.audit WHERE actor = 'ops-test' ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { command: 'quarantine release', count: 0, reason: null },
+      { command: 'quarantine release', count: 1, reason: null },
+      { command: 'quarantine release', count: 0, reason: null },
+      { command: 'quarantine drop', count: 1, reason: 'test traffic' },
+      { command: 'quarantine drop', count: 0, reason: 'again' },
+    ]);
   });
 });
