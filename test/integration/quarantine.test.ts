@@ -4,10 +4,18 @@ import {
   listQuarantined,
   releaseQuarantined,
 } from '../../services/core/quarantine/actions.ts';
+import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
-import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
+import {
+  startTestWorker,
+  type TestWorker,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+  writeConfigFile,
+} from '../support/worker-harness.ts';
 
 // DESIGN.md promise 8: a verified delivery that cannot become an inbox event is kept in
 // hookgate.quarantine and acknowledged; an unverified one is still refused and kept nowhere.
@@ -153,5 +161,29 @@ describe('quarantine actions', () => {
       { command: 'quarantine drop', count: 1, reason: 'test traffic' },
       { command: 'quarantine drop', count: 0, reason: 'again' },
     ]);
+  });
+});
+
+describe('hookgate quarantine (the CLI)', () => {
+  it('lists, shows, refuses a drop without a reason, and releases with the fixed config', async () => {
+    const env = { DATABASE_URL: db.url, HOOKGATE_CONFIG: undefined, HOOKGATE_ACTOR: 'cli-test' };
+    const delivery = standardWebhook(SW_SECRET, { eventId: 'msg_cli', body: '{"kind":"thing.made"}' });
+    expect((await post(`${gateway.url}/webhooks/alpha`, delivery)).json.status).toBe('quarantined');
+    const listed = await runCliInProcess(['quarantine', 'list', '--endpoint', 'alpha', '--json'], env);
+    expect(listed.code).toBe(0);
+    const [row] = JSON.parse(listed.stdout) as { id: string; reason: string }[];
+    expect(row?.reason).toBe('event_type_missing');
+    const shown = await runCliInProcess(['quarantine', 'show', row!.id], env);
+    expect([shown.code, shown.stdout.includes('{"kind":"thing.made"}')]).toEqual([0, true]);
+    const unexplained = await runCliInProcess(['quarantine', 'drop', row!.id], env);
+    expect(unexplained.code).not.toBe(0);
+    const config = writeConfigFile(workerConfigDocument({ alpha: { extract: { eventType: '/kind' } } }));
+    const released = await runCliInProcess(['quarantine', 'release', row!.id, '--config', config], env);
+    expect([released.code, released.stdout]).toEqual([
+      0,
+      `${row!.id}: released as event msg_cli (accepted)\n`,
+    ]);
+    const { rows } = await db.pool.query(`SELECT event_type FROM hookgate.inbox WHERE event_id = 'msg_cli'`);
+    expect(rows).toEqual([{ event_type: 'thing.made' }]);
   });
 });
