@@ -4,6 +4,12 @@ import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
 import { auditCommand } from './commands/audit.ts';
 import { discardCommand } from './commands/discard.ts';
 import { pauseCommand, resumeCommand } from './commands/pause.ts';
+import {
+  quarantineDropCommand,
+  quarantineListCommand,
+  quarantineReleaseCommand,
+  quarantineShowCommand,
+} from './commands/quarantine.ts';
 import { addConfigOption } from './support/options.ts';
 
 // The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
@@ -93,4 +99,53 @@ export function addOperationsCommands(program: Command): void {
   )
     .addHelpText('after', examples(['hookgate resume --endpoint stripe']))
     .action((options: unknown) => resumeCommand(options));
+
+  const quarantine = program
+    .command('quarantine')
+    .description('verified deliveries that could not become events, kept and acknowledged (docs/gateway.md)');
+  addConfigOption(
+    quarantine
+      .command('list')
+      .description('held deliveries, newest first')
+      .option('--endpoint <name>', 'only this endpoint')
+      .option('--all', 'released and dropped ones too')
+      .option('--limit <n>', 'at most this many rows', '100')
+      .option('--json', 'print the rows as JSON'),
+  ).action((options: unknown) => quarantineListCommand(options));
+  addConfigOption(
+    quarantine
+      .command('show')
+      .description('the deliveries, their kept headers and bodies')
+      .argument('<id...>', 'quarantine ids')
+      .option('--json', 'print them as JSON'),
+  ).action((ids: unknown, options: unknown) => quarantineShowCommand(ids, options));
+  addConfigOption(
+    addActorOption(
+      quarantine
+        .command('release')
+        .description(
+          'claim again through the normal path with the current config; still-unusable ones stay held',
+        )
+        .argument('<id...>', 'quarantine ids')
+        .option('--reason <text>', 'why (for the audit trail)')
+        .option('--json', 'print the outcomes as JSON'),
+    ),
+  )
+    .addHelpText('after', examples(['hookgate quarantine release 12 13 --reason "added extract.eventType"']))
+    .action((ids: unknown, options: unknown) => quarantineReleaseCommand(ids, options));
+  addConfigOption(
+    addActorOption(
+      quarantine
+        .command('drop')
+        .description('give up held deliveries for good (kept, marked dropped)')
+        .argument('<id...>', 'quarantine ids')
+        .option('--reason <text>', 'why (required)')
+        .option('--json', 'print the result as JSON'),
+    ),
+  )
+    .addHelpText(
+      'after',
+      examples(['hookgate quarantine drop 12 --reason "test traffic from the provider console"']),
+    )
+    .action((ids: unknown, options: unknown) => quarantineDropCommand(ids, options));
 }

@@ -15,6 +15,7 @@ import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commi
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
 import type { Provider, VerifyRequest } from '../core/providers/types.ts';
+import { storeQuarantined } from '../core/quarantine/store.ts';
 import { NOTIFY_ENDPOINTS, WAKEUP_CHANNEL } from '../core/queue/wakeup.ts';
 import { WakeupThrottle } from '../core/queue/wakeup-throttle.ts';
 import {
@@ -165,6 +166,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     metrics,
     logger,
     claim,
+    // Its own autocommit statement: the 200 waits for it, as an accepted delivery's waits for its claim.
+    quarantine: (entry) => storeQuarantined(pool, [entry]),
     now: options.now ?? Date.now,
     shuttingDown: () => drain.draining,
     trustedProxyHops: config.server.trustedProxyHops,

@@ -1,6 +1,8 @@
 import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import { identityProblem } from '../core/inbox/identity-checks.ts';
+import { decodeVerifiedBody } from '../core/providers/parse-body.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
+import { isQuarantineReason, keptHeaders, type QuarantineEntry } from '../core/quarantine/store.ts';
 import type { Endpoint } from './endpoints.ts';
 import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
@@ -39,33 +41,58 @@ const CLAIM_REFUSED: Partial<Record<GatewayErrorCode, string>> = {
     'PostgreSQL cannot store this JSON (for example a \\u0000 escape, or nesting deeper than jsonb allows); it will not be accepted on retry.',
 };
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 const TRACEPARENT = /^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
-type SourceReviver = (key: string, value: unknown, context: { source?: string }) => unknown;
-
-/** Integers past 2^53 keep their exact digits (as strings) instead of being rounded. */
-const exactIntegers: SourceReviver = (_key, value, context) =>
-  typeof value === 'number' &&
-  !Number.isSafeInteger(value) &&
-  context.source &&
-  /^-?\d+$/.test(context.source)
-    ? context.source
-    : value;
-
-// Ids such as Shopify's 18-digit ones would otherwise collide after rounding. The reviver is
-// slower, so it only runs when the body has a digit run long enough to need it.
-function parseJson(text: string): unknown {
-  if (!/\d{16}/.test(text)) return JSON.parse(text);
-  return JSON.parse(text, exactIntegers as Parameters<typeof JSON.parse>[1]);
-}
 
 export interface ReceiveDeps {
   readonly claim: (claim: Claim) => Promise<ClaimResult>;
   readonly now: () => number;
   /** Counts wrong replay tokens per source; absent, guessing is only counted, not limited. */
   readonly replayLimiter?: ReplayTokenLimiter;
+  /**
+   * Keeps a verified delivery that cannot become an event (DESIGN.md promise 8); resolves once
+   * the row has committed. Absent (unit harnesses), such a delivery is refused as before.
+   */
+  readonly quarantine?: (entry: QuarantineEntry) => Promise<void>;
+}
+
+/**
+ * A verified delivery that cannot become an inbox event: stored in quarantine, then (and only
+ * then: promise 1) acknowledged 200, so a provider that never retries loses nothing.
+ */
+async function quarantineOr(
+  deps: ReceiveDeps,
+  endpoint: Endpoint,
+  rawBody: Buffer,
+  headers: HeaderBag,
+  refusal: { readonly code: string; readonly message: string },
+  eventId?: string,
+): Promise<Answer | null> {
+  if (!deps.quarantine || !isQuarantineReason(refusal.code)) return null;
+  try {
+    await deps.quarantine({
+      endpoint: endpoint.name,
+      reason: refusal.code,
+      message: refusal.message,
+      body: rawBody,
+      headers: keptHeaders(headers),
+    });
+  } catch (error) {
+    return {
+      ...refuse(
+        'database_unavailable',
+        'The delivery could not be stored right now; it was not accepted. Retry later.',
+      ),
+      cause: `quarantine failed (${refusal.code}): ${error instanceof Error ? error.message : String(error)}`,
+      ...(eventId === undefined ? {} : { eventId }),
+    };
+  }
+  return {
+    status: 200,
+    outcome: 'quarantined',
+    body: { status: 'quarantined', reason: refusal.code },
+    cause: `${refusal.code}: ${refusal.message}`,
+    ...(eventId === undefined ? {} : { eventId }),
+  };
 }
 
 /**
@@ -119,29 +146,22 @@ export async function receive(
     if (!verdict.ok) return refuse(verdict.code, verdict.message);
   }
 
-  // JSON is UTF-8 (RFC 8259). A lenient decode would swap bad bytes for U+FFFD and store
-  // something other than what was signed.
-  let text: string;
-  let body: unknown;
-  try {
-    text = UTF8.decode(rawBody);
-    const decode = endpoint.provider.decodeBody;
-    if (decode) {
-      // A form post (Twilio) is stored as the JSON document of its parameters.
-      body = decode(text);
-      text = JSON.stringify(body);
-    } else {
-      body = parseJson(text);
-    }
-  } catch {
-    return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
-  }
+  const decoded = decodeVerifiedBody(endpoint.provider, rawBody);
+  if (!decoded) return refuse('body_not_json', 'The signature is valid but the body is not UTF-8 JSON.');
+  const { text, body } = decoded;
 
   const identity = endpoint.provider.identify({ headers, body, rawBody, secrets: endpoint.config.secrets });
-  if (!identity.ok) return refuse(identity.code, identity.message);
+  if (!identity.ok)
+    return (
+      (await quarantineOr(deps, endpoint, rawBody, headers, identity)) ??
+      refuse(identity.code, identity.message)
+    );
   if ('reply' in identity) return replyAnswer(identity.reply);
   const problem = identityProblem(identity.event);
-  if (problem) return refuse(problem.code, problem.message);
+  if (problem)
+    return (
+      (await quarantineOr(deps, endpoint, rawBody, headers, problem)) ?? refuse(problem.code, problem.message)
+    );
 
   const traceparent = headers.traceparent;
   const result = await deps.claim({
@@ -155,6 +175,15 @@ export async function receive(
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
+    const kept = await quarantineOr(
+      deps,
+      endpoint,
+      rawBody,
+      headers,
+      { code, message: CLAIM_REFUSED[code] ?? result.error.message },
+      identity.event.eventId,
+    );
+    if (kept) return kept;
     const answer = refuse(code, CLAIM_REFUSED[code] ?? result.error.message);
     // PostgreSQL's own words stay in the log: they describe the database, not the delivery.
     if (answer.status < 500)

@@ -21,6 +21,7 @@ export const DELIVERY_OUTCOMES: readonly string[] = [
   'accepted',
   'duplicate',
   'replied',
+  'quarantined',
   'client_aborted',
   ...Object.keys(STATUS_BY_CODE),
 ];

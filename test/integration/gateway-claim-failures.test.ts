@@ -129,12 +129,12 @@ describe('a claim that fails is never acknowledged', () => {
     expect(await stored([poison.eventId])).toEqual({ rows: 1, jobs: 1 });
   });
 
-  it('refuses a payload PostgreSQL cannot store with 422, without failing its neighbours', async () => {
+  it('quarantines a payload PostgreSQL cannot store (200), without failing its neighbours', async () => {
     // Valid JSON with a NUL escape: jsonb cannot hold it, and no retry will change that.
     const unstorable = standardWebhook(SW_SECRET, { body: '{"type":"thing.updated","text":"a\\u0000b"}' });
     const neighbours = Array.from({ length: 10 }, () => standardWebhook(SW_SECRET));
     const replies = await inOneBatch([unstorable, ...neighbours]);
-    expect([replies[0]?.status, replies[0]?.json.error]).toEqual([422, 'payload_unstorable']);
+    expect([replies[0]?.status, replies[0]?.json.reason]).toEqual([200, 'payload_unstorable']);
     expect(replies.slice(1).every((r) => r.status === 200)).toBe(true);
     expect(await stored([unstorable.eventId])).toEqual({ rows: 0, jobs: 0 });
     expect(await stored(neighbours.map((d) => d.eventId))).toEqual({ rows: 10, jobs: 10 });
@@ -142,7 +142,7 @@ describe('a claim that fails is never acknowledged', () => {
 });
 
 describe('payloads past PostgreSQL limits', () => {
-  it('refuses JSON nested deeper than jsonb allows with 422, alone', async () => {
+  it('quarantines JSON nested deeper than jsonb allows (200), alone', async () => {
     const depth = 100_000;
     const deep = standardWebhook(SW_SECRET, {
       body: `{"type":"deep","x":${'['.repeat(depth)}${']'.repeat(depth)}}`,
@@ -151,7 +151,7 @@ describe('payloads past PostgreSQL limits', () => {
     const replies = await Promise.all(
       [deep, ...neighbours].map((d) => post(`${gateway.url}/webhooks/alpha`, d)),
     );
-    expect([replies[0]?.status, replies[0]?.json.error]).toEqual([422, 'payload_unstorable']);
+    expect([replies[0]?.status, replies[0]?.json.reason]).toEqual([200, 'payload_unstorable']);
     expect(replies.slice(1).every((r) => r.status === 200)).toBe(true);
     expect(await stored([deep.eventId])).toEqual({ rows: 0, jobs: 0 });
   });
@@ -192,10 +192,10 @@ describe('the answer waits for the commit', () => {
     }
   });
 
-  it('refuses an event id longer than the inbox can hold with 400, not an endless 503', async () => {
+  it('quarantines an event id longer than the inbox can hold (200), not an endless 503', async () => {
     const delivery = standardWebhook(SW_SECRET, { eventId: `msg_${'x'.repeat(600)}` });
     const reply = await post(`${gateway.url}/webhooks/alpha`, delivery);
-    expect([reply.status, reply.json.error]).toEqual([400, 'event_id_invalid']);
+    expect([reply.status, reply.json]).toEqual([200, { status: 'quarantined', reason: 'event_id_invalid' }]);
     expect(await stored([delivery.eventId])).toEqual({ rows: 0, jobs: 0 });
   });
 });

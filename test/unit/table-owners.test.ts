@@ -43,6 +43,8 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.endpoint_state': ['services/core/pause/'],
   'hookgate.apply_attempts': ['services/core/attempts/'],
   'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
+  // Quarantine (migration 0017): verified deliveries that cannot become inbox events.
+  'hookgate.quarantine': ['services/core/quarantine/'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).
   'pgboss.': ['services/core/queue/job-rows.ts', 'services/core/db/roles.ts'],
   // The reference handler's tables (migration 0003); verify reads them to check a load run.

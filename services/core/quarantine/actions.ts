@@ -1,0 +1,223 @@
+import type pg from 'pg';
+import type { PgBoss } from 'pg-boss';
+import { recordAction } from '../audit/audit.ts';
+import type { Config } from '../config/schema.ts';
+import type { Queryable } from '../db/pool.ts';
+import { withTransaction } from '../db/transaction.ts';
+import { HookgateError } from '../errors.ts';
+import { claimBatch } from '../inbox/claim.ts';
+import { identityProblem } from '../inbox/identity-checks.ts';
+import { createProvider } from '../providers/index.ts';
+import { decodeVerifiedBody } from '../providers/parse-body.ts';
+
+// The operator actions on hookgate.quarantine (list, show, release, drop): one function each,
+// which the CLI calls now and the console will call. With ./store.ts the table's only SQL.
+
+export interface QuarantinedRow {
+  readonly id: string;
+  readonly endpoint: string;
+  readonly received_at: Date;
+  readonly reason: string;
+  readonly message: string;
+  readonly body_bytes: number;
+  readonly released_at: Date | null;
+  readonly dropped_at: Date | null;
+  readonly settled_by: string | null;
+  readonly settle_reason: string | null;
+}
+
+const COLUMNS = `id::text AS id, endpoint, received_at, reason, message, length(body) AS body_bytes,
+  released_at, dropped_at, settled_by, settle_reason`;
+
+const LIST = `
+  SELECT ${COLUMNS} FROM hookgate.quarantine
+   WHERE ($1::text IS NULL OR endpoint = $1)
+     AND ($2::boolean OR (released_at IS NULL AND dropped_at IS NULL))
+   ORDER BY received_at DESC, id DESC
+   LIMIT $3`;
+
+/** Held rows (or every row with `all`), newest first. */
+export async function listQuarantined(
+  db: Queryable,
+  options: { readonly endpoint?: string | undefined; readonly all?: boolean; readonly limit?: number },
+): Promise<QuarantinedRow[]> {
+  return (
+    await db.query<QuarantinedRow>(LIST, [
+      options.endpoint ?? null,
+      options.all === true,
+      options.limit ?? 100,
+    ])
+  ).rows;
+}
+
+export interface QuarantinedDelivery extends QuarantinedRow {
+  readonly body: Buffer;
+  readonly headers: Record<string, string>;
+}
+
+const SHOW = `SELECT ${COLUMNS}, body, headers FROM hookgate.quarantine WHERE id = ANY($1::bigint[]) ORDER BY id`;
+
+/** The rows with these ids, body and kept headers included. */
+export async function showQuarantined(db: Queryable, ids: readonly string[]): Promise<QuarantinedDelivery[]> {
+  return (await db.query<QuarantinedDelivery>(SHOW, [ids])).rows;
+}
+
+const HELD = ' AND released_at IS NULL AND dropped_at IS NULL';
+
+const MARK_RELEASED = `
+  UPDATE hookgate.quarantine SET released_at = now(), settled_by = $2, settle_reason = $3
+   WHERE id = ANY($1::bigint[])${HELD}
+  RETURNING id::text AS id`;
+
+const MARK_STILL_UNUSABLE = `
+  UPDATE hookgate.quarantine AS q SET reason = u.reason, message = left(u.message, 1000)
+    FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, reason, message)
+   WHERE q.id = u.id${HELD.replaceAll(' released_at', ' q.released_at').replaceAll(' dropped_at', ' q.dropped_at')}`;
+
+export interface ReleaseOutcome {
+  readonly id: string;
+  /** `accepted` or `duplicate` (now in the inbox), `still_unusable` (stays held), `not_held`. */
+  readonly outcome: 'accepted' | 'duplicate' | 'still_unusable' | 'not_held';
+  readonly eventId?: string;
+  /** Why it stays held (a refusal code and its sentence). */
+  readonly reason?: string;
+  readonly message?: string;
+}
+
+/**
+ * Runs held deliveries through the normal claim with the current config (an `extract` pointer
+ * added since, say): the ones that now identify are claimed into the inbox (and applied like any
+ * delivery) and marked released; the others stay held with the reason they fail for now. Not
+ * verified again: they were verified on arrival, and their signatures' timestamps are long past
+ * tolerance. The claim commits before the mark; a release cut between the two leaves the row
+ * held, and releasing it again finds the event a duplicate: applied once either way.
+ */
+export async function releaseQuarantined(
+  pool: pg.Pool,
+  boss: PgBoss,
+  config: Config,
+  request: { readonly ids: readonly string[]; readonly actor: string; readonly reason?: string | undefined },
+): Promise<ReleaseOutcome[]> {
+  const rows = await showQuarantined(pool, request.ids);
+  const outcomes: ReleaseOutcome[] = [];
+  const found = new Set(rows.map((row) => row.id));
+  for (const id of request.ids) if (!found.has(id)) outcomes.push({ id, outcome: 'not_held' });
+  const unusable: ReleaseOutcome[] = [];
+  for (const row of rows) {
+    if (row.released_at || row.dropped_at) {
+      outcomes.push({ id: row.id, outcome: 'not_held' });
+      continue;
+    }
+    const endpoint = config.endpoints[row.endpoint];
+    if (!endpoint) {
+      unusable.push({
+        id: row.id,
+        outcome: 'still_unusable',
+        reason: 'endpoint_unknown',
+        message: `The config has no endpoint ${row.endpoint}.`,
+      });
+      continue;
+    }
+    const provider = createProvider(endpoint);
+    const decoded = decodeVerifiedBody(provider, row.body);
+    if (!decoded) {
+      unusable.push({
+        id: row.id,
+        outcome: 'still_unusable',
+        reason: 'body_not_json',
+        message: 'The body is not UTF-8 JSON.',
+      });
+      continue;
+    }
+    const identity = provider.identify({
+      headers: row.headers,
+      body: decoded.body,
+      rawBody: row.body,
+      secrets: endpoint.secrets,
+    });
+    if (!identity.ok || 'reply' in identity) {
+      unusable.push({
+        id: row.id,
+        outcome: 'still_unusable',
+        reason: identity.ok ? 'replied' : identity.code,
+        message: identity.ok ? 'The delivery is a handshake, not an event.' : identity.message,
+      });
+      continue;
+    }
+    const problem = identityProblem(identity.event);
+    if (problem) {
+      unusable.push({
+        id: row.id,
+        outcome: 'still_unusable',
+        reason: problem.code,
+        message: problem.message,
+      });
+      continue;
+    }
+    const [result] = await claimBatch(pool, boss, [
+      {
+        endpoint: row.endpoint,
+        provider: provider.name,
+        event: identity.event,
+        body: decoded.text,
+        traceparent: null,
+        receivedVia: null,
+        dedupe: endpoint.dedupe,
+      },
+    ]);
+    if (!result?.ok) {
+      const error = result?.error ?? new HookgateError('database_unavailable', 'The claim failed.');
+      if (error.code !== 'payload_unstorable') throw error;
+      unusable.push({ id: row.id, outcome: 'still_unusable', reason: error.code, message: error.message });
+      continue;
+    }
+    await pool.query(MARK_RELEASED, [[row.id], request.actor, request.reason ?? null]);
+    outcomes.push({ id: row.id, outcome: result.outcome, eventId: identity.event.eventId });
+  }
+  if (unusable.length > 0)
+    await pool.query(MARK_STILL_UNUSABLE, [
+      unusable.map((u) => u.id),
+      unusable.map((u) => u.reason),
+      unusable.map((u) => u.message),
+    ]);
+  outcomes.push(...unusable);
+  const released = outcomes.filter((o) => o.outcome === 'accepted' || o.outcome === 'duplicate');
+  await recordAction(pool, {
+    actor: request.actor,
+    command: 'quarantine release',
+    endpoint: new Set(rows.map((row) => row.endpoint)).size === 1 ? rows[0]?.endpoint : undefined,
+    filters: { ids: request.ids },
+    count: released.length,
+    dryRun: false,
+    eventIds: released.flatMap((o) => (o.eventId ? [o.eventId] : [])),
+    reason: request.reason,
+  });
+  return outcomes;
+}
+
+const DROP = `
+  UPDATE hookgate.quarantine SET dropped_at = now(), settled_by = $2, settle_reason = $3
+   WHERE id = ANY($1::bigint[])${HELD}
+  RETURNING id::text AS id, endpoint`;
+
+/** Gives up held deliveries for good (kept, marked dropped, with who and why); audited. */
+export async function dropQuarantined(
+  pool: pg.Pool,
+  request: { readonly ids: readonly string[]; readonly actor: string; readonly reason: string },
+): Promise<string[]> {
+  return withTransaction(pool, async (client) => {
+    const dropped = (
+      await client.query<{ id: string; endpoint: string }>(DROP, [request.ids, request.actor, request.reason])
+    ).rows;
+    await recordAction(client, {
+      actor: request.actor,
+      command: 'quarantine drop',
+      endpoint: new Set(dropped.map((row) => row.endpoint)).size === 1 ? dropped[0]?.endpoint : undefined,
+      filters: { ids: request.ids },
+      count: dropped.length,
+      dryRun: false,
+      reason: request.reason,
+    });
+    return dropped.map((row) => row.id);
+  });
+}
