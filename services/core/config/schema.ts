@@ -4,11 +4,10 @@ import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN } from '../handlers/r
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
-import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { consoleSchema } from './console-schema.ts';
 import { allowedDestinationsSchema, destinationsSchema } from './destinations-schema.ts';
-import { byteSize, durationMs, formatSize } from './duration.ts';
+import { byteSize, durationMs } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
 import { reconcileIssues, reconcileSchema } from './reconcile-schema.ts';

@@ -1,4 +1,4 @@
-import type { HeaderBag, Provider, VerifyRequest } from '../../../services/core/providers/types.ts';
+import type { Provider, VerifyRequest } from '../../../services/core/providers/types.ts';
 
 /** A fixed clock: 2023-11-14T22:13:20Z. No test reads the real clock. */
 export const NOW_S = 1_700_000_000;
