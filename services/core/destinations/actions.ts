@@ -202,22 +202,22 @@ export interface PauseRequest extends DestinationRef {
   readonly actor: string;
 }
 
-/**
- * Pauses a destination: what waits to be sent is held (no attempt is made or counted while
- * held), and the relay claims nothing of it until resumed. An attempt already in flight ends.
- */
-export async function pauseDestination(
+/** Pause or resume, with its rows held or released and its audit row, in one transaction. */
+async function setDestinationPaused(
   db: pg.Pool,
   config: Pick<Config, 'endpoints'>,
   request: PauseRequest,
+  paused: boolean,
 ): Promise<ActionSummary & { readonly wasPaused: boolean }> {
   const target = resolveDestination(config, request);
   return withTransaction(db, async (tx) => {
-    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, true, request.actor);
-    const count = await holdRows(tx, target.endpoint, target.destination);
+    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, paused, request.actor);
+    const count = paused
+      ? await holdRows(tx, target.endpoint, target.destination)
+      : await releaseRows(tx, target.endpoint, target.destination);
     await recordAction(tx, {
       actor: request.actor,
-      command: 'destination pause',
+      command: paused ? 'destination pause' : 'destination resume',
       endpoint: target.endpoint,
       filters: { destination: target.destination, was_paused: wasPaused },
       count,
@@ -227,24 +227,23 @@ export async function pauseDestination(
   });
 }
 
-/** Resumes a destination: its held deliveries are due again at once (or when their retry was due). */
-export async function resumeDestination(
+/**
+ * Pauses a destination: what waits to be sent is held (no attempt is made or counted while
+ * held), and the relay claims nothing of it until resumed. An attempt already in flight ends.
+ */
+export function pauseDestination(
   db: pg.Pool,
   config: Pick<Config, 'endpoints'>,
   request: PauseRequest,
 ): Promise<ActionSummary & { readonly wasPaused: boolean }> {
-  const target = resolveDestination(config, request);
-  return withTransaction(db, async (tx) => {
-    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, false, request.actor);
-    const count = await releaseRows(tx, target.endpoint, target.destination);
-    await recordAction(tx, {
-      actor: request.actor,
-      command: 'destination resume',
-      endpoint: target.endpoint,
-      filters: { destination: target.destination, was_paused: wasPaused },
-      count,
-      dryRun: false,
-    });
-    return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
-  });
+  return setDestinationPaused(db, config, request, true);
+}
+
+/** Resumes a destination: its held deliveries are due again at once (or when their retry was due). */
+export function resumeDestination(
+  db: pg.Pool,
+  config: Pick<Config, 'endpoints'>,
+  request: PauseRequest,
+): Promise<ActionSummary & { readonly wasPaused: boolean }> {
+  return setDestinationPaused(db, config, request, false);
 }
