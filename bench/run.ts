@@ -92,6 +92,10 @@ const settings = z
     BENCH_DEST_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
     BENCH_DEST_DESTINATIONS: z.coerce.number().int().min(1).max(50).default(2),
     BENCH_DEST_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
+    /** destinations: entities of the ordered/unordered comparison; the rate-limited destination's limit and seconds. */
+    BENCH_DEST_ENTITIES: z.coerce.number().int().min(1).max(1_000_000).default(500),
+    BENCH_DEST_RATE: z.coerce.number().min(1).max(10_000).default(100),
+    BENCH_DEST_RATE_SECONDS: z.coerce.number().int().min(5).max(600).default(20),
   })
   .parse(process.env);
 
@@ -222,6 +226,9 @@ const scenarios: Scenario[] = [
         events: settings.BENCH_DEST_EVENTS,
         destinations: settings.BENCH_DEST_DESTINATIONS,
         concurrency: settings.BENCH_DEST_CONCURRENCY,
+        entities: settings.BENCH_DEST_ENTITIES,
+        ratePerSecond: settings.BENCH_DEST_RATE,
+        rateSeconds: settings.BENCH_DEST_RATE_SECONDS,
       });
       return { lines: renderDestinations(report), report };
     },
