@@ -67,6 +67,8 @@ const settings = z
     /** bytes: arrivals sent (duplicates included) and their rate. */
     BENCH_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(6_000),
     BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
+    /** bytes: 1 gives the endpoint a `body: raw` destination, to measure hookgate.inbox_raw per event. */
+    BENCH_BYTES_RAW: z.enum(['0', '1']).default('0'),
     /** wal: arrival rate and seconds of load, worker processes. */
     BENCH_WAL_RATE: z.coerce.number().int().min(10).max(10_000).default(300),
     BENCH_WAL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
@@ -162,6 +164,7 @@ const scenarios: Scenario[] = [
         arrivals: settings.BENCH_BYTES_ARRIVALS,
         rate: settings.BENCH_BYTES_RATE,
         connections: settings.BENCH_CONNECTIONS,
+        raw: settings.BENCH_BYTES_RAW === '1',
       });
       return { lines: renderBytes(report), report };
     },

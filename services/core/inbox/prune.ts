@@ -9,6 +9,7 @@ import {
 } from '../db/batched-delete.ts';
 import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
+import { pruneRawBodies } from './raw-bodies.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
 
@@ -119,6 +120,9 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
   };
   const report = { inboxRows: 0, deliveries: 0, destinationDeliveries: 0, attempts: 0, audit: 0 };
   report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
+  if (request.signal?.aborted) return report;
+  // `body: raw` bytes go with their inbox row (a dry run deleted none, so there is nothing to count).
+  if (!request.dryRun) await pruneRawBodies(db, { ...common, olderThan: request.inboxOlderThanMs });
   if (request.signal?.aborted) return report;
   // The attempt history goes with the inbox window (of every event, settled or not).
   report.attempts = (await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
