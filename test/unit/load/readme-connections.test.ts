@@ -74,15 +74,17 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
     const base = worker(1);
     expect(processConnections(destinations({}), 'worker')).toBe(base);
     expect(processConnections(destinations({ a: plain }), 'worker')).toBe(base + 2);
-    expect(processConnections(destinations({ a: plain, b: { ...plain, rateLimit: { perSecond: 5 } } }), 'worker')).toBe(
-      base + 3,
-    );
+    expect(
+      processConnections(destinations({ a: plain, b: { ...plain, rateLimit: { perSecond: 5 } } }), 'worker'),
+    ).toBe(base + 3);
     const withBreaker = { a: plain, b: { ...plain, breaker: { failures: 5 } } };
     expect(destinationLoopConnections(destinations(withBreaker))).toBe(7);
     expect(processConnections(destinations(withBreaker), 'worker')).toBe(22);
-    expect(destinationLoopConnections(destinations({ b: { ...plain, concurrency: 16, breaker: { failures: 5 } } }))).toBe(
-      1 + 1 + 16,
-    );
+    expect(
+      destinationLoopConnections(
+        destinations({ b: { ...plain, concurrency: 16, breaker: { failures: 5 } } }),
+      ),
+    ).toBe(1 + 1 + 16);
     // A configured pool above the loops' figure still wins; below it, the loops' figure does.
     const pooled = parseConfig(
       { endpoints: { e0: { ...endpoint, destinations: withBreaker } }, worker: { poolSize: 40 } },
