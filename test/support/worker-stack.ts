@@ -38,8 +38,8 @@ export interface WorkerStack {
   readonly configFile: string;
   /** The worker processes still running, oldest first. */
   readonly workers: readonly WorkerProcess[];
-  /** A worker process on the stack's config, stopped by the stack unless stopped before. */
-  spawnWorker(env?: Record<string, string>): WorkerProcess;
+  /** A worker process (on the stack's config unless another is given), stopped by the stack. */
+  spawnWorker(options?: { env?: Record<string, string>; configFile?: string }): WorkerProcess;
   /** SIGKILLs a worker and waits for it to be gone. */
   kill(worker: WorkerProcess): Promise<void>;
   /** Something else to close when the stack is torn down (a fake downstream, a client), newest first. */
@@ -87,8 +87,8 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
     get workers() {
       return running.filter(alive);
     },
-    spawnWorker(env = {}) {
-      const worker = spawnWorkerProcess(stack.configFile, stack.db.url, env);
+    spawnWorker({ env = {}, configFile: file = stack.configFile } = {}) {
+      const worker = spawnWorkerProcess(file, stack.db.url, env);
       running.push(worker);
       return worker;
     },
