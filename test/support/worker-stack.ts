@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
@@ -21,6 +23,8 @@ export interface WorkerStackOptions {
   readonly extra?: Record<string, unknown>;
   /** Installs the worker-effects tables (public.effects, fail_control, …). */
   readonly effects?: boolean;
+  /** Files the config names (a `module:` handler), written beside it: name → contents. */
+  readonly besideConfig?: Record<string, string>;
   /** Runs on the fresh database before the claimer starts and the config is written. */
   readonly setup?: (db: TestDatabase) => Promise<void>;
   /** Worker processes spawned once the stack is up. */
@@ -108,6 +112,8 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
     const endpoints = typeof options.endpoints === 'function' ? options.endpoints() : options.endpoints;
     const document = { ...workerConfigDocument(endpoints, options.worker), ...options.extra };
     configFile = writeConfigFile(document);
+    for (const [name, contents] of Object.entries(options.besideConfig ?? {}))
+      writeFileSync(join(dirname(configFile), name), contents);
     claimer = await Claimer.start(db.url, parseConfig(document, {}));
     for (let i = 0; i < (options.workers ?? 0); i++) stack.spawnWorker();
   });
