@@ -40,6 +40,8 @@ export interface WorkerStack {
   readonly db: TestDatabase;
   readonly claimer: Claimer;
   readonly configFile: string;
+  /** True once the teardown has begun: a supervisor that restarts dead workers stops then. */
+  readonly tearingDown: boolean;
   /** The worker processes still running, oldest first. */
   readonly workers: readonly WorkerProcess[];
   /** A worker process (on the stack's config unless another is given), stopped by the stack. */
@@ -64,6 +66,7 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
   let claimer: Claimer | undefined;
   let configFile: string | undefined;
   const running: WorkerProcess[] = [];
+  let tearingDown = false;
   const deferred: Array<() => Promise<unknown> | unknown> = [];
   const signal = options.stopSignal ?? 'SIGTERM';
 
@@ -87,6 +90,9 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
     },
     get configFile() {
       return ready(configFile, 'config file');
+    },
+    get tearingDown() {
+      return tearingDown;
     },
     get workers() {
       return running.filter(alive);
@@ -121,6 +127,7 @@ export function useWorkerStack(options: WorkerStackOptions): WorkerStack {
   if (options.stopWorkers === 'afterEach') afterEach(stopAll);
 
   afterAll(async () => {
+    tearingDown = true;
     await stopAll();
     for (const close of deferred.reverse()) await close();
     await claimer?.stop();
