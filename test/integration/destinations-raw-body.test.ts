@@ -1,3 +1,4 @@
+import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
@@ -23,6 +24,7 @@ import {
 // their inbox row when it is pruned.
 
 const stripe = new Stripe('sk_test_hookgate');
+const SIGNING_SECRET = `whsec_${Buffer.from('a raw destination signing secret').toString('base64')}`;
 
 let db: TestDatabase;
 let downstream: FakeDownstream;
@@ -49,7 +51,12 @@ beforeAll(async () => {
   });
   const endpoints = {
     // One raw and one event destination on the same events.
-    stripe: stripeEndpoint({ raw: raw('raw'), event: { url: `${downstream.url}/event` } }),
+    // One raw (signed as well), one raw passing nothing on, one event destination, same events.
+    stripe: stripeEndpoint({
+      raw: { ...raw('raw'), signing: { secrets: [SIGNING_SECRET] } },
+      bare: { url: `${downstream.url}/bare`, body: 'raw' },
+      event: { url: `${downstream.url}/event` },
+    }),
     // No raw destination: nothing kept.
     plain: stripeEndpoint({ event: { url: `${downstream.url}/plain` } }),
     // `dedupe: observe` takes the transactional claim: the bytes are kept there too.
@@ -112,9 +119,18 @@ describe('body: raw', () => {
     // The receiver's own check, with Stripe's SDK and the same secret.
     const verified = stripe.webhooks.constructEvent(rawRequest!.body, signature, STRIPE_SECRET);
     expect(verified.id).toBe('evt_raw_1');
-    // The relay's own headers still come with it.
+    // The relay's own headers still come with it, its Standard Webhooks signature over the bytes.
     expect(rawRequest!.headers['idempotency-key']).toBe(rawRequest!.headers['webhook-id']);
     expect(rawRequest!.headers['x-hookgate-destination']).toBe('raw');
+    new Webhook(SIGNING_SECRET).verify(rawRequest!.body, {
+      'webhook-id': String(rawRequest!.headers['webhook-id']),
+      'webhook-timestamp': String(rawRequest!.headers['webhook-timestamp']),
+      'webhook-signature': String(rawRequest!.headers['webhook-signature']),
+    });
+    // A raw destination passes on only the headers it names itself.
+    const [bare] = await downstream.waitFor('/bare', 1, 30_000);
+    expect(bare!.body).toBe(bytes);
+    expect(bare!.headers['stripe-signature']).toBeUndefined();
 
     // body: event: the stored payload (jsonb's rendering: not the bytes, so Stripe's signature
     // does not hold for it) and no provider header.
