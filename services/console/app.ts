@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ConsoleContext } from './context.ts';
 import { actionPreview, actionRun } from './pages/action.ts';
+import { destinationsPage } from './pages/destinations.ts';
 import { eventPage } from './pages/event.ts';
 import { eventsPage } from './pages/events.ts';
 import { loginPage, loginSubmit, logoutSubmit } from './pages/login.ts';
@@ -63,6 +64,7 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.get('/', page(overviewPage));
   app.get('/events', page(eventsPage));
   app.get('/events/:endpoint/:eventId', page(eventPage));
+  app.get('/destinations', page(destinationsPage));
   app.post('/actions/:action/preview', form, auth.requireCsrf, page(actionPreview));
   app.post('/actions/:action', form, auth.requireCsrf, page(actionRun));
 

@@ -5,6 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
+import { pauseDestinationAction, resumeDestinationAction } from './actions/destination-pause.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
 import { ActionRegistry } from './actions/registry.ts';
@@ -41,7 +42,9 @@ export function consoleActions(): ActionRegistry {
     .register(requeueAction)
     .register(discardAction)
     .register(pauseAction)
-    .register(resumeAction);
+    .register(resumeAction)
+    .register(pauseDestinationAction)
+    .register(resumeDestinationAction);
 }
 
 /**
@@ -80,6 +83,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     queryTimeoutMs: config.console.queryTimeout,
     actions: consoleActions(),
     demo: settings.demo,
+    config,
   };
   const auth = new ConsoleAuth(settings);
   let stopping = false;

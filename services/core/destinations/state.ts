@@ -33,3 +33,21 @@ export async function setPaused(
   ]);
   return { wasPaused: rows[0]?.was_paused ?? false };
 }
+
+export interface DestinationStateRow {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly paused: boolean;
+  readonly changed_by: string;
+  readonly changed_at: Date;
+}
+
+// One row per destination ever paused: the table is as small as the configuration.
+const ALL_STATES = `
+  SELECT endpoint, destination, paused, changed_by, changed_at
+    FROM hookgate.destination_state ORDER BY endpoint, destination`;
+
+/** Every destination's pause state with who changed it last and when (the console's destinations page). */
+export async function destinationStates(db: Queryable): Promise<DestinationStateRow[]> {
+  return (await db.query<DestinationStateRow>(ALL_STATES)).rows;
+}

@@ -1,0 +1,137 @@
+import { createHash } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningConsole, startConsole } from '../../services/console/server.ts';
+import { parseConfig } from '../../services/core/config/load.ts';
+import { createBoss } from '../../services/core/queue/boss.ts';
+import { silentLogger } from '../support/apply.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { SW_SECRET } from '../support/gateway.ts';
+
+// The console's destinations page and its pause/resume actions, over HTTP against a real console
+// and PostgreSQL: the page shows every configured destination with the stats read's figures, the
+// actions go through the CLI's functions (held rows, audit as console:<user>), CSRF is required.
+const TOKEN = 'console-destinations-test-token-0123456789';
+
+let db: TestDatabase;
+let boss: PgBoss;
+let running: RunningConsole;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+  boss = createBoss({
+    connectionString: db.url,
+    max: 2,
+    supervise: false,
+    applicationName: 'console-dest-test',
+  });
+  boss.on('error', () => {});
+  await boss.start();
+  const config = parseConfig(
+    {
+      endpoints: {
+        shop: {
+          provider: 'standard-webhooks',
+          secrets: [SW_SECRET],
+          destinations: {
+            ledger: { url: 'http://127.0.0.1:9/ledger' },
+            crm: { url: 'http://127.0.0.1:9/crm' },
+          },
+        },
+      },
+      console: {
+        port: 0,
+        sessionSecret: 'console-destinations-test-session-secret-0123',
+        tokens: [{ name: 'ops', sha256: createHash('sha256').update(TOKEN).digest('hex') }],
+      },
+    },
+    {},
+  );
+  running = await startConsole({
+    config,
+    databaseUrl: db.url,
+    boss,
+    logger: silentLogger,
+    embedded: false,
+    env: {},
+  });
+  // One dead and one waiting delivery of ledger.
+  await db.pool.query(
+    `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status, attempts, next_attempt_at)
+     VALUES ('shop', 'ledger', 'evt_1', 'x', 'msg_1', 'dead', 3, now()), ('shop', 'ledger', 'evt_2', 'x', 'msg_2', 'pending', 0, now())`,
+  );
+});
+
+afterAll(async () => {
+  await running?.stop();
+  await boss?.stop({ graceful: false, close: true });
+  await db?.drop();
+});
+
+const auth = { authorization: `Bearer ${TOKEN}` };
+const get = async (path: string) => {
+  const res = await fetch(new URL(path, running.url), { headers: auth, redirect: 'manual' });
+  return { status: res.status, body: await res.text() };
+};
+const post = async (path: string, fields: Record<string, string>) => {
+  const res = await fetch(new URL(path, running.url), {
+    method: 'POST',
+    headers: { ...auth, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams(fields).toString(),
+    redirect: 'manual',
+  });
+  return { status: res.status, body: await res.text() };
+};
+const csrfOf = (page: string) => /name="_csrf" value="([^"]+)"/.exec(page)?.[1] ?? '';
+const rowOf = (page: string, destination: string) =>
+  (page.split('<tr>').find((row) => row.includes(`<td>${destination}</td>`)) ?? '').replace(/\s*\n\s*/g, '');
+
+describe('console destinations page', () => {
+  it('lists every configured destination with its figures, linked from the nav', async () => {
+    const page = await get('/destinations');
+    expect(page.status).toBe(200);
+    expect(page.body).toContain('<a href="/destinations" aria-current="page">Destinations</a>');
+    const ledger = rowOf(page.body, 'ledger');
+    expect(ledger).toContain('<td>active</td><td>closed</td>');
+    expect(ledger).toMatch(/<td>1<\/td><td>0<\/td><td class="bad">1<\/td><td>0<\/td>/);
+    expect(rowOf(page.body, 'crm')).toMatch(/<td>0<\/td><td>0<\/td><td>0<\/td><td>0<\/td>/);
+  });
+
+  it('pauses and resumes a destination after a preview, audited as console:<user>, CSRF required', async () => {
+    const csrf = csrfOf((await get('/destinations')).body);
+    const target = { endpoint: 'shop', destination: 'ledger' };
+    const foreign = await fetch(new URL('/actions/destination-pause', running.url), {
+      method: 'POST',
+      headers: {
+        ...auth,
+        origin: 'https://evil.example',
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ _csrf: csrf, ...target }).toString(),
+    });
+    expect(foreign.status).toBe(403);
+    const preview = await post('/actions/destination-pause/preview', { _csrf: csrf, ...target });
+    expect(preview.status).toBe(200);
+    expect(preview.body).toContain('Would pause shop/ledger');
+    const paused = await post('/actions/destination-pause', { _csrf: csrf, ...target });
+    expect(paused.body).toContain('Paused shop/ledger: 1 delivery(ies) held.');
+    const page = (await get('/destinations')).body;
+    expect(rowOf(page, 'ledger')).toMatch(/<strong>paused<\/strong> since .* by console:ops/);
+    expect(rowOf(page, 'ledger')).toContain('Resume…');
+    const resumed = await post('/actions/destination-resume', { _csrf: csrf, ...target });
+    expect(resumed.body).toContain('Resumed shop/ledger: 1 delivery(ies) released.');
+    const audit = await db.pool.query<{ actor: string; command: string; count: number }>(
+      `SELECT actor, command, count::int AS count FROM hookgate.audit ORDER BY id`,
+    );
+    expect(audit.rows).toEqual([
+      { actor: 'console:ops', command: 'destination pause', count: 1 },
+      { actor: 'console:ops', command: 'destination resume', count: 1 },
+    ]);
+    const unknown = await post('/actions/destination-pause/preview', {
+      _csrf: csrf,
+      endpoint: 'shop',
+      destination: 'nope',
+    });
+    expect(unknown.body).toContain('shop/nope is not a configured destination.');
+  });
+});
