@@ -8,6 +8,7 @@ import type { Logger } from '../core/logging.ts';
 import { pauseDestinationAction, resumeDestinationAction } from './actions/destination-pause.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
+import { redeliverAction } from './actions/redeliver.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -44,7 +45,8 @@ export function consoleActions(): ActionRegistry {
     .register(pauseAction)
     .register(resumeAction)
     .register(pauseDestinationAction)
-    .register(resumeDestinationAction);
+    .register(resumeDestinationAction)
+    .register(redeliverAction);
 }
 
 /**

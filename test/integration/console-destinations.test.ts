@@ -134,4 +134,40 @@ describe('console destinations page', () => {
     });
     expect(unknown.body).toContain('shop/nope is not a configured destination.');
   });
+
+  it('redelivers the dead deliveries of a destination, and one delivered delivery by id, after a dry run', async () => {
+    const csrf = csrfOf((await get('/destinations')).body);
+    expect(rowOf((await get('/destinations')).body, 'ledger')).toContain('Redeliver dead…');
+    const target = { endpoint: 'shop', destination: 'ledger' };
+    const preview = await post('/actions/redeliver/preview', { _csrf: csrf, ...target });
+    expect(preview.body).toContain('Would send 1 delivery(ies) of shop/ledger again');
+    const run = await post('/actions/redeliver', { _csrf: csrf, ...target });
+    expect(run.body).toContain('Redelivering 1 delivery(ies) of shop/ledger.');
+    const rows = await db.pool.query<{ event_id: string; status: string; webhook_id: string }>(
+      `SELECT event_id, status, webhook_id FROM hookgate.destination_deliveries ORDER BY event_id`,
+    );
+    expect(rows.rows).toEqual([
+      { event_id: 'evt_1', status: 'pending', webhook_id: 'msg_1' },
+      { event_id: 'evt_2', status: 'pending', webhook_id: 'msg_2' },
+    ]);
+    const { rows: made } = await db.pool.query<{ id: string }>(
+      `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status, attempts, settled_at)
+       VALUES ('shop', 'crm', 'evt_3', 'x', 'msg_3', 'delivered', 1, now()) RETURNING id::text AS id`,
+    );
+    const one = { endpoint: 'shop', destination: 'crm', id: made[0]!.id };
+    expect((await post('/actions/redeliver/preview', { _csrf: csrf, ...one })).body).toContain(
+      `Would send 1 delivery(ies) of delivery ${one.id} of shop/crm again`,
+    );
+    expect((await post('/actions/redeliver', { _csrf: csrf, ...one })).body).toContain(
+      'Redelivering 1 delivery(ies)',
+    );
+    const audit = await db.pool.query<{ command: string; dry_run: boolean; actor: string }>(
+      `SELECT command, dry_run, actor FROM hookgate.audit WHERE command = 'redeliver' ORDER BY id`,
+    );
+    // Each preview and each run's own dry run are audited, as the CLI's dry runs are.
+    expect(audit.rows.filter((row) => !row.dry_run)).toEqual([
+      { command: 'redeliver', dry_run: false, actor: 'console:ops' },
+      { command: 'redeliver', dry_run: false, actor: 'console:ops' },
+    ]);
+  });
 });

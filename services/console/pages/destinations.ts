@@ -52,11 +52,15 @@ export async function destinationsPage(context: ConsoleContext, req: Request, re
           ? control('destination-resume', row.endpoint, row.destination, viewer.csrf, 'Resume…')
           : control('destination-pause', row.endpoint, row.destination, viewer.csrf, 'Pause…')
         : '';
+      const again =
+        row.dead > 0 && context.actions.get('redeliver') !== undefined
+          ? control('redeliver', row.endpoint, row.destination, viewer.csrf, 'Redeliver dead…')
+          : '';
       return html`<tr>
   <td>${visible(row.endpoint)}</td><td>${visible(row.destination)}</td>
   <td>${stateCell}</td><td>${row.breaker.replace('_', '-')}</td>
   <td>${row.waiting}</td><td>${row.held}</td><td${row.dead > 0 ? html` class="bad"` : ''}>${row.dead}</td>
-  <td>${row.delivered}</td><td>${formatAge(row.p99_seconds)}</td><td>${action}</td>
+  <td>${row.delivered}</td><td>${formatAge(row.p99_seconds)}</td><td>${action}${again}</td>
 </tr>`;
     });
     frame(html`<h1>Destinations</h1>
