@@ -7,6 +7,7 @@ import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
+import { dropQuarantinedAction, releaseQuarantinedAction } from './actions/quarantine.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -41,7 +42,9 @@ export function consoleActions(): ActionRegistry {
     .register(requeueAction)
     .register(discardAction)
     .register(pauseAction)
-    .register(resumeAction);
+    .register(resumeAction)
+    .register(releaseQuarantinedAction)
+    .register(dropQuarantinedAction);
 }
 
 /**
@@ -80,6 +83,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     queryTimeoutMs: config.console.queryTimeout,
     actions: consoleActions(),
     demo: settings.demo,
+    config,
   };
   const auth = new ConsoleAuth(settings);
   let stopping = false;
