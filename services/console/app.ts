@@ -5,6 +5,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { ConsoleContext } from './context.ts';
 import { actionPreview, actionRun } from './pages/action.ts';
 import { auditPage } from './pages/audit.ts';
+import { destinationsPage } from './pages/destinations.ts';
 import { eventPage } from './pages/event.ts';
 import { eventsPage } from './pages/events.ts';
 import { loginPage, loginSubmit, logoutSubmit } from './pages/login.ts';
@@ -65,6 +66,7 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.get('/', page(overviewPage));
   app.get('/events', page(eventsPage));
   app.get('/events/:endpoint/:eventId', page(eventPage));
+  app.get('/destinations', page(destinationsPage));
   app.get('/quarantine', page(quarantinePage));
   app.get('/quarantine/:id', page(quarantinedPage));
   app.get('/audit', page(auditPage));

@@ -5,6 +5,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
+import { pauseDestinationAction, redeliverAction, resumeDestinationAction } from './actions/destinations.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
 import { dropQuarantinedAction, releaseQuarantinedAction } from './actions/quarantine.ts';
@@ -44,7 +45,10 @@ export function consoleActions(): ActionRegistry {
     .register(pauseAction)
     .register(resumeAction)
     .register(releaseQuarantinedAction)
-    .register(dropQuarantinedAction);
+    .register(dropQuarantinedAction)
+    .register(pauseDestinationAction)
+    .register(resumeDestinationAction)
+    .register(redeliverAction);
 }
 
 /**

@@ -43,6 +43,10 @@ beforeAll(async () => {
     VALUES ('shop', $1, 'standard-webhooks', 'job.run', '{"data":{}}', 'dead', 1)`;
   await db.pool.query(insert, ['evt_requeue']);
   await db.pool.query(insert, ['evt_discard']);
+  await db.pool.query(
+    `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status, attempts, settled_at)
+     VALUES ('shop', 'ledger', 'evt_requeue', 'job.run', 'msg_role_test', 'dead', 1, now())`,
+  );
   quarantined = (
     await db.pool.query<{ id: string }>(
       `INSERT INTO hookgate.quarantine (endpoint, reason, message, body, headers, body_digest)
@@ -55,7 +59,13 @@ beforeAll(async () => {
 
   const config = parseConfig(
     {
-      ...workerConfigDocument({ shop: { handler: 'record', extract: { eventType: '/kind' } } }),
+      ...workerConfigDocument({
+        shop: {
+          handler: 'record',
+          extract: { eventType: '/kind' },
+          destinations: { ledger: { url: 'http://127.0.0.1:9/ledger' } },
+        },
+      }),
       console: {
         sessionSecret: 'console-role-test-session-secret-0123456789',
         tokens: [{ name: 'ops', sha256: createHash('sha256').update(TOKEN).digest('hex') }],
@@ -125,9 +135,10 @@ describe('a console logged in as a member of hookgate_console', () => {
     expect(await get('/quarantine')).toContain('event_type_missing');
     await get(`/quarantine/${quarantined[0]}`);
     await get('/audit?since=1h');
+    expect(await get('/destinations')).toContain('ledger');
   });
 
-  it('performs every action: requeue, discard, pause, resume, quarantine release and drop', async () => {
+  it('performs every action: requeue, discard, pause, resume, quarantine release and drop, destination pause, resume and redeliver', async () => {
     expect(await act('requeue', { endpoint: 'shop', event_id: 'evt_requeue', status: 'dead' })).not.toContain(
       'class="error"',
     );
@@ -142,6 +153,18 @@ describe('a console logged in as a member of hookgate_console', () => {
     expect(await act('quarantine-drop', { id: quarantined[1]!, reason: 'role test' })).toContain(
       'Dropped delivery',
     );
+    await act('destination-pause', { endpoint: 'shop', destination: 'ledger' });
+    await act('destination-resume', { endpoint: 'shop', destination: 'ledger' });
+    const delivery = await db.pool.query<{ id: string }>(
+      `SELECT id::text AS id FROM hookgate.destination_deliveries WHERE webhook_id = 'msg_role_test'`,
+    );
+    expect(
+      await act('redeliver', { endpoint: 'shop', destination: 'ledger', delivery_id: delivery.rows[0]!.id }),
+    ).toContain('Redelivering 1 delivery of shop/ledger');
+    const redelivered = await db.pool.query(
+      `SELECT status, redelivered_attempts FROM hookgate.destination_deliveries WHERE webhook_id = 'msg_role_test'`,
+    );
+    expect(redelivered.rows).toEqual([{ status: 'pending', redelivered_attempts: 1 }]);
     const { rows } = await db.pool.query(
       `SELECT event_id, status FROM hookgate.inbox WHERE endpoint = 'shop' ORDER BY event_id`,
     );
@@ -154,10 +177,13 @@ describe('a console logged in as a member of hookgate_console', () => {
       `SELECT DISTINCT command FROM hookgate.audit WHERE actor = 'console:ops' ORDER BY 1`,
     );
     expect(audit.rows.map((row) => row.command)).toEqual([
+      'destination pause',
+      'destination resume',
       'discard',
       'pause',
       'quarantine drop',
       'quarantine release',
+      'redeliver',
       'requeue',
       'resume',
     ]);
@@ -178,6 +204,8 @@ describe('a console logged in as a member of hookgate_console', () => {
     [`UPDATE hookgate.inbox SET event_type = 'forged' WHERE event_id = 'evt_requeue'`],
     [`UPDATE hookgate.quarantine SET body = '\\x00'`],
     [`UPDATE hookgate.audit SET actor = 'someone else'`],
+    [`UPDATE hookgate.destination_deliveries SET webhook_id = 'forged'`],
+    [`DELETE FROM hookgate.destination_deliveries`],
     ['SELECT count(*) FROM billing.ledger_entries'],
   ])('cannot %s', async (statement) => {
     await expect(consolePool.query(statement)).rejects.toMatchObject({ code: '42501' });

@@ -4,7 +4,7 @@ import { type Html, html } from './html.ts';
 export interface PageOptions {
   readonly title: string;
   readonly viewer: Viewer | null;
-  readonly current?: 'overview' | 'events' | 'quarantine' | 'audit';
+  readonly current?: 'overview' | 'events' | 'destinations' | 'quarantine' | 'audit';
   readonly demo?: boolean;
   readonly notice?: string | null;
 }
@@ -25,7 +25,7 @@ export function layout(options: PageOptions, body: Html): Html {
 <body>
 <header class="top">
   <span class="brand">hookgate</span>
-  <nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}${nav('quarantine', '/quarantine', 'Quarantine')}${nav('audit', '/audit', 'Audit')}</nav>
+  <nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}${nav('destinations', '/destinations', 'Destinations')}${nav('quarantine', '/quarantine', 'Quarantine')}${nav('audit', '/audit', 'Audit')}</nav>
   ${
     viewer
       ? html`<div class="who">

@@ -15,7 +15,8 @@ import type pg from 'pg';
  *   `pgboss`, and exactly the writes its actions make: the audit row; requeue's and discard's
  *   columns of the inbox (never its payload, no DELETE); pause and resume; a quarantine release's
  *   claim (inbox, raw bytes, delivery counts, the pg-boss job) and the quarantine's settle
- *   columns. No DDL, no TRUNCATE, no DELETE anywhere.
+ *   columns; a destination's pause state, and its deliveries' status and retry budget (pause,
+ *   resume, redeliver). No DDL, no TRUNCATE, no DELETE anywhere.
  *
  * All are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
@@ -86,6 +87,11 @@ export const GRANT_ROLES = `
         ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).
       GRANT INSERT, UPDATE ON hookgate.endpoint_state TO hookgate_console;
+      -- A destination's pause and resume (destinations/state.ts: its state row; deliveries.ts:
+      -- held or released) and redeliver (deliveries.ts: status, retry budget, due time).
+      GRANT INSERT, UPDATE ON hookgate.destination_state TO hookgate_console;
+      GRANT UPDATE (status, redelivered_attempts, next_attempt_at, settled_at)
+        ON hookgate.destination_deliveries TO hookgate_console;
       -- pg-boss writes a job into its queue's partition (job_common for hookgate's queues).
       FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass LOOP
         EXECUTE format('GRANT INSERT ON %s TO hookgate_console', part);
