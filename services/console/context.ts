@@ -19,6 +19,5 @@ export interface ConsoleContext {
   readonly queryTimeoutMs: number;
   readonly actions: ActionRegistry;
   readonly demo: boolean;
-  /** The endpoints' configuration, for the destinations page and its actions. */
-  readonly config: Pick<Config, 'endpoints'>;
+  readonly config: Config;
 }

@@ -5,10 +5,10 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
-import { pauseDestinationAction, resumeDestinationAction } from './actions/destination-pause.ts';
+import { pauseDestinationAction, redeliverAction, resumeDestinationAction } from './actions/destinations.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
-import { redeliverAction } from './actions/redeliver.ts';
+import { dropQuarantinedAction, releaseQuarantinedAction } from './actions/quarantine.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -44,6 +44,8 @@ export function consoleActions(): ActionRegistry {
     .register(discardAction)
     .register(pauseAction)
     .register(resumeAction)
+    .register(releaseQuarantinedAction)
+    .register(dropQuarantinedAction)
     .register(pauseDestinationAction)
     .register(resumeDestinationAction)
     .register(redeliverAction);

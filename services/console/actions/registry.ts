@@ -17,8 +17,8 @@ export interface ActionContext {
   readonly viewer: Viewer;
   /** Endpoints the configuration names; an action on any other is refused. */
   readonly endpoints: readonly string[];
-  /** The endpoints' configuration (destination actions resolve their destination in it). */
-  readonly config: Pick<Config, 'endpoints'>;
+  /** The console's configuration: a quarantine release claims with it. */
+  readonly config: Config;
 }
 
 export interface ActionPreview {

@@ -34,7 +34,7 @@ export async function setPaused(
   return { wasPaused: rows[0]?.was_paused ?? false };
 }
 
-export interface DestinationStateRow {
+export interface DestinationState {
   readonly endpoint: string;
   readonly destination: string;
   readonly paused: boolean;
@@ -42,12 +42,13 @@ export interface DestinationStateRow {
   readonly changed_at: Date;
 }
 
-// One row per destination ever paused: the table is as small as the configuration.
-const ALL_STATES = `
+// One row per destination ever paused or resumed: small by construction (its key is the
+// configured destinations), so reading all of it is bounded by the configuration.
+const STATES = `
   SELECT endpoint, destination, paused, changed_by, changed_at
     FROM hookgate.destination_state ORDER BY endpoint, destination`;
 
-/** Every destination's pause state with who changed it last and when (the console's destinations page). */
-export async function destinationStates(db: Queryable): Promise<DestinationStateRow[]> {
-  return (await db.query<DestinationStateRow>(ALL_STATES)).rows;
+/** Every destination's pause state, for the console's destinations page. */
+export async function destinationStates(db: Queryable): Promise<DestinationState[]> {
+  return (await db.query<DestinationState>(STATES)).rows;
 }
