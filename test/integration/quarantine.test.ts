@@ -187,3 +187,20 @@ describe('hookgate quarantine (the CLI)', () => {
     expect(rows).toEqual([{ event_type: 'thing.made' }]);
   });
 });
+
+describe('hookgate quarantine list order', () => {
+  // 100 rows: a fresh database's ids cross from two digits to three within them, where text order differs.
+  it('lists rows received at the same moment by their numeric id, newest first (99 after 100, not before)', async () => {
+    const ids = (
+      await db.pool.query<{ id: string }>(
+        `INSERT INTO hookgate.quarantine (endpoint, received_at, reason, message, body, headers, body_digest)
+         SELECT 'order_test', '2026-01-01T00:00:00Z', 'event_type_missing', 'no type', convert_to(n::text, 'UTF8'), '{}',
+                sha256(convert_to('order_test' || n, 'UTF8'))
+           FROM generate_series(1, 100) AS n
+         RETURNING id::text AS id`,
+      )
+    ).rows.map((row) => row.id);
+    const listed = (await listQuarantined(db.pool, { endpoint: 'order_test' })).map((row) => row.id);
+    expect(listed).toEqual([...ids].sort((a, b) => Number(b) - Number(a)));
+  });
+});

@@ -33,7 +33,8 @@ const LIST = `
   SELECT ${COLUMNS} FROM hookgate.quarantine
    WHERE ($1::text IS NULL OR endpoint = $1)
      AND ($2::boolean OR (released_at IS NULL AND dropped_at IS NULL))
-   ORDER BY received_at DESC, id DESC
+   -- The bigint column, not the output's text alias (which sorts 9 after 10).
+   ORDER BY received_at DESC, quarantine.id DESC
    LIMIT $3`;
 
 /** Held rows (or every row with `all`), newest first. */
@@ -104,7 +105,7 @@ export interface QuarantinedDelivery extends QuarantinedRow {
   readonly headers: Record<string, string>;
 }
 
-const SHOW = `SELECT ${COLUMNS}, body, headers FROM hookgate.quarantine WHERE id = ANY($1::bigint[]) ORDER BY id`;
+const SHOW = `SELECT ${COLUMNS}, body, headers FROM hookgate.quarantine WHERE id = ANY($1::bigint[]) ORDER BY quarantine.id`;
 
 /** The rows with these ids, body and kept headers included. */
 export async function showQuarantined(db: Queryable, ids: readonly string[]): Promise<QuarantinedDelivery[]> {
