@@ -25,7 +25,13 @@ export interface PruneOptions {
 }
 
 export interface PruneProgress {
-  readonly table: 'inbox' | 'outbox_deliveries' | 'destination_deliveries' | 'apply_attempts' | 'audit';
+  readonly table:
+    | 'inbox'
+    | 'outbox_deliveries'
+    | 'destination_deliveries'
+    | 'apply_attempts'
+    | 'audit'
+    | 'quarantine';
   readonly deleted: number;
   readonly total: number;
 }
