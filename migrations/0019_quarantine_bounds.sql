@@ -14,3 +14,12 @@ CREATE INDEX IF NOT EXISTS quarantine_settled_idx
 CREATE INDEX IF NOT EXISTS quarantine_held_reason_idx
   ON hookgate.quarantine (endpoint, reason)
   WHERE released_at IS NULL AND dropped_at IS NULL;
+
+-- Found by the plan audit (test/integration/plan-audit.test.ts) once it grew these tables: the
+-- paused endpoints (the pause gauges, stats, the workers' pause watch) and the breakers not closed
+-- (the destination gauges) were read by a scan of the whole table. Both are the few rows in an
+-- unusual state, so partial indexes on exactly those rows.
+CREATE INDEX IF NOT EXISTS endpoint_state_paused_idx
+  ON hookgate.endpoint_state (endpoint) WHERE paused_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS destination_breaker_unclosed_idx
+  ON hookgate.destination_breaker (endpoint, destination) WHERE state <> 'closed';
