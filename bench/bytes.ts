@@ -19,6 +19,12 @@ export interface BytesSettings {
   readonly arrivals: number;
   readonly rate: number;
   readonly connections: number;
+  /**
+   * Give the endpoint a `body: raw` destination (passing `stripe-signature` on), so its claims
+   * keep the original bytes in hookgate.inbox_raw: that table's bytes per event are its cost. The
+   * destination is a closed port with no retries, so its deliveries end dead at once.
+   */
+  readonly raw: boolean;
 }
 
 export interface TableBytes {
@@ -54,7 +60,11 @@ export interface BytesReport {
     readonly pgboss: number;
     readonly outboxDeliveries: number;
     readonly billing: number;
+    /** hookgate.inbox_raw (only with `raw`): the original bytes and headers, with their row and index. */
+    readonly raw: number;
   };
+  /** With `raw`: the original bytes themselves (octet_length of inbox_raw.body), per event. */
+  readonly rawBodyPerEvent: number;
   /** pg-boss's per-queue policy as the queues were left: seconds completed jobs are kept. */
   readonly queues: readonly { name: string; deleteAfterSeconds: number; retentionSeconds: number }[];
   readonly loadAverage: { readonly start: number; readonly end: number };
@@ -85,7 +95,25 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
     database.url,
     {
       worker: { pollingInterval: '200ms' },
-      endpoints: { [ENDPOINT]: { provider: 'stripe', secrets: [SECRET], handler: 'billing' } },
+      endpoints: {
+        [ENDPOINT]: {
+          provider: 'stripe',
+          secrets: [SECRET],
+          handler: 'billing',
+          ...(settings.raw
+            ? {
+                destinations: {
+                  copy: {
+                    url: 'http://127.0.0.1:9/',
+                    body: 'raw',
+                    passthroughHeaders: ['stripe-signature'],
+                    retry: { limit: 0 },
+                  },
+                },
+              }
+            : {}),
+        },
+      },
     },
     1,
   );
@@ -116,6 +144,11 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
     const payload = (
       await db.query<{ bytes: number }>(
         'SELECT coalesce(sum(pg_column_size(payload)), 0)::float8 AS bytes FROM hookgate.inbox',
+      )
+    ).rows[0]!.bytes;
+    const rawBody = (
+      await db.query<{ bytes: number }>(
+        'SELECT coalesce(sum(octet_length(body)), 0)::float8 AS bytes FROM hookgate.inbox_raw',
       )
     ).rows[0]!.bytes;
     const jobs = await db.query<{ state: string; n: number }>(
@@ -150,9 +183,11 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
         'pgboss.job': live.rows[0]?.jobs ?? Number.NaN,
       },
       payloadPerEvent: per(payload),
+      rawBodyPerEvent: per(rawBody),
       tables,
       overheadPerEvent: {
-        inbox: per(sum(sizes, 'hookgate.inbox') - payload),
+        inbox: per(sum(sizes, 'hookgate.inbox') - sum(sizes, 'hookgate.inbox_raw') - payload),
+        raw: per(sum(sizes, 'hookgate.inbox_raw')),
         pgboss: per(sum(sizes, 'pgboss.')),
         outboxDeliveries: per(sum(sizes, 'hookgate.outbox_deliveries')),
         billing: per(sum(sizes, 'billing.')),
@@ -197,6 +232,11 @@ export function renderBytes(report: BytesReport): string[] {
       .map(([table, bytes]) => `${table} ${bytes.toFixed(0)} B`)
       .join(', ')}`,
     `  overhead per event, payload excluded: inbox ${o.inbox.toFixed(0)} B, pg-boss ${o.pgboss.toFixed(0)} B, outbox_deliveries ${o.outboxDeliveries.toFixed(0)} B (billing tables ${o.billing.toFixed(0)} B, the handler's own data)`,
+    ...(s.raw
+      ? [
+          `  body: raw kept (hookgate.inbox_raw): ${o.raw.toFixed(0)} B per event, of which the original bytes ${report.rawBodyPerEvent.toFixed(0)} B`,
+        ]
+      : []),
     `  machine: ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`,
   );
   return lines;

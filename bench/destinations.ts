@@ -3,11 +3,14 @@
 // same requests (same bodies, same concurrency per destination) to the same sink, in the same
 // run. The sink runs in a child process, so this process's CPU is the sender's alone (PostgreSQL's
 // is not counted: it is the relay's claims and records). Figures: deliveries per second of each,
-// their ratio, and this process's CPU per delivery of each.
+// their ratio, and this process's CPU per delivery of each. Then, on the same events: one
+// destination with `ordering: entity` against one without (the same backlog with entities), and
+// one with a `rateLimit`, whose throughput should be its limit (achieved / limit).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import pg from 'pg';
 import { parseConfig } from '../services/core/config/load.ts';
+import type { Config } from '../services/core/config/schema.ts';
 import { insertDeliveries } from '../services/core/destinations/deliveries.ts';
 import { routesFrom, webhookIdFor } from '../services/core/destinations/routes.ts';
 import { createLogger } from '../services/core/logging.ts';
@@ -19,6 +22,12 @@ export interface DestinationsOptions {
   readonly destinations: number;
   /** Deliveries in flight per destination, for both sides. */
   readonly concurrency: number;
+  /** Entities the ordered/unordered comparison spreads the events over. */
+  readonly entities: number;
+  /** The rate-limited destination's limit (deliveries per second; burst the same). */
+  readonly ratePerSecond: number;
+  /** How long the rate-limited phase runs at its limit (its backlog is this many seconds' worth). */
+  readonly rateSeconds: number;
 }
 
 interface Side {
@@ -38,6 +47,22 @@ export interface DestinationsReport {
   readonly throughputRatio: number;
   /** relay CPU per delivery over the bare client's. */
   readonly cpuRatio: number;
+  /** One destination, the same events spread over `entities` entities: unordered, then `ordering: entity`. */
+  readonly ordering: {
+    readonly entities: number;
+    readonly unordered: Side;
+    readonly ordered: Side;
+    readonly throughputRatio: number;
+    readonly cpuRatio: number;
+  };
+  /** One destination with `rateLimit`: deliveries per second after its first burst, against the limit. */
+  readonly rateLimited: {
+    readonly limit: number;
+    readonly deliveries: number;
+    readonly seconds: number;
+    readonly achieved: number;
+    readonly achievedOverLimit: number;
+  };
 }
 
 const SINK = `
@@ -73,6 +98,55 @@ function side(deliveries: number, started: bigint, cpu: NodeJS.CpuUsage): Side {
   };
 }
 
+/** Deliveries of events evt_1 … evt_count to these destinations, as the apply engine writes them. */
+async function backlog(
+  pool: pg.Pool,
+  count: number,
+  destinations: readonly string[],
+  entityOf: (eventId: string) => { entityKey: string | null; entityVersion: string | null },
+): Promise<void> {
+  for (let from = 1; from <= count; from += 1_000) {
+    const ids = Array.from({ length: Math.min(1_000, count - from + 1) }, (_, n) => `evt_${from + n}`);
+    await insertDeliveries(
+      pool,
+      'bench',
+      ids.flatMap((eventId) =>
+        destinations.map((destination) => ({
+          destination,
+          eventId,
+          eventType: 'invoice.paid',
+          webhookId: webhookIdFor('bench', eventId, destination),
+          ...entityOf(eventId),
+        })),
+      ),
+    );
+  }
+}
+
+/** Runs the relay over the config's destinations until `total` (of `only`, if given) are delivered. */
+async function relayPhase(pool: pg.Pool, config: Config, total: number, only?: string): Promise<Side> {
+  const cpu = process.cpuUsage();
+  const started = process.hrtime.bigint();
+  const relay = startDestinationRelay({
+    pool,
+    routes: routesFrom(config),
+    logger: createLogger('silent'),
+    pollIntervalMs: 50,
+  });
+  for (;;) {
+    const { rows } = await pool.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM hookgate.destination_deliveries
+        WHERE status = 'delivered' AND ($1::text IS NULL OR destination = $1)`,
+      [only ?? null],
+    );
+    if (rows[0]!.n >= total) break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const result = side(total, started, cpu);
+  await relay.stop();
+  return result;
+}
+
 export async function destinationsScenario(
   database: BenchDatabase,
   options: DestinationsOptions,
@@ -103,26 +177,7 @@ export async function destinationsScenario(
          FROM generate_series(1, $1) AS n`,
       [options.events, JSON.stringify(payload(0))],
     );
-    for (let from = 1; from <= options.events; from += 1_000) {
-      const ids = Array.from(
-        { length: Math.min(1_000, options.events - from + 1) },
-        (_, n) => `evt_${from + n}`,
-      );
-      await insertDeliveries(
-        pool,
-        'bench',
-        ids.flatMap((eventId) =>
-          names.map((destination) => ({
-            destination,
-            eventId,
-            eventType: 'invoice.paid',
-            webhookId: webhookIdFor('bench', eventId, destination),
-            entityKey: null,
-            entityVersion: null,
-          })),
-        ),
-      );
-    }
+    await backlog(pool, options.events, names, () => ({ entityKey: null, entityVersion: null }));
     const total = options.events * options.destinations;
     // The bodies as the relay sends them: the stored payload as PostgreSQL writes it.
     const bodies = (
@@ -131,28 +186,11 @@ export async function destinationsScenario(
       )
     ).rows.map((row) => row.body);
 
-    // Relay.
-    let cpu = process.cpuUsage();
-    let started = process.hrtime.bigint();
-    const relay = startDestinationRelay({
-      pool,
-      routes: routesFrom(config),
-      logger: createLogger('silent'),
-      pollIntervalMs: 50,
-    });
-    for (;;) {
-      const { rows } = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM hookgate.destination_deliveries WHERE status = 'delivered'`,
-      );
-      if (rows[0]!.n >= total) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    const relaySide = side(total, started, cpu);
-    await relay.stop();
+    const relaySide = await relayPhase(pool, config, total);
 
     // Bare client: the same requests, `concurrency` in flight per destination.
-    cpu = process.cpuUsage();
-    started = process.hrtime.bigint();
+    const cpu = process.cpuUsage();
+    const started = process.hrtime.bigint();
     await Promise.all(
       names.map(async (name) => {
         let next = 0;
@@ -171,6 +209,50 @@ export async function destinationsScenario(
       }),
     );
     const bareSide = side(total, started, cpu);
+
+    // Ordering: the same events to one destination, each event an entity's next version.
+    const entityOf = (eventId: string) => {
+      const n = Number(eventId.slice(4));
+      return {
+        entityKey: JSON.stringify(['invoice', `in_${n % options.entities}`]),
+        entityVersion: String(n),
+      };
+    };
+    const single = (name: string, extra: Record<string, unknown>) =>
+      parseConfig(
+        {
+          endpoints: {
+            bench: {
+              provider: 'standard-webhooks',
+              secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+              destinations: {
+                [name]: { url: `${sink.url}/${name}`, concurrency: options.concurrency, ...extra },
+              },
+            },
+          },
+          relay: { pollingInterval: '50ms' },
+        },
+        {},
+      );
+    await backlog(pool, options.events, ['unordered', 'ordered'], entityOf);
+    const unordered = await relayPhase(pool, single('unordered', {}), options.events, 'unordered');
+    const ordered = await relayPhase(
+      pool,
+      single('ordered', { ordering: 'entity' }),
+      options.events,
+      'ordered',
+    );
+
+    // Rate limit: a backlog of rateSeconds at the limit (plus its first burst).
+    const burst = Math.max(1, Math.ceil(options.ratePerSecond));
+    const limitedCount = Math.min(
+      options.events,
+      burst + Math.round(options.ratePerSecond * options.rateSeconds),
+    );
+    await backlog(pool, limitedCount, ['limited'], () => ({ entityKey: null, entityVersion: null }));
+    const limitedConfig = single('limited', { rateLimit: { perSecond: options.ratePerSecond, burst } });
+    const limited = await relayPhase(pool, limitedConfig, limitedCount, 'limited');
+    const achieved = (limitedCount - burst) / limited.seconds;
     return {
       deliveries: total,
       destinations: options.destinations,
@@ -179,6 +261,20 @@ export async function destinationsScenario(
       bare: bareSide,
       throughputRatio: relaySide.perSecond / bareSide.perSecond,
       cpuRatio: relaySide.cpuMicrosPerDelivery / bareSide.cpuMicrosPerDelivery,
+      ordering: {
+        entities: options.entities,
+        unordered,
+        ordered,
+        throughputRatio: ordered.perSecond / unordered.perSecond,
+        cpuRatio: ordered.cpuMicrosPerDelivery / unordered.cpuMicrosPerDelivery,
+      },
+      rateLimited: {
+        limit: options.ratePerSecond,
+        deliveries: limitedCount,
+        seconds: limited.seconds,
+        achieved,
+        achievedOverLimit: achieved / options.ratePerSecond,
+      },
     };
   } finally {
     await pool.end();
@@ -194,5 +290,10 @@ export function renderDestinations(report: DestinationsReport): string[] {
     row('relay', report.relay),
     row('bare client', report.bare),
     `  relay / bare: throughput ×${report.throughputRatio.toFixed(2)}, CPU per delivery ×${report.cpuRatio.toFixed(2)} (this process; PostgreSQL's share not counted)`,
+    `  one destination, ${report.deliveries / report.destinations} events over ${report.ordering.entities} entities:`,
+    row('unordered', report.ordering.unordered),
+    row('ordered', report.ordering.ordered),
+    `  ordered / unordered: throughput ×${report.ordering.throughputRatio.toFixed(2)}, CPU per delivery ×${report.ordering.cpuRatio.toFixed(2)}`,
+    `  rateLimit ${report.rateLimited.limit}/s: ${report.rateLimited.deliveries} deliveries in ${report.rateLimited.seconds.toFixed(1)} s, ${report.rateLimited.achieved.toFixed(1)}/s after the first burst: achieved / limit ×${report.rateLimited.achievedOverLimit.toFixed(3)}`,
   ];
 }

@@ -67,6 +67,8 @@ const settings = z
     /** bytes: arrivals sent (duplicates included) and their rate. */
     BENCH_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(6_000),
     BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
+    /** bytes: 1 gives the endpoint a `body: raw` destination, to measure hookgate.inbox_raw per event. */
+    BENCH_BYTES_RAW: z.enum(['0', '1']).default('0'),
     /** wal: arrival rate and seconds of load, worker processes. */
     BENCH_WAL_RATE: z.coerce.number().int().min(10).max(10_000).default(300),
     BENCH_WAL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
@@ -92,6 +94,10 @@ const settings = z
     BENCH_DEST_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
     BENCH_DEST_DESTINATIONS: z.coerce.number().int().min(1).max(50).default(2),
     BENCH_DEST_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
+    /** destinations: entities of the ordered/unordered comparison; the rate-limited destination's limit and seconds. */
+    BENCH_DEST_ENTITIES: z.coerce.number().int().min(1).max(1_000_000).default(500),
+    BENCH_DEST_RATE: z.coerce.number().min(1).max(10_000).default(100),
+    BENCH_DEST_RATE_SECONDS: z.coerce.number().int().min(5).max(600).default(20),
   })
   .parse(process.env);
 
@@ -158,6 +164,7 @@ const scenarios: Scenario[] = [
         arrivals: settings.BENCH_BYTES_ARRIVALS,
         rate: settings.BENCH_BYTES_RATE,
         connections: settings.BENCH_CONNECTIONS,
+        raw: settings.BENCH_BYTES_RAW === '1',
       });
       return { lines: renderBytes(report), report };
     },
@@ -222,6 +229,9 @@ const scenarios: Scenario[] = [
         events: settings.BENCH_DEST_EVENTS,
         destinations: settings.BENCH_DEST_DESTINATIONS,
         concurrency: settings.BENCH_DEST_CONCURRENCY,
+        entities: settings.BENCH_DEST_ENTITIES,
+        ratePerSecond: settings.BENCH_DEST_RATE,
+        rateSeconds: settings.BENCH_DEST_RATE_SECONDS,
       });
       return { lines: renderDestinations(report), report };
     },

@@ -1,5 +1,6 @@
 import { endpointBodyLimit } from '../core/config/body-limits.ts';
 import type { Config, EndpointConfig } from '../core/config/schema.ts';
+import { rawKeptFor } from '../core/destinations/routes.ts';
 import { createProvider } from '../core/providers/index.ts';
 import type { Provider } from '../core/providers/types.ts';
 
@@ -10,6 +11,8 @@ export interface Endpoint {
   readonly provider: Provider;
   /** Largest body accepted, in bytes: the endpoint's, its provider's maximum, or server.bodyLimit. */
   readonly bodyLimit: number;
+  /** With a `body: raw` destination: the header names its claims keep with the bytes; else null. */
+  readonly rawKept: readonly string[] | null;
 }
 
 export function buildEndpoints(config: Config): ReadonlyMap<string, Endpoint> {
@@ -20,6 +23,7 @@ export function buildEndpoints(config: Config): ReadonlyMap<string, Endpoint> {
       config: endpoint,
       provider: createProvider(endpoint),
       bodyLimit: endpointBodyLimit(endpoint, config.server.bodyLimit),
+      rawKept: rawKeptFor(endpoint),
     });
   }
   return endpoints;

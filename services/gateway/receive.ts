@@ -191,6 +191,7 @@ export async function receive(
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
+    raw: endpoint.rawKept ? { body: rawBody, headers: keptRawHeaders(headers, endpoint.rawKept) } : null,
   });
   if (!result.ok) {
     const code = isGatewayErrorCode(result.error.code) ? result.error.code : 'database_unavailable';
@@ -227,4 +228,14 @@ export async function receive(
       : { status: result.outcome, endpoint: endpoint.name, event_id: identity.event.eventId },
     eventId: identity.event.eventId,
   };
+}
+
+/** The pass-through headers a `body: raw` destination sends on, those present, as received. */
+function keptRawHeaders(headers: HeaderBag, names: readonly string[]): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of names) {
+    const value = headers[name];
+    if (value !== undefined) kept[name] = value;
+  }
+  return kept;
 }

@@ -11,14 +11,14 @@ export function standardWebhooksSignature(
   secrets: readonly string[],
   webhookId: string,
   timestampSeconds: number,
-  body: string,
+  body: string | Buffer,
 ): string {
-  const content = `${webhookId}.${timestampSeconds}.${body}`;
+  const prefix = `${webhookId}.${timestampSeconds}.`;
   return secrets
     .map((secret) => {
       // The config schema refused secrets that do not decode.
       const key = standardWebhooksKey(secret) as Buffer;
-      return `v1,${createHmac('sha256', key).update(content).digest('base64')}`;
+      return `v1,${createHmac('sha256', key).update(prefix).update(body).digest('base64')}`;
     })
     .join(' ');
 }
@@ -29,16 +29,23 @@ export interface DeliveryToSend {
   readonly eventId: string;
   readonly eventType: string;
   readonly webhookId: string;
-  /** The stored payload, as PostgreSQL writes jsonb. */
-  readonly body: string;
+  /** The stored payload, as PostgreSQL writes jsonb; with `body: raw`, the provider's original bytes. */
+  readonly body: string | Buffer;
+  /** With `body: raw`: the provider's headers kept with the bytes (lower-case names). */
+  readonly keptHeaders?: Readonly<Record<string, string>> | null;
 }
 
 export function requestHeaders(
-  settings: Pick<DestinationConfig, 'headers' | 'signing'>,
+  settings: Pick<DestinationConfig, 'headers' | 'signing' | 'passthroughHeaders'>,
   delivery: DeliveryToSend,
   nowMs: number,
 ): Record<string, string> {
   const headers: Record<string, string> = { ...settings.headers };
+  // Only those this destination names (the endpoint keeps the union of its raw destinations').
+  for (const name of settings.passthroughHeaders ?? []) {
+    const value = delivery.keptHeaders?.[name.toLowerCase()];
+    if (value !== undefined) headers[name.toLowerCase()] = value;
+  }
   Object.assign(headers, {
     'content-type': 'application/json',
     'user-agent': 'hookgate-relay',

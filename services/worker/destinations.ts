@@ -167,6 +167,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       destination: route.name,
       leaseSeconds,
       ordered: route.settings.ordering === 'entity',
+      raw: route.settings.body === 'raw',
     };
     const breaker = route.settings.breaker;
     if (breaker) {
@@ -207,17 +208,25 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     const started = performance.now();
     const attemptInBudget = delivery.attempts - delivery.redelivered_attempts;
     let outcome: AttemptOutcome;
-    if (delivery.body === null) {
+    const raw = route.settings.body === 'raw';
+    const unsendable =
+      delivery.body === null
+        ? 'the event is no longer in the inbox (pruned): nothing to send'
+        : raw && !delivery.raw_body
+          ? 'body: raw, but the provider\u2019s original bytes were not kept for this event (it came before the destination had body: raw, or from a provider API replay): nothing to send'
+          : null;
+    if (unsendable !== null || delivery.body === null) {
       outcome = {
         status: 'dead',
         httpStatus: null,
-        error: 'the event is no longer in the inbox (pruned): nothing to send',
+        error: unsendable,
         retryInSeconds: 0,
         startedAt,
         durationMs: 0,
         responseHead: null,
       };
     } else {
+      const body = raw && delivery.raw_body ? delivery.raw_body : delivery.body;
       const sent = await postOnce({
         url: route.settings.url,
         headers: requestHeaders(
@@ -228,11 +237,12 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
             eventId: delivery.event_id,
             eventType: delivery.event_type,
             webhookId: delivery.webhook_id,
-            body: delivery.body,
+            body,
+            keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
           },
           Date.now(),
         ),
-        body: delivery.body,
+        body,
         timeoutMs: route.settings.timeout,
         signal: aborting.signal,
         ...(dispatcher ? { dispatcher } : {}),
@@ -270,7 +280,9 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
     const log = { ...labels, delivery: delivery.id, event_id: delivery.event_id, attempt: delivery.attempts };
     const written = await finisher.finish({ ...outcome, id: delivery.id, attempt: delivery.attempts });
     const breaker = route.settings.breaker;
-    if (breaker && delivery.body !== null) {
+    // Nothing sent (no event, no kept bytes) says nothing about the destination.
+    const sent = delivery.body !== null && (route.settings.body !== 'raw' || Boolean(delivery.raw_body));
+    if (breaker && sent) {
       // Only failures that say the destination is unwell count; a 4xx answer says it is up.
       const failed = outcome.status === 'retrying' || (outcome.status === 'dead' && isUnwell(outcome));
       const rate = breaker.rate

@@ -31,7 +31,7 @@ export interface SendRequest {
    */
   readonly redact?: (text: string) => string;
   readonly headers: Readonly<Record<string, string>>;
-  readonly body: string;
+  readonly body: string | Buffer;
   readonly timeoutMs: number;
   /** Aborts the request when the job is cancelled or the relay stops. */
   readonly signal?: AbortSignal;

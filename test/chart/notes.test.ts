@@ -126,6 +126,18 @@ describe('NOTES.txt: PostgreSQL connections at full scale', () => {
       warns: false,
     },
     {
+      name: 'destinations: one plain, one with a breaker (its slots count), in the worker pool',
+      scenario: 'default-values.yaml',
+      set: [
+        'config.endpoints.stripe.destinations.ledger.url=http://ledger.internal/hooks',
+        'config.endpoints.stripe.destinations.crm.url=http://crm.internal/hooks',
+        'config.endpoints.stripe.destinations.crm.concurrency=8',
+        'config.endpoints.stripe.destinations.crm.breaker.failures=5',
+        'config.worker.poolSize=5',
+      ],
+      warns: true,
+    },
+    {
       name: 'a worker HPA, more worker loops, migrations off',
       scenario: 'hpa-values.yaml',
       set: ['config.worker.concurrency=4', 'migrations.enabled=false'],

@@ -1,26 +1,13 @@
 import { hostname } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { effectCounts, installEffects } from '../support/worker-effects.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { effectCounts } from '../support/worker-effects.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // The per-attempt history with a worker process: an event that fails three times and then
 // succeeds has four attempts, each with its time, worker, outcome, error and duration, and
 // `events show` prints them in its timeline.
-let db: TestDatabase;
-let configFile: string;
-let claimer: Claimer;
-let worker: WorkerProcess;
-
 const endpoints = { flaky: { handler: 'project' } };
 // Test-only instrumentation: the business write fails while the event's row has counted fewer
 // than three attempts (its attempt number is settled after the write, so attempts 1–3 fail).
@@ -35,36 +22,32 @@ const FAIL_FIRST_THREE = `
   CREATE TRIGGER fail_first_three BEFORE INSERT OR UPDATE ON hookgate.entity_state
     FOR EACH ROW EXECUTE FUNCTION public.fail_first_three();`;
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await installEffects(db.pool);
-  await db.pool.query(FAIL_FIRST_THREE);
-  configFile = writeConfigFile(workerConfigDocument(endpoints, { retryLimit: 3 }));
-  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 3 }));
-  worker = spawnWorkerProcess(configFile, db.url);
-});
-
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  await worker?.exited;
-  await claimer?.stop();
-  await db?.drop();
+const stack = useWorkerStack({
+  endpoints,
+  worker: { retryLimit: 3 },
+  effects: true,
+  setup: async (db) => {
+    await db.pool.query(FAIL_FIRST_THREE);
+  },
+  workers: 1,
 });
 
 describe('per-attempt history', () => {
   it('an event that failed three times and then succeeded has four attempts, shown in its timeline', async () => {
-    await claimer.claim('flaky', [{ eventId: 'evt_flaky', entityType: 'thing', entityId: 't1', version: 1 }]);
+    await stack.claimer.claim('flaky', [
+      { eventId: 'evt_flaky', entityType: 'thing', entityId: 't1', version: 1 },
+    ]);
     await waitFor(
       'evt_flaky to be processed',
       async () =>
-        (await db.pool.query(`SELECT status FROM hookgate.inbox WHERE event_id = 'evt_flaky'`)).rows[0]
+        (await stack.db.pool.query(`SELECT status FROM hookgate.inbox WHERE event_id = 'evt_flaky'`)).rows[0]
           ?.status === 'processed',
       60_000,
     );
-    expect((await effectCounts(db.pool, 'flaky')).get('evt_flaky')).toBe(1);
+    expect((await effectCounts(stack.db.pool, 'flaky')).get('evt_flaky')).toBe(1);
     const shown = await runCliInProcess(
-      ['events', 'show', 'evt_flaky', '--endpoint', 'flaky', '--json', '--config', configFile],
-      { DATABASE_URL: db.url },
+      ['events', 'show', 'evt_flaky', '--endpoint', 'flaky', '--json', '--config', stack.configFile],
+      { DATABASE_URL: stack.db.url },
     );
     expect(shown.code, shown.output).toBe(0);
     const event = JSON.parse(shown.stdout) as {
@@ -73,7 +56,7 @@ describe('per-attempt history', () => {
       timeline: { at: string; what: string }[];
     };
     const history = (
-      await db.pool.query<{
+      await stack.db.pool.query<{
         attempt: number;
         worker: string;
         outcome: string;
@@ -84,7 +67,7 @@ describe('per-attempt history', () => {
       }>(`SELECT attempt, worker, outcome, error_code, error_message, duration_ms, at FROM hookgate.apply_attempts
            WHERE endpoint = 'flaky' AND event_id = 'evt_flaky' ORDER BY at, id`)
     ).rows;
-    const who = `${hostname()}:${worker.child.pid}`;
+    const who = `${hostname()}:${stack.workers[0]?.child.pid}`;
     expect(
       history.map(({ attempt, worker: by, outcome, error_code }) => ({ attempt, by, outcome, error_code })),
     ).toEqual([

@@ -1,49 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
-import { effectCounts, installEffects } from '../support/worker-effects.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { effectCounts } from '../support/worker-effects.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // `hookgate discard` with a worker process running: dead events dismissed with who, why and when,
 // left alone by requeue unless asked, out of the backlog; a discard and a requeue of the same
 // events at the same moment leave each event in exactly one state, and both are audited.
-let db: TestDatabase;
-let configFile: string;
-let claimer: Claimer;
-let worker: WorkerProcess;
 
 const endpoints = { ops: { handler: 'project' } };
+
+const stack = useWorkerStack({ endpoints, worker: { retryLimit: 0 }, effects: true, workers: 1 });
 const IDS = ['d0', 'd1', 'd2', 'd3', 'd4', 'd5'];
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await installEffects(db.pool);
-  configFile = writeConfigFile(workerConfigDocument(endpoints, { retryLimit: 0 }));
-  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 0 }));
-  worker = spawnWorkerProcess(configFile, db.url);
-});
-
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  await worker?.exited;
-  await claimer?.stop();
-  await db?.drop();
-});
-
-const envOf = (actor: string) => ({ DATABASE_URL: db.url, LOG_LEVEL: 'warn', HOOKGATE_ACTOR: actor });
+const envOf = (actor: string) => ({ DATABASE_URL: stack.db.url, LOG_LEVEL: 'warn', HOOKGATE_ACTOR: actor });
 const statuses = async (ids: readonly string[]) =>
   new Map(
     (
-      await db.pool.query<{ event_id: string; status: string }>(
+      await stack.db.pool.query<{ event_id: string; status: string }>(
         `SELECT event_id, status FROM hookgate.inbox WHERE endpoint = 'ops' AND event_id = ANY($1)`,
         [ids],
       )
@@ -51,38 +26,38 @@ const statuses = async (ids: readonly string[]) =>
   );
 
 async function deadEvents(ids: readonly string[]): Promise<void> {
-  await db.pool.query(`INSERT INTO public.fail_control (event_id) SELECT unnest($1::text[])`, [ids]);
-  await claimer.claim(
+  await stack.db.pool.query(`INSERT INTO public.fail_control (event_id) SELECT unnest($1::text[])`, [ids]);
+  await stack.claimer.claim(
     'ops',
     ids.map((eventId, n) => ({ eventId, entityType: 'thing', entityId: `${eventId}_${n}`, version: 1 })),
   );
   await waitFor('the events to be dead', async () =>
     [...(await statuses(ids)).values()].every((status) => status === 'dead'),
   );
-  await db.pool.query(`DELETE FROM public.fail_control`);
+  await stack.db.pool.query(`DELETE FROM public.fail_control`);
 }
 
 describe('hookgate discard', () => {
   it('refuses to run without a reason, or without --status or --id', async () => {
     const noReason = await runCliInProcess(
-      ['discard', '--endpoint', 'ops', '--status', 'dead', '--config', configFile],
+      ['discard', '--endpoint', 'ops', '--status', 'dead', '--config', stack.configFile],
       {
-        DATABASE_URL: db.url,
+        DATABASE_URL: stack.db.url,
       },
     );
     expect(noReason.code).toBe(2);
     expect(noReason.stderr).toMatch(/--reason.*say why/);
     const noTarget = await runCliInProcess(
-      ['discard', '--endpoint', 'ops', '--reason', 'x', '--config', configFile],
+      ['discard', '--endpoint', 'ops', '--reason', 'x', '--config', stack.configFile],
       {
-        DATABASE_URL: db.url,
+        DATABASE_URL: stack.db.url,
       },
     );
     expect(noTarget.code).toBe(2);
     expect(noTarget.stderr).toMatch(/--status.*or --id is required/);
     const pending = await runCliInProcess(
-      ['discard', '--endpoint', 'ops', '--status', 'pending', '--reason', 'x', '--config', configFile],
-      { DATABASE_URL: db.url },
+      ['discard', '--endpoint', 'ops', '--status', 'pending', '--reason', 'x', '--config', stack.configFile],
+      { DATABASE_URL: stack.db.url },
     );
     expect(pending.code).toBe(2);
   });
@@ -101,7 +76,7 @@ describe('hookgate discard', () => {
         '--dry-run',
         '--json',
         '--config',
-        configFile,
+        stack.configFile,
       ],
       envOf('carol'),
     );
@@ -123,14 +98,14 @@ describe('hookgate discard', () => {
         '--reason',
         'projection_unkeyed: never applicable',
         '--config',
-        configFile,
+        stack.configFile,
       ],
       envOf('carol'),
     );
     expect(real.code, real.output).toBe(0);
     expect(real.stdout).toMatch(/Discarded 1 event\(s\) of ops/);
     const row = (
-      await db.pool.query(
+      await stack.db.pool.query(
         `SELECT status, discarded_by, discard_reason, discarded_at, processed_at FROM hookgate.inbox WHERE event_id = 'x1'`,
       )
     ).rows[0];
@@ -142,15 +117,18 @@ describe('hookgate discard', () => {
     });
     expect(row.discarded_at).toBeInstanceOf(Date);
     // Out of the backlog: stats counts it as discarded, not dead.
-    const stats = await runCliInProcess(['stats', '--json', '--endpoint', 'ops', '--config', configFile], {
-      DATABASE_URL: db.url,
-    });
+    const stats = await runCliInProcess(
+      ['stats', '--json', '--endpoint', 'ops', '--config', stack.configFile],
+      {
+        DATABASE_URL: stack.db.url,
+      },
+    );
     expect(JSON.parse(stats.stdout).endpoints[0]).toMatchObject({ dead: 1, discarded: 1 });
     // Its timeline and its fields say who, why and when.
     const show = await runCliInProcess(
-      ['events', 'show', 'x1', '--endpoint', 'ops', '--config', configFile],
+      ['events', 'show', 'x1', '--endpoint', 'ops', '--config', stack.configFile],
       {
-        DATABASE_URL: db.url,
+        DATABASE_URL: stack.db.url,
       },
     );
     expect(show.stdout).toMatch(/status +discarded/);
@@ -159,19 +137,19 @@ describe('hookgate discard', () => {
 
     // requeue leaves a discarded event alone unless asked for it by status.
     const byId = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--id', 'x1', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--id', 'x1', '--config', stack.configFile],
       envOf('dan'),
     );
     expect(byId.code).toBe(2);
     const all = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--json', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--json', '--config', stack.configFile],
       envOf('dan'),
     );
     expect(all.code, all.output).toBe(0);
     expect(JSON.parse(all.stdout)).toMatchObject({ requeued: 1, event_ids: ['x2'] });
     expect((await statuses(['x1'])).get('x1')).toBe('discarded');
     const asked = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--status', 'discarded', '--id', 'x1', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--status', 'discarded', '--id', 'x1', '--config', stack.configFile],
       envOf('dan'),
     );
     expect(asked.code, asked.output).toBe(0);
@@ -179,7 +157,7 @@ describe('hookgate discard', () => {
       [...(await statuses(['x1', 'x2'])).values()].every((status) => status === 'processed'),
     );
     expect(
-      (await db.pool.query(`SELECT discarded_by FROM hookgate.inbox WHERE event_id = 'x1'`)).rows[0]
+      (await stack.db.pool.query(`SELECT discarded_by FROM hookgate.inbox WHERE event_id = 'x1'`)).rows[0]
         .discarded_by,
     ).toBeNull();
   }, 90_000);
@@ -198,11 +176,11 @@ describe('hookgate discard', () => {
           'duplicate of a manual fix',
           '--json',
           '--config',
-          configFile,
+          stack.configFile,
         ],
         { env: envOf('alice') },
       ),
-      runHookgate(['requeue', '--endpoint', 'ops', '--id', ...IDS, '--json', '--config', configFile], {
+      runHookgate(['requeue', '--endpoint', 'ops', '--id', ...IDS, '--json', '--config', stack.configFile], {
         env: envOf('bob'),
       }),
     ]);
@@ -212,7 +190,12 @@ describe('hookgate discard', () => {
     await waitFor('no event pending', async () =>
       [...(await statuses(IDS)).values()].every((status) => status !== 'pending'),
     );
-    const audit = await db.pool.query<{ actor: string; command: string; event_ids: string[]; count: string }>(
+    const audit = await stack.db.pool.query<{
+      actor: string;
+      command: string;
+      event_ids: string[];
+      count: string;
+    }>(
       `SELECT actor, command, event_ids, count FROM hookgate.audit
         WHERE NOT dry_run AND actor IN ('alice', 'bob') ORDER BY actor`,
     );
@@ -223,7 +206,7 @@ describe('hookgate discard', () => {
     const byDiscard = new Set(audit.rows[0]!.event_ids);
     const byRequeue = new Set(audit.rows[1]!.event_ids);
     const now = await statuses(IDS);
-    const effects = await effectCounts(db.pool, 'ops');
+    const effects = await effectCounts(stack.db.pool, 'ops');
     for (const id of IDS) {
       // Exactly one of the two actions took it, and its state and effects say which.
       expect(byDiscard.has(id) !== byRequeue.has(id), id).toBe(true);

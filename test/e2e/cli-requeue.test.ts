@@ -1,65 +1,39 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { jobsNaming } from '../support/apply.ts';
 import { runCliInProcess } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
-import { effectCounts, installEffects } from '../support/worker-effects.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { effectCounts } from '../support/worker-effects.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A dead event, once its fault is fixed, is applied exactly once even when two requeues run at
 // the same moment while a worker is running; --dry-run changes nothing.
-let db: TestDatabase;
-let configFile: string;
-let claimer: Claimer;
-let worker: WorkerProcess;
 
 const endpoints = { ops: { handler: 'project' } };
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await installEffects(db.pool);
-  const document = workerConfigDocument(endpoints, { retryLimit: 0 });
-  configFile = writeConfigFile(document);
-  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 0 }));
-  worker = spawnWorkerProcess(configFile, db.url);
-});
-
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  await worker?.exited;
-  await claimer?.stop();
-  await db?.drop();
-});
+const stack = useWorkerStack({ endpoints, worker: { retryLimit: 0 }, effects: true, workers: 1 });
 
 const statusOf = async (eventId: string) =>
   (
-    await db.pool.query<{ status: string }>(`SELECT status FROM hookgate.inbox WHERE event_id = $1`, [
+    await stack.db.pool.query<{ status: string }>(`SELECT status FROM hookgate.inbox WHERE event_id = $1`, [
       eventId,
     ])
   ).rows[0]?.status;
 
 describe('hookgate requeue', () => {
   it('applies a fixed dead event exactly once with two concurrent requeues and a worker running', async () => {
-    await db.pool.query(`INSERT INTO public.fail_control (event_id) VALUES ('evt_dead')`);
-    await claimer.claim('ops', [
+    await stack.db.pool.query(`INSERT INTO public.fail_control (event_id) VALUES ('evt_dead')`);
+    await stack.claimer.claim('ops', [
       { eventId: 'evt_dead', entityType: 'thing', entityId: 't1', version: 1 },
       { eventId: 'evt_ok', entityType: 'thing', entityId: 't2', version: 1 },
     ]);
     await waitFor('evt_dead to be dead', async () => (await statusOf('evt_dead')) === 'dead', 60_000);
     await waitFor('evt_ok to be processed', async () => (await statusOf('evt_ok')) === 'processed');
-    expect((await effectCounts(db.pool)).get('evt_dead')).toBeUndefined();
-    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+    expect((await effectCounts(stack.db.pool)).get('evt_dead')).toBeUndefined();
+    const env = { DATABASE_URL: stack.db.url, LOG_LEVEL: 'warn' };
     const show = async () => {
       const run = await runCliInProcess(
-        ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--json', '--config', configFile],
+        ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--json', '--config', stack.configFile],
         env,
       );
       expect(run.code, run.output).toBe(0);
@@ -80,7 +54,17 @@ describe('hookgate requeue', () => {
 
     // --dry-run lists the event and changes nothing.
     const dry = await runHookgate(
-      ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--json', '--config', configFile],
+      [
+        'requeue',
+        '--endpoint',
+        'ops',
+        '--status',
+        'dead',
+        '--dry-run',
+        '--json',
+        '--config',
+        stack.configFile,
+      ],
       { env },
     );
     expect(dry.code, dry.output).toBe(0);
@@ -90,8 +74,8 @@ describe('hookgate requeue', () => {
     expect(await statusOf('evt_dead')).toBe('dead');
 
     // The fault is fixed; two operators requeue at the same moment.
-    await db.pool.query(`DELETE FROM public.fail_control`);
-    const args = ['requeue', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', configFile];
+    await stack.db.pool.query(`DELETE FROM public.fail_control`);
+    const args = ['requeue', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', stack.configFile];
     const [a, b] = await Promise.all([
       runHookgate(args, { env: { ...env, HOOKGATE_ACTOR: 'alice' } }),
       runHookgate(args, { env: { ...env, HOOKGATE_ACTOR: 'bob' } }),
@@ -104,7 +88,7 @@ describe('hookgate requeue', () => {
     await waitFor('evt_dead to be processed', async () => (await statusOf('evt_dead')) === 'processed');
     // Requeued, then applied: every change with its time, in order.
     // Both requeues are audited; the one that moved the event names it, and its timeline says who.
-    const audited = await db.pool.query<{ actor: string; count: string; event_ids: string[] }>(
+    const audited = await stack.db.pool.query<{ actor: string; count: string; event_ids: string[] }>(
       `SELECT actor, count, event_ids FROM hookgate.audit WHERE command = 'requeue' AND NOT dry_run ORDER BY count DESC`,
     );
     const mover = a.code === 0 ? 'alice' : 'bob';
@@ -128,7 +112,7 @@ describe('hookgate requeue', () => {
     expect([...times].sort((a, b) => a - b)).toEqual(times);
     expect(times[2]!).toBeGreaterThan(Date.parse(dead[2]!.at!));
     const human = await runCliInProcess(
-      ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--config', configFile],
+      ['events', 'show', 'evt_dead', '--endpoint', 'ops', '--config', stack.configFile],
       env,
     );
     expect(human.stdout).toMatch(
@@ -137,7 +121,7 @@ describe('hookgate requeue', () => {
 
     // Nothing left to requeue: a dry run says so with exit 2, as a real run does.
     const nothing = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--status', 'dead', '--dry-run', '--config', stack.configFile],
       env,
     );
     expect(nothing.code, nothing.output).toBe(2);
@@ -147,13 +131,13 @@ describe('hookgate requeue', () => {
     );
     // Give a second job, if one had been created, time to run.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
-    const effects = await effectCounts(db.pool);
+    const effects = await effectCounts(stack.db.pool);
     expect(effects.get('evt_dead')).toBe(1);
     expect(effects.get('evt_ok')).toBe(1);
 
     // An explicit id that is not dead/parked is reported, exit 2.
     const missing = await runHookgate(
-      ['requeue', '--endpoint', 'ops', '--event-id', 'does-not-exist', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--event-id', 'does-not-exist', '--config', stack.configFile],
       { env },
     );
     expect(missing.code).toBe(2);
@@ -161,14 +145,14 @@ describe('hookgate requeue', () => {
   }, 120_000);
 
   it('--orphans --dry-run lists the pending events with no job and gives them none; without --dry-run they get one', async () => {
-    const env = { DATABASE_URL: db.url, LOG_LEVEL: 'warn' };
+    const env = { DATABASE_URL: stack.db.url, LOG_LEVEL: 'warn' };
     // A pending row whose job is gone (as retention or an operator's mistake leaves one).
-    await db.pool.query(
+    await stack.db.pool.query(
       `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload)
        VALUES ('ops', 'evt_orphan', 'standard-webhooks', 'thing.updated', 'thing', 't9', 1, '{}')`,
     );
     const dry = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--orphans', '--dry-run', '--json', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--orphans', '--dry-run', '--json', '--config', stack.configFile],
       env,
     );
     expect(dry.code, dry.output).toBe(0);
@@ -181,10 +165,10 @@ describe('hookgate requeue', () => {
     });
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(await statusOf('evt_orphan')).toBe('pending');
-    expect(await jobsNaming(db.pool, ['evt_orphan'])).toBe(0);
+    expect(await jobsNaming(stack.db.pool, ['evt_orphan'])).toBe(0);
 
     const real = await runCliInProcess(
-      ['requeue', '--endpoint', 'ops', '--orphans', '--config', configFile],
+      ['requeue', '--endpoint', 'ops', '--orphans', '--config', stack.configFile],
       env,
     );
     expect(real.code, real.output).toBe(0);

@@ -1,43 +1,17 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCliInProcess } from '../support/cli.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { runHookgate } from '../support/process.ts';
-import { installEffects } from '../support/worker-effects.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // `stats --json` after a scripted scenario (duplicates, failures, parked events) equals what
 // direct SQL counts say, and its duplicate rate is what the script sent.
-let db: TestDatabase;
-let configFile: string;
-let claimer: Claimer;
-let worker: WorkerProcess;
 
 const endpoints = { ops: { handler: 'project' }, other: { handler: 'record' } };
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await installEffects(db.pool);
-  configFile = writeConfigFile(workerConfigDocument(endpoints, { retryLimit: 0 }));
-  claimer = await Claimer.start(db.url, workerConfig(endpoints, { retryLimit: 0 }));
-  worker = spawnWorkerProcess(configFile, db.url);
-});
+const stack = useWorkerStack({ endpoints, worker: { retryLimit: 0 }, effects: true, workers: 1 });
 
-afterAll(async () => {
-  worker?.child.kill('SIGTERM');
-  await worker?.exited;
-  await claimer?.stop();
-  await db?.drop();
-});
-
-const env = () => ({ DATABASE_URL: db.url, LOG_LEVEL: 'warn' });
+const env = () => ({ DATABASE_URL: stack.db.url, LOG_LEVEL: 'warn' });
 const jsonOf = (output: string) => JSON.parse(output.slice(output.indexOf('{')));
 
 describe('hookgate stats', () => {
@@ -49,33 +23,39 @@ describe('hookgate stats', () => {
       version: 1,
     }));
     // Three fail (dead at their first attempt: retryLimit 0).
-    await db.pool.query(`INSERT INTO public.fail_control (event_id) VALUES ('evt_0'), ('evt_1'), ('evt_2')`);
-    await claimer.claim('ops', events);
+    await stack.db.pool.query(
+      `INSERT INTO public.fail_control (event_id) VALUES ('evt_0'), ('evt_1'), ('evt_2')`,
+    );
+    await stack.claimer.claim('ops', events);
     // Duplicates: 5 redelivered once, 2 of them a second time, and one batch carrying a key twice.
-    await claimer.claim('ops', events.slice(5, 10));
-    await claimer.claim('ops', events.slice(5, 7));
-    await claimer.claim('ops', [events[12]!, events[12]!]);
+    await stack.claimer.claim('ops', events.slice(5, 10));
+    await stack.claimer.claim('ops', events.slice(5, 7));
+    await stack.claimer.claim('ops', [events[12]!, events[12]!]);
     const sentAccepted = 22;
     const sentDuplicates = 5 + 2 + 2;
-    await claimer.claim('other', [{ eventId: 'o1' }]);
+    await stack.claimer.claim('other', [{ eventId: 'o1' }]);
     // Two test events (what send-test sends): settled ignored, counted apart.
-    await claimer.claim('ops', [
+    await stack.claimer.claim('ops', [
       { eventId: 'test_1', eventType: 'hookgate.test' },
       { eventId: 'test_2', eventType: 'hookgate.test' },
     ]);
     await waitFor('every event settled', async () => {
-      const r = await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`);
+      const r = await stack.db.pool.query(
+        `SELECT count(*)::int AS n FROM hookgate.inbox WHERE status = 'pending'`,
+      );
       return r.rows[0].n === 0;
     });
     // Two settled events are parked by hand (the scenario's "missing context" events).
-    await db.pool.query(`UPDATE hookgate.inbox SET status = 'parked' WHERE event_id IN ('evt_18', 'evt_19')`);
+    await stack.db.pool.query(
+      `UPDATE hookgate.inbox SET status = 'parked' WHERE event_id IN ('evt_18', 'evt_19')`,
+    );
     // One is discarded (as `hookgate discard` leaves one): counted apart, never in the backlog.
-    await db.pool.query(
+    await stack.db.pool.query(
       `UPDATE hookgate.inbox SET status = 'discarded', discarded_at = now(), discarded_by = 'op', discard_reason = 'r' WHERE event_id = 'evt_17'`,
     );
     // Known latencies: the ops rows settled took 1, 2, … n seconds from receipt, so the
     // percentiles are known exactly (percentile_cont interpolates: p50 (n+1)/2, p99 1 + 0.99 (n-1)).
-    const settled = await db.pool.query(
+    const settled = await stack.db.pool.query(
       `UPDATE hookgate.inbox i SET processed_at = i.received_at + make_interval(secs => o.k)
          FROM (SELECT event_id, row_number() OVER (ORDER BY event_id)::int AS k
                  FROM hookgate.inbox WHERE endpoint = 'ops' AND processed_at IS NOT NULL) o
@@ -84,12 +64,12 @@ describe('hookgate stats', () => {
     const n = settled.rowCount ?? 0;
     expect(n).toBeGreaterThan(1);
 
-    const run = await runHookgate(['stats', '--json', '--config', configFile, '--since', '10m'], {
+    const run = await runHookgate(['stats', '--json', '--config', stack.configFile, '--since', '10m'], {
       env: env(),
     });
     expect(run.code, run.output).toBe(0);
     const report = jsonOf(run.output);
-    const sql = await db.pool.query<{ endpoint: string; status: string; n: number }>(
+    const sql = await stack.db.pool.query<{ endpoint: string; status: string; n: number }>(
       `SELECT endpoint, status, count(*)::int AS n FROM hookgate.inbox GROUP BY endpoint, status`,
     );
     const count = (endpoint: string, status: string) =>
@@ -124,13 +104,13 @@ describe('hookgate stats', () => {
     expect(other).toMatchObject({ accepted: 1, duplicate: 0, duplicate_rate: 0, processed: 1 });
 
     // Filtered to one endpoint: the same figures, alone.
-    const one = await runHookgate(['stats', '--json', '--endpoint', 'ops', '--config', configFile], {
+    const one = await runHookgate(['stats', '--json', '--endpoint', 'ops', '--config', stack.configFile], {
       env: env(),
     });
     expect(jsonOf(one.output).endpoints).toHaveLength(1);
 
     // Human output: an aligned table with the rate.
-    const human = await runHookgate(['stats', '--config', configFile], { env: env() });
+    const human = await runHookgate(['stats', '--config', stack.configFile], { env: env() });
     expect(human.code).toBe(0);
     expect(human.output).toMatch(
       /ENDPOINT\s+PENDING\s+OLDEST\s+PARKED\s+DEAD\s+PROCESSED\s+IGNORED\s+STALE\s+DISCARDED\s+TEST\s+ACCEPTED\s+DUPLICATES\s+DUP-RATE/,
@@ -140,7 +120,7 @@ describe('hookgate stats', () => {
 
   it('events list filters and events show prints the timeline; unknown endpoints are refused', async () => {
     const list = await runHookgate(
-      ['events', 'list', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', configFile],
+      ['events', 'list', '--endpoint', 'ops', '--status', 'dead', '--json', '--config', stack.configFile],
       { env: env() },
     );
     expect(list.code, list.output).toBe(0);
@@ -148,9 +128,12 @@ describe('hookgate stats', () => {
     expect(rows.map((r: { event_id: string }) => r.event_id).sort()).toEqual(['evt_0', 'evt_1', 'evt_2']);
     expect(rows[0].last_error).toMatch(/injected failure/);
 
-    const show = await runHookgate(['events', 'show', 'evt_3', '--endpoint', 'ops', '--config', configFile], {
-      env: env(),
-    });
+    const show = await runHookgate(
+      ['events', 'show', 'evt_3', '--endpoint', 'ops', '--config', stack.configFile],
+      {
+        env: env(),
+      },
+    );
     expect(show.code, show.output).toBe(0);
     expect(show.output).toMatch(/status\s+processed/);
     expect(show.output).toMatch(
@@ -160,15 +143,15 @@ describe('hookgate stats', () => {
 
     // The refusals' exit codes and lines, on the real program in this process.
     const unknownEvent = await runCliInProcess(
-      ['events', 'show', 'nope', '--endpoint', 'ops', '--config', configFile],
+      ['events', 'show', 'nope', '--endpoint', 'ops', '--config', stack.configFile],
       env(),
     );
     expect(unknownEvent.code).toBe(2);
     expect(unknownEvent.output).toMatch(/event_unknown/);
 
     for (const args of [
-      ['events', 'list', '--endpoint', 'nope', '--config', configFile],
-      ['stats', '--endpoint', 'nope', '--config', configFile],
+      ['events', 'list', '--endpoint', 'nope', '--config', stack.configFile],
+      ['stats', '--endpoint', 'nope', '--config', stack.configFile],
       ['stats', '--endpoint', 'nope'],
     ]) {
       const refused = await runCliInProcess(args, env());

@@ -1,67 +1,45 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { describe, expect, it } from 'vitest';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A worker process SIGKILLed while its request to a destination is open: the delivery's lease
 // runs out, and the next worker sends it again with the same webhook-id and Idempotency-Key.
 
-let db: TestDatabase;
 let downstream: FakeDownstream;
-let claimer: Claimer;
-const workers: WorkerProcess[] = [];
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  downstream = await startFakeDownstream();
-});
-
-afterAll(async () => {
-  for (const worker of workers) {
-    if (worker.child.exitCode === null && worker.child.signalCode === null) worker.child.kill('SIGKILL');
-    await worker.exited;
-  }
-  await claimer?.stop();
-  await downstream?.close();
-  await db?.drop();
+const stack = useWorkerStack({
+  setup: async () => {
+    downstream = await startFakeDownstream();
+    stack.defer(() => downstream.close());
+  },
+  endpoints: () => ({
+    pay: {
+      handler: 'record',
+      destinations: { ledger: { url: `${downstream.url}/ledger`, timeout: '1s' } },
+    },
+  }),
+  extra: { relay: { pollingInterval: '100ms' } },
+  stopSignal: 'SIGKILL',
 });
 
 describe('a worker killed mid-delivery', () => {
   it('leaves the delivery to the next worker, which sends it with the same keys; delivered once', async () => {
-    const endpoints = {
-      pay: {
-        handler: 'record',
-        destinations: { ledger: { url: `${downstream.url}/ledger`, timeout: '1s' } },
-      },
-    };
-    const document = { ...workerConfigDocument(endpoints), relay: { pollingInterval: '100ms' } };
-    const configFile = writeConfigFile(document);
-    claimer = await Claimer.start(db.url, workerConfig(endpoints));
     // The first request is never answered while its worker lives.
     downstream.script('/ledger', [{ status: 200, delayMs: 600_000 }]);
-    const first = spawnWorkerProcess(configFile, db.url);
-    workers.push(first);
-    await claimer.claim('pay', [{ eventId: 'evt_kill', eventType: 'invoice.paid' }]);
+    const first = stack.spawnWorker();
+    await stack.claimer.claim('pay', [{ eventId: 'evt_kill', eventType: 'invoice.paid' }]);
     const [open] = await downstream.waitFor('/ledger', 1, 60_000);
     first.child.kill('SIGKILL');
     expect(await first.exited).toBe('SIGKILL');
-    const { rows: during } = await db.pool.query(
+    const { rows: during } = await stack.db.pool.query(
       `SELECT status, attempts FROM hookgate.destination_deliveries WHERE event_id = 'evt_kill'`,
     );
     expect(during).toEqual([{ status: 'sending', attempts: 1 }]);
 
-    const second = spawnWorkerProcess(configFile, db.url);
-    workers.push(second);
+    const second = stack.spawnWorker();
     const row = await waitFor('the delivery to be delivered by the second worker', async () => {
-      const { rows } = await db.pool.query<{ status: string; attempts: number; webhook_id: string }>(
+      const { rows } = await stack.db.pool.query<{ status: string; attempts: number; webhook_id: string }>(
         `SELECT status, attempts, webhook_id FROM hookgate.destination_deliveries WHERE event_id = 'evt_kill'`,
       );
       return rows[0]?.status === 'delivered' ? rows[0] : null;

@@ -1,19 +1,8 @@
-import { writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import {
-  Claimer,
-  spawnWorkerProcess,
-  statusCounts,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { statusCounts, waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A poison event that crashes the worker process itself every time it is applied (a `module:`
 // handler that SIGKILLs its own process), while other events keep arriving. Workers are
@@ -34,54 +23,37 @@ const endpoints = { poison: { handler: 'module:./poison.mjs' } };
 const worker = { retryLimit: 3, batchSize: 10 };
 const OTHERS = 100;
 
-let db: TestDatabase;
-let claimer: Claimer;
-let configFile: string;
-let stopping = false;
 const crashes: (number | string)[] = [];
-const running = new Set<WorkerProcess>();
+
+const stack = useWorkerStack({
+  endpoints,
+  worker,
+  setup: async (db) => {
+    await db.pool.query('CREATE TABLE public.poison_effects (event_id text NOT NULL)');
+  },
+  besideConfig: { 'poison.mjs': POISON_HANDLER },
+  stopSignal: 'SIGKILL',
+});
 
 /** A worker that is started again each time it dies. */
 function supervisedWorker(): void {
-  if (stopping) return;
-  const proc = spawnWorkerProcess(configFile, db.url);
-  running.add(proc);
+  if (stack.tearingDown) return;
+  const proc = stack.spawnWorker();
   void proc.exited.then((code) => {
-    running.delete(proc);
-    if (stopping) return;
+    if (stack.tearingDown) return;
     crashes.push(code);
     setTimeout(supervisedWorker, 200);
   });
 }
 
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await db.pool.query('CREATE TABLE public.poison_effects (event_id text NOT NULL)');
-  claimer = await Claimer.start(db.url, workerConfig(endpoints, worker));
-  configFile = writeConfigFile(workerConfigDocument(endpoints, worker));
-  writeFileSync(join(dirname(configFile), 'poison.mjs'), POISON_HANDLER);
-});
-
-afterAll(async () => {
-  stopping = true;
-  await Promise.all(
-    [...running].map(async (proc) => {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-    }),
-  );
-  await claimer?.stop();
-  await db?.drop();
-});
-
 describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
   it('ends dead at its attempt limit while every other event is applied once', async () => {
     supervisedWorker();
     supervisedWorker();
-    await claimer.claim('poison', [{ eventId: 'poison' }]);
+    await stack.claimer.claim('poison', [{ eventId: 'poison' }]);
     // Other events keep arriving while the poison crashes the workers.
     for (let i = 0; i < OTHERS; i += 10) {
-      await claimer.claim(
+      await stack.claimer.claim(
         'poison',
         Array.from({ length: 10 }, (_, j) => ({ eventId: `other_${i + j}` })),
       );
@@ -91,7 +63,7 @@ describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
     const settled = await waitFor(
       'the poison settled and the others applied',
       async () => {
-        last = await statusCounts(db.pool, 'poison');
+        last = await statusCounts(stack.db.pool, 'poison');
         return last.dead === 1 && last.processed === OTHERS ? last : null;
       },
       120_000,
@@ -99,13 +71,13 @@ describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
       throw new Error(`${error.message}: ${JSON.stringify(last)}, crashes ${JSON.stringify(crashes)}`);
     });
     expect(settled).toEqual({ dead: 1, processed: OTHERS });
-    const { rows } = await db.pool.query(
+    const { rows } = await stack.db.pool.query(
       `SELECT attempts, last_error FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id = 'poison'`,
     );
     expect(rows[0].attempts).toBe(worker.retryLimit + 1);
     // Its job ran out of tries, each one lost with its worker; the sweeper ended the row so.
     expect(rows[0].last_error).toMatch(/^worker_lost:/);
-    const { rows: jobs } = await db.pool.query(
+    const { rows: jobs } = await stack.db.pool.query(
       `SELECT j.state::text AS state, j.retry_count FROM hookgate.inbox i
          JOIN pgboss.job j ON j.name = $1 AND j.id = i.dispatch_job
         WHERE i.endpoint = 'poison' AND i.event_id = 'poison'`,
@@ -117,12 +89,12 @@ describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
     expect(crashes.filter((c) => c === 'SIGKILL')).toHaveLength(worker.retryLimit + 1);
     expect(crashes.every((c) => c === 'SIGKILL')).toBe(true);
     // Every other event applied exactly once.
-    const effects = await db.pool.query<{ event_id: string; n: number }>(
+    const effects = await stack.db.pool.query<{ event_id: string; n: number }>(
       'SELECT event_id, count(*)::int AS n FROM public.poison_effects GROUP BY event_id',
     );
     expect(effects.rows).toHaveLength(OTHERS);
     expect(effects.rows.every((r) => r.n === 1)).toBe(true);
-    const neighbours = await db.pool.query<{ n: number; most: number }>(
+    const neighbours = await stack.db.pool.query<{ n: number; most: number }>(
       `SELECT count(*) FILTER (WHERE attempts > 1)::int AS n, max(attempts)::int AS most
          FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id <> 'poison'`,
     );

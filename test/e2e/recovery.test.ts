@@ -1,22 +1,10 @@
-import { writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
-import {
-  Claimer,
-  inboxRows,
-  spawnWorkerProcess,
-  statusCounts,
-  type WorkerProcess,
-  waitFor,
-  workerConfig,
-  workerConfigDocument,
-  writeConfigFile,
-} from '../support/worker-harness.ts';
+import { effectCounts, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
+import { inboxRows, statusCounts, waitFor } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 // Recovery after a worker dies mid-batch, with the shipped timings (not the harness's fast ones):
 // expireIn 2 min, heartbeat 10 s, supervision every 5 s, retries after 2 s. The promise: a
@@ -55,61 +43,39 @@ const endpoints = {
   fwd: { handler: 'forward', options: { url: 'http://127.0.0.1:1/placeholder' } },
 };
 
-let db: TestDatabase;
-let claimer: Claimer;
-let configFile: string;
 let holder: pg.Client;
-const running = new Set<WorkerProcess>();
 
-function spawnWorker(): WorkerProcess {
-  const proc = spawnWorkerProcess(configFile, db.url);
-  running.add(proc);
-  void proc.exited.then(() => running.delete(proc));
-  return proc;
-}
+const stack = useWorkerStack({
+  endpoints: () => endpoints,
+  worker: SHIPPED,
+  effects: true,
+  setup: async (db) => {
+    downstream = await startFakeDownstream();
+    stack.defer(() => downstream.close());
+    endpoints.fwd.options.url = `${downstream.url}/hook`;
+    await db.pool.query('CREATE TABLE public.slow_effects (event_id text NOT NULL)');
+    // A killed worker's backend blocked on a lock notices its closed socket within 100 ms.
+    await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
+    holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    stack.defer(() => holder.end());
+  },
+  besideConfig: { 'slow.mjs': SLOW_HANDLER },
+  stopWorkers: 'afterEach',
+  stopSignal: 'SIGKILL',
+});
+const spawnWorker = () => stack.spawnWorker();
 
 /** Worker processes up and listening (each holds one wake-up connection once started). */
 async function workersListening(n: number): Promise<void> {
   await waitFor(`${n} workers listening`, async () => {
-    const { rows } = await db.pool.query<{ n: number }>(
+    const { rows } = await stack.db.pool.query<{ n: number }>(
       `SELECT count(*)::int AS n FROM pg_stat_activity
         WHERE datname = current_database() AND application_name = 'hookgate-worker-listen'`,
     );
     return rows[0]!.n === n;
   });
 }
-
-beforeAll(async () => {
-  downstream = await startFakeDownstream();
-  endpoints.fwd.options.url = `${downstream.url}/hook`;
-  db = await createTestDatabase();
-  await installEffects(db.pool);
-  await db.pool.query('CREATE TABLE public.slow_effects (event_id text NOT NULL)');
-  // A killed worker's backend blocked on a lock notices its closed socket within 100 ms.
-  await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
-  const config = workerConfig(endpoints, SHIPPED);
-  claimer = await Claimer.start(db.url, config);
-  configFile = writeConfigFile(workerConfigDocument(endpoints, SHIPPED));
-  writeFileSync(join(dirname(configFile), 'slow.mjs'), SLOW_HANDLER);
-  holder = new pg.Client({ connectionString: db.url });
-  await holder.connect();
-});
-
-afterEach(async () => {
-  await Promise.all(
-    [...running].map(async (proc) => {
-      proc.child.kill('SIGKILL');
-      await proc.exited;
-    }),
-  );
-});
-
-afterAll(async () => {
-  await downstream?.close();
-  await holder?.end();
-  await claimer?.stop();
-  await db?.drop();
-});
 
 describe('recovery after a worker dies', { timeout: 120_000 }, () => {
   it('a SIGKILLed worker’s in-flight batch is applied by another worker within 30 s', async () => {
@@ -122,17 +88,20 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     // Every event stalls inside its business write, so nothing of the claim can commit before the
     // kill: were the claim's job split over two batches, a batch without a stalling event would
     // commit on its own.
-    await db.pool.query('INSERT INTO public.stall_control SELECT unnest($1::text[])', [
+    await stack.db.pool.query('INSERT INTO public.stall_control SELECT unnest($1::text[])', [
       events.map((event) => event.eventId),
     ]);
     await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
-    await claimer.claim('crash', events);
+    await stack.claimer.claim('crash', events);
     const victim = spawnWorker();
-    await waitFor('the batch stalled in flight', async () => (await stalledBackends(db.pool)).length >= 1);
+    await waitFor(
+      'the batch stalled in flight',
+      async () => (await stalledBackends(stack.db.pool)).length >= 1,
+    );
     // The premise: all 20 events are held by the victim (every job that carries them is active,
     // on its first try).
     await waitFor('all 20 events held by the victim', async () => {
-      const held = await db.pool.query<{ n: number }>(
+      const held = await stack.db.pool.query<{ n: number }>(
         `SELECT count(*)::int AS n
            FROM hookgate.inbox i JOIN pgboss.job j ON j.name = $1 AND j.id = i.dispatch_job
           WHERE i.endpoint = 'crash' AND j.state = 'active' AND j.retry_count = 0`,
@@ -144,17 +113,20 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     const rescuer = spawnWorker();
     await workersListening(2);
     // Still the premise at the kill: nothing applied yet.
-    expect((await statusCounts(db.pool, 'crash')).processed ?? 0).toBe(0);
+    expect((await statusCounts(stack.db.pool, 'crash')).processed ?? 0).toBe(0);
     const killedAt = Date.now();
     victim.child.kill('SIGKILL');
     await victim.exited;
-    await waitFor('the killed batch rolled back', async () => (await stalledBackends(db.pool)).length === 0);
-    await db.pool.query('DELETE FROM public.stall_control');
+    await waitFor(
+      'the killed batch rolled back',
+      async () => (await stalledBackends(stack.db.pool)).length === 0,
+    );
+    await stack.db.pool.query('DELETE FROM public.stall_control');
     await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
 
     await waitFor(
       'all 20 applied by the other worker',
-      async () => (await statusCounts(db.pool, 'crash')).processed === 20,
+      async () => (await statusCounts(stack.db.pool, 'crash')).processed === 20,
       RECOVERY_BOUND_MS + 30_000,
       50,
     );
@@ -163,9 +135,9 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
     expect(rescuer.child.exitCode).toBeNull();
     // Each event: the killed attempt counted, the second applied it, exactly one effect.
-    const rows = await inboxRows(db.pool, 'crash');
+    const rows = await inboxRows(stack.db.pool, 'crash');
     expect(rows.map((r) => [r.status, r.attempts])).toEqual(events.map(() => ['processed', 2]));
-    const effects = await effectCounts(db.pool, 'crash');
+    const effects = await effectCounts(stack.db.pool, 'crash');
     expect(effects.size).toBe(20);
     expect([...effects.values()].every((n) => n === 1)).toBe(true);
   });
@@ -174,7 +146,7 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     // The first request hangs (the victim is killed while it waits); the next one is answered.
     downstream.script('/hook', [{ status: 200, delayMs: 120_000 }, 200]);
     const victim = spawnWorker();
-    await claimer.claim('fwd', [{ eventId: 'fwd_1' }]);
+    await stack.claimer.claim('fwd', [{ eventId: 'fwd_1' }]);
     await downstream.waitFor('/hook', 1, 30_000);
     const rescuer = spawnWorker();
     await workersListening(2);
@@ -186,7 +158,7 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     console.log(`downstream delivery resent ${(recoveryMs / 1000).toFixed(1)} s after the SIGKILL`);
     expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
     await waitFor('delivered', async () => {
-      const { rows } = await db.pool.query(
+      const { rows } = await stack.db.pool.query(
         `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'forward' AND key = 'fwd:fwd_1'`,
       );
       return rows[0]?.status === 'delivered';
@@ -198,13 +170,13 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     const a = spawnWorker();
     const b = spawnWorker();
     await workersListening(2);
-    await claimer.claim('slow', [{ eventId: 'slow_1' }]);
-    const { rows: carried } = await db.pool.query<{ id: string }>(
+    await stack.claimer.claim('slow', [{ eventId: 'slow_1' }]);
+    const { rows: carried } = await stack.db.pool.query<{ id: string }>(
       `SELECT dispatch_job::text AS id FROM hookgate.inbox WHERE endpoint = 'slow' AND event_id = 'slow_1'`,
     );
     const jobId = carried[0]!.id;
     const started = await waitFor('the slow job taken', async () => {
-      const { rows } = await db.pool.query<{ started_on: Date }>(
+      const { rows } = await stack.db.pool.query<{ started_on: Date }>(
         `SELECT started_on FROM pgboss.job WHERE id = $1 AND state = 'active'`,
         [jobId],
       );
@@ -213,7 +185,7 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     // While it sleeps, its job stays with its first attempt; sample it until it settles.
     let lastBeat: Date | null = null;
     for (;;) {
-      const { rows } = await db.pool.query<{ state: string; retry_count: number; heartbeat_on: Date }>(
+      const { rows } = await stack.db.pool.query<{ state: string; retry_count: number; heartbeat_on: Date }>(
         'SELECT state, retry_count, heartbeat_on FROM pgboss.job WHERE id = $1',
         [jobId],
       );
@@ -229,9 +201,9 @@ describe('recovery after a worker dies', { timeout: 120_000 }, () => {
     // The premise: the batch ran past the heartbeat window and was kept alive by refreshes.
     expect(lastBeat).not.toBeNull();
     expect(lastBeat!.getTime() - started.getTime()).toBeGreaterThan(10_000);
-    const rows = await inboxRows(db.pool, 'slow');
+    const rows = await inboxRows(stack.db.pool, 'slow');
     expect(rows).toMatchObject([{ event_id: 'slow_1', status: 'processed', attempts: 1 }]);
-    const writes = await db.pool.query('SELECT event_id FROM public.slow_effects');
+    const writes = await stack.db.pool.query('SELECT event_id FROM public.slow_effects');
     expect(writes.rows).toEqual([{ event_id: 'slow_1' }]);
     expect(a.child.exitCode).toBeNull();
     expect(b.child.exitCode).toBeNull();

@@ -1,11 +1,8 @@
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { effectCounts, installEffects, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
+import { effectCounts, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
 import {
-  Claimer,
-  spawnWorkerProcess,
   statusCounts,
   type WorkerProcess,
   waitFor,
@@ -13,6 +10,7 @@ import {
   workerConfigDocument,
   writeConfigFile,
 } from '../support/worker-harness.ts';
+import { useWorkerStack } from '../support/worker-stack.ts';
 
 const endpoints = {
   bulk: { handler: 'project' },
@@ -24,45 +22,25 @@ const endpoints = {
 const worker = { batchSize: 10, concurrency: 2 };
 const config = workerConfig(endpoints, worker);
 
-let db: TestDatabase;
-let claimer: Claimer;
-let configFile: string;
 let holder: pg.Client;
-const running = new Set<WorkerProcess>();
 
-function spawnWorker(): WorkerProcess {
-  const proc = spawnWorkerProcess(configFile, db.url);
-  running.add(proc);
-  void proc.exited.then(() => running.delete(proc));
-  return proc;
-}
-
-async function kill(proc: WorkerProcess): Promise<void> {
-  proc.child.kill('SIGKILL');
-  await proc.exited;
-}
-
-beforeAll(async () => {
-  db = await createTestDatabase();
-  await installEffects(db.pool);
+const stack = useWorkerStack({
+  endpoints,
+  worker,
+  effects: true,
   // A killed worker's backend may be waiting on a lock and never write to its dead socket; this
   // makes PostgreSQL notice the closed connection within 100 ms and roll the transaction back.
-  await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
-  claimer = await Claimer.start(db.url, config);
-  configFile = writeConfigFile(workerConfigDocument(endpoints, worker));
-  holder = new pg.Client({ connectionString: db.url });
-  await holder.connect();
+  setup: async (db) => {
+    await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
+    holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    stack.defer(() => holder.end());
+  },
+  stopWorkers: 'afterEach',
+  stopSignal: 'SIGKILL',
 });
-
-afterEach(async () => {
-  await Promise.all([...running].map((proc) => kill(proc)));
-});
-
-afterAll(async () => {
-  await holder?.end();
-  await claimer?.stop();
-  await db?.drop();
-});
+const spawnWorker = () => stack.spawnWorker();
+const kill = (proc: WorkerProcess) => stack.kill(proc);
 
 const entity = (eventId: string, entityId: string, version = 1) => ({
   eventId,
@@ -72,7 +50,7 @@ const entity = (eventId: string, entityId: string, version = 1) => ({
 });
 
 async function row(endpoint: string, eventId: string) {
-  const result = await db.pool.query(
+  const result = await stack.db.pool.query(
     'SELECT status, attempts, last_error FROM hookgate.inbox WHERE endpoint = $1 AND event_id = $2',
     [endpoint, eventId],
   );
@@ -81,7 +59,7 @@ async function row(endpoint: string, eventId: string) {
 
 /** A worker connection holding a transaction id: an apply transaction that has locked or written rows. */
 async function openApplyTransaction(): Promise<{ pid: number; xid: string } | null> {
-  const { rows } = await db.pool.query<{ pid: number; xid: string }>(
+  const { rows } = await stack.db.pool.query<{ pid: number; xid: string }>(
     `SELECT pid, backend_xid::text AS xid FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'hookgate-worker'
         AND backend_xid IS NOT NULL
@@ -93,7 +71,7 @@ async function openApplyTransaction(): Promise<{ pid: number; xid: string } | nu
 /** `committed` or `aborted` once the transaction has ended, else null (still in progress). */
 async function transactionEnding(xid: string): Promise<string | null> {
   // pg_stat_activity gives the 32-bit xid; pg_xact_status wants it with its epoch.
-  const { rows } = await db.pool.query<{ status: string | null }>(
+  const { rows } = await stack.db.pool.query<{ status: string | null }>(
     `SELECT pg_xact_status(((pg_snapshot_xmax(pg_current_snapshot())::text::bigint >> 32 << 32)
                             | $1::bigint)::text::xid8) AS status`,
     [xid],
@@ -104,7 +82,7 @@ async function transactionEnding(xid: string): Promise<string | null> {
 
 /** The job the row names, as pg-boss holds it. */
 async function jobOfRow(endpoint: string, eventId: string) {
-  const { rows } = await db.pool.query(
+  const { rows } = await stack.db.pool.query(
     `SELECT j.state::text AS state, j.retry_count AS "retryCount" FROM hookgate.inbox i
        JOIN pgboss.job j ON j.name = $3 AND j.id = i.dispatch_job
       WHERE i.endpoint = $1 AND i.event_id = $2`,
@@ -114,12 +92,12 @@ async function jobOfRow(endpoint: string, eventId: string) {
 }
 
 async function stall(eventId: string): Promise<void> {
-  await db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
+  await stack.db.pool.query('INSERT INTO public.stall_control VALUES ($1)', [eventId]);
   await holder.query('SELECT pg_advisory_lock($1)', [STALL_LOCK]);
 }
 
 async function unstall(eventId: string): Promise<void> {
-  await db.pool.query('DELETE FROM public.stall_control WHERE event_id = $1', [eventId]);
+  await stack.db.pool.query('DELETE FROM public.stall_control WHERE event_id = $1', [eventId]);
   await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
 }
 
@@ -127,15 +105,19 @@ describe('worker processes', { timeout: 150_000 }, () => {
   it('500 events across 4 worker processes: exactly 500 applied, none pending, one attempt each', async () => {
     const procs = Array.from({ length: 4 }, () => spawnWorker());
     const events = Array.from({ length: 500 }, (_, i) => entity(`bulk_${i}`, `b_${i}`));
-    for (let i = 0; i < events.length; i += 50) await claimer.claim('bulk', events.slice(i, i + 50));
-    await waitFor('all applied', async () => (await statusCounts(db.pool, 'bulk')).processed === 500, 60_000);
-    const counts = await statusCounts(db.pool, 'bulk');
+    for (let i = 0; i < events.length; i += 50) await stack.claimer.claim('bulk', events.slice(i, i + 50));
+    await waitFor(
+      'all applied',
+      async () => (await statusCounts(stack.db.pool, 'bulk')).processed === 500,
+      60_000,
+    );
+    const counts = await statusCounts(stack.db.pool, 'bulk');
     expect(counts).toEqual({ processed: 500 });
-    const attempts = await db.pool.query(
+    const attempts = await stack.db.pool.query(
       `SELECT attempts, count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'bulk' GROUP BY attempts`,
     );
     expect(attempts.rows).toEqual([{ attempts: 1, n: 500 }]);
-    const effects = await effectCounts(db.pool, 'bulk');
+    const effects = await effectCounts(stack.db.pool, 'bulk');
     expect(effects.size).toBe(500);
     expect([...effects.values()].every((n) => n === 1)).toBe(true);
     // A job per worker batch of each claim (ten claims of 50, in jobs of worker.batchSize), each
@@ -143,7 +125,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
     // lapse and a job be tried again, finding its events settled: it completes then).
     const jobStates = async () =>
       (
-        await db.pool.query(
+        await stack.db.pool.query(
           `SELECT state::text AS state, count(*)::int AS n FROM pgboss.job WHERE name = $1 GROUP BY state`,
           [applyQueue('bulk')],
         )
@@ -161,18 +143,18 @@ describe('worker processes', { timeout: 150_000 }, () => {
 
   it('SIGKILL after the business write, before COMMIT: after restart exactly one effect', async () => {
     await stall('victim');
-    await claimer.claim('crash', [entity('victim', 'c_1')]);
+    await stack.claimer.claim('crash', [entity('victim', 'c_1')]);
     const first = spawnWorker();
     await waitFor(
       'worker stalled inside its business write',
-      async () => (await stalledBackends(db.pool)).length === 1,
+      async () => (await stalledBackends(stack.db.pool)).length === 1,
     );
     await kill(first);
     await waitFor(
       'killed transaction rolled back',
-      async () => (await stalledBackends(db.pool)).length === 0,
+      async () => (await stalledBackends(stack.db.pool)).length === 0,
     );
-    expect((await effectCounts(db.pool, 'crash')).get('victim')).toBeUndefined();
+    expect((await effectCounts(stack.db.pool, 'crash')).get('victim')).toBeUndefined();
     expect((await row('crash', 'victim'))?.status).toBe('pending');
     await unstall('victim');
 
@@ -183,7 +165,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
     });
     // The killed attempt was counted (fetch commits before the work).
     expect(done.attempts).toBe(2);
-    expect((await effectCounts(db.pool, 'crash')).get('victim')).toBe(1);
+    expect((await effectCounts(stack.db.pool, 'crash')).get('victim')).toBe(1);
   });
 
   it('workers SIGKILLed mid-stream, inside open apply transactions, never double-apply', async () => {
@@ -191,18 +173,17 @@ describe('worker processes', { timeout: 150_000 }, () => {
     const small = { batchSize: 5, concurrency: 2 };
     const smallFile = writeConfigFile(workerConfigDocument(endpoints, small));
     const events = Array.from({ length: total }, (_, i) => entity(`loop_${i}`, `l_${i}`));
-    for (let i = 0; i < events.length; i += 100) await claimer.claim('loop', events.slice(i, i + 100));
+    for (let i = 0; i < events.length; i += 100) await stack.claimer.claim('loop', events.slice(i, i + 100));
     // How each killed worker's observed write transaction ended: `aborted` means the kill hit it
     // before COMMIT; `committed` means COMMIT won the race.
     const endings: string[] = [];
     for (let round = 0; round < 4; round += 1) {
-      const before = (await statusCounts(db.pool, 'loop')).processed ?? 0;
+      const before = (await statusCounts(stack.db.pool, 'loop')).processed ?? 0;
       if (before >= total - 20) break;
-      const proc = spawnWorkerProcess(smallFile, db.url);
-      running.add(proc);
+      const proc = stack.spawnWorker({ configFile: smallFile });
       await waitFor(
         'some progress',
-        async () => ((await statusCounts(db.pool, 'loop')).processed ?? 0) >= before + 10,
+        async () => ((await statusCounts(stack.db.pool, 'loop')).processed ?? 0) >= before + 10,
         60_000,
         10,
       );
@@ -220,20 +201,20 @@ describe('worker processes', { timeout: 150_000 }, () => {
     const finisher = spawnWorker();
     await waitFor(
       'all applied',
-      async () => (await statusCounts(db.pool, 'loop')).processed === total,
+      async () => (await statusCounts(stack.db.pool, 'loop')).processed === total,
       60_000,
     );
     expect(finisher.child.exitCode).toBeNull();
-    const effects = await effectCounts(db.pool, 'loop');
+    const effects = await effectCounts(stack.db.pool, 'loop');
     expect(effects.size).toBe(total);
     expect([...effects.entries()].filter(([, n]) => n !== 1)).toEqual([]);
   });
 
   it('a worker stalled past its expiry while another takes the job: one effect', async () => {
     await stall('leased');
-    await claimer.claim('lease', [entity('leased', 'le_1')]);
+    await stack.claimer.claim('lease', [entity('leased', 'le_1')]);
     const stalled = spawnWorker();
-    await waitFor('first worker stalled', async () => (await stalledBackends(db.pool)).length === 1);
+    await waitFor('first worker stalled', async () => (await stalledBackends(stack.db.pool)).length === 1);
     // Its job expires (expireIn 3s) and is retried; a second worker takes it and waits on the row.
     spawnWorker();
     await waitFor(
@@ -245,10 +226,10 @@ describe('worker processes', { timeout: 150_000 }, () => {
       60_000,
     );
     await waitFor('second worker waits for the row', async () => {
-      const r = await db.pool.query(
+      const r = await stack.db.pool.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity
           WHERE datname = $1 AND wait_event_type = 'Lock' AND wait_event <> 'advisory'`,
-        [db.name],
+        [stack.db.name],
       );
       return r.rows[0].n >= 1;
     });
@@ -258,13 +239,13 @@ describe('worker processes', { timeout: 150_000 }, () => {
       const job = await jobOfRow('lease', 'leased');
       return job?.state === 'completed';
     });
-    expect((await effectCounts(db.pool, 'lease')).get('leased')).toBe(1);
+    expect((await effectCounts(stack.db.pool, 'lease')).get('leased')).toBe(1);
     expect(stalled.child.exitCode).toBeNull();
   });
 
   it('a poison event that kills the worker every time stops at its limit as dead', async () => {
     await stall('poison_pill');
-    await claimer.claim('poison', [entity('poison_pill', 'pp_1')]);
+    await stack.claimer.claim('poison', [entity('poison_pill', 'pp_1')]);
     // The attempt each kill interrupted, read from pg-boss while its worker is stalled on the
     // poison: every claim bumps retry_count, so distinct values are distinct attempts.
     const killed: { state: string | undefined; retryCount: number | undefined }[] = [];
@@ -276,7 +257,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
         const reached = await waitFor(
           'poison reached or dead',
           async () => {
-            if ((await stalledBackends(db.pool)).length > 0) return 'stalled';
+            if ((await stalledBackends(stack.db.pool)).length > 0) return 'stalled';
             if ((await row('poison', 'poison_pill'))?.status === 'dead') return 'dead';
             return null;
           },
@@ -286,7 +267,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
         const job = await jobOfRow('poison', 'poison_pill');
         await kill(proc);
         killed.push({ state: job?.state, retryCount: job?.retryCount });
-        await waitFor('rolled back', async () => (await stalledBackends(db.pool)).length === 0);
+        await waitFor('rolled back', async () => (await stalledBackends(stack.db.pool)).length === 0);
       }
     } finally {
       await unstall('poison_pill');
@@ -306,6 +287,6 @@ describe('worker processes', { timeout: 150_000 }, () => {
     expect(job).toMatchObject({ state: 'failed', retryCount: config.worker.retryLimit });
     expect(dead).toMatchObject({ status: 'dead', attempts: config.worker.retryLimit + 1 });
     expect(dead.last_error).toMatch(/^worker_lost:/);
-    expect((await effectCounts(db.pool, 'poison')).get('poison_pill')).toBeUndefined();
+    expect((await effectCounts(stack.db.pool, 'poison')).get('poison_pill')).toBeUndefined();
   });
 });

@@ -135,9 +135,35 @@ describe('destinations in the configuration', () => {
     expect(problem(withDestinations({ a: { url: 'ftp://a.example' } }))).toContain(
       'endpoints.pay.destinations.a.url: must be an http(s) URL',
     );
-    expect(problem(withDestinations({ a: { url: 'https://a.example', body: 'raw' } }))).toContain(
-      'endpoints.pay.destinations.a.body: must be event',
+    expect(problem(withDestinations({ a: { url: 'https://a.example', body: 'json' } }))).toContain(
+      'endpoints.pay.destinations.a.body: must be event or raw',
     );
+    // Passing the provider's headers on is only for its original bytes.
+    const passthrough = { url: 'https://a.example', passthroughHeaders: ['stripe-signature'] };
+    expect(problem(withDestinations({ a: passthrough }))).toContain(
+      "endpoints.pay.destinations.a.passthroughHeaders: needs body: raw: a provider's headers (its signature) match only its original bytes",
+    );
+    expect(problem(withDestinations({ a: { ...passthrough, body: 'event' } }))).toContain(
+      'passthroughHeaders: needs body: raw',
+    );
+    expect(
+      problem(
+        withDestinations({ a: { ...passthrough, body: 'raw', passthroughHeaders: ['Webhook-Signature'] } }),
+      ),
+    ).toContain(
+      'endpoints.pay.destinations.a.passthroughHeaders[0]: Webhook-Signature is written by the relay itself',
+    );
+    expect(
+      problem(
+        withDestinations({
+          a: { ...passthrough, body: 'raw', headers: { 'Stripe-Signature': 'x' } },
+        }),
+      ),
+    ).toContain('passthroughHeaders[0]: stripe-signature is also a static header');
+    expect(
+      parseConfig(withDestinations({ a: { ...passthrough, body: 'raw' } }), {}).endpoints.pay?.destinations
+        ?.a,
+    ).toMatchObject({ body: 'raw', passthroughHeaders: ['stripe-signature'] });
     expect(
       problem(withDestinations({ a: { url: 'https://a.example', signing: { secrets: ['not base64!'] } } })),
     ).toContain('endpoints.pay.destinations.a.signing.secrets[0]: must be a whsec_ secret');

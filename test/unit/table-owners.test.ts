@@ -20,6 +20,8 @@ const OWNERS: Record<string, readonly string[]> = {
     // The destination relay's claim reads the payload it sends with the rows it claims.
     'services/core/destinations/deliveries.ts',
   ],
+  // `body: raw` destinations' original bytes (migration 0020), embedded by the claim and the relay's claim.
+  'hookgate.inbox_raw': ['services/core/inbox/raw-bodies.ts'],
   'hookgate.delivery_counts': [
     'services/core/inbox/',
     'services/core/read-models/',

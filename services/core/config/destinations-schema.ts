@@ -108,13 +108,21 @@ export const destinationSchema = z
     signing: signingSchema.optional(),
     /** Static request headers (values may use `${NAME}`, e.g. `Authorization: Bearer ${TOKEN}`). */
     headers: z.record(headerName, z.string().max(8192)).optional(),
-    /** `event`: the stored payload as JSON. (`raw`, the provider's own bytes, is not kept yet.) */
-    body: z
-      .literal('event', {
-        error:
-          'must be event: hookgate does not keep the provider\u2019s original bytes, so raw cannot be sent',
-      })
-      .default('event'),
+    /**
+     * `event`: the stored (verified) payload as JSON. `raw`: the provider's original request
+     * bytes, verbatim, so the receiver can re-verify the provider's own signature (the endpoint
+     * then keeps those bytes, migration 0020).
+     */
+    body: z.enum(['event', 'raw'], { error: 'must be event or raw' }).default('event'),
+    /**
+     * With `body: raw`: the provider's request headers sent on as received (e.g.
+     * `stripe-signature`); absent ones are left out. Only with `body: raw`.
+     */
+    passthroughHeaders: z
+      .array(headerName)
+      .min(1, 'needs at least one header, or leave it out')
+      .max(20)
+      .optional(),
     /**
      * `entity`: at most one delivery in flight per entity (the event's entity type and id), in
      * the events' version order; a failing one holds back its own entity only. Default `none`.
@@ -166,6 +174,32 @@ export const destinationSchema = z
         ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'is written by the relay itself' });
       }
     }
+    const passed = destination.passthroughHeaders ?? [];
+    if (passed.length > 0 && destination.body !== 'raw') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['passthroughHeaders'],
+        message:
+          "needs body: raw: a provider's headers (its signature) match only its original bytes, and body: event sends the stored payload instead",
+      });
+    }
+    const staticHeaders = new Set(Object.keys(destination.headers ?? {}).map((name) => name.toLowerCase()));
+    passed.forEach((name, index) => {
+      const lower = name.toLowerCase();
+      if (RESERVED_HEADERS.has(lower) || lower.startsWith('x-hookgate-') || lower === 'user-agent') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['passthroughHeaders', index],
+          message: `${name} is written by the relay itself`,
+        });
+      } else if (staticHeaders.has(lower)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['passthroughHeaders', index],
+          message: `${name} is also a static header: keep one`,
+        });
+      }
+    });
   });
 
 export type DestinationConfig = z.output<typeof destinationSchema>;

@@ -27,6 +27,7 @@ export interface PruneOptions {
 export interface PruneProgress {
   readonly table:
     | 'inbox'
+    | 'inbox_raw'
     | 'outbox_deliveries'
     | 'destination_deliveries'
     | 'apply_attempts'

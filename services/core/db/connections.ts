@@ -17,12 +17,37 @@ export const WAKEUP_LISTENER_CONNECTIONS = 1;
 export const MIGRATION_CONNECTIONS = 2;
 
 /**
+ * What the destination relay (services/worker/destinations.ts) holds at once: each destination's
+ * loop one connection for its claim (the breaker's gate and the rate limit's bucket run on it, one
+ * after the other), and with a `breaker` one per slot besides, since each finished attempt feeds
+ * the breaker on its own while the loop claims again; and the attempts' group-committed records
+ * one, shared by every destination (none without destinations).
+ */
+export function destinationLoopConnections(config: Pick<Config, 'endpoints'>): number {
+  let loops = 0;
+  let connections = 0;
+  for (const endpoint of Object.values(config.endpoints)) {
+    for (const destination of Object.values(endpoint.destinations ?? {})) {
+      loops += 1;
+      connections += 1 + (destination.breaker ? destination.concurrency : 0);
+    }
+  }
+  return loops === 0 ? 0 : connections + 1;
+}
+
+/**
  * What the worker's loops hold at once: each apply loop a connection while it works
- * (concurrency per endpoint), each relay loop one, the sweeper one, and the backlog query one.
+ * (concurrency per endpoint), each relay loop one, the sweeper one, the backlog query one, and
+ * the destination relay's (destinationLoopConnections).
  */
 export function workerLoopConnections(config: Config): number {
   const endpoints = Object.keys(config.endpoints).length;
-  return endpoints * config.worker.concurrency + OUTBOX_KINDS.length * config.relay.concurrency + 2;
+  return (
+    endpoints * config.worker.concurrency +
+    OUTBOX_KINDS.length * config.relay.concurrency +
+    2 +
+    destinationLoopConnections(config)
+  );
 }
 
 /** The worker's apply pool: worker.poolSize, but never below what its loops need. */

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
+import { RAW_OF_DELIVERY } from '../inbox/raw-bodies.ts';
 
 // Every statement on hookgate.destination_deliveries and hookgate.destination_attempts
 // (migration 0014). The delivery row is the relay's truth: the apply engine writes it in the
@@ -84,7 +85,7 @@ const CLAIM_DUE = `
   RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
             d.redelivered_attempts,
             (SELECT i.payload::text FROM hookgate.inbox i
-              WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body`;
+              WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body/*RAW*/`;
 
 /**
  * `ordering: entity`: only an entity's head may go, the first of its unsettled deliveries in
@@ -100,7 +101,18 @@ const ENTITY_HEAD = `
                 AND (coalesce(p.entity_version, 0), p.id)
                     < (coalesce(destination_deliveries.entity_version, 0), destination_deliveries.id)))`;
 
-const CLAIM_DUE_ORDERED = CLAIM_DUE.replace('/*ORDERED*/', ENTITY_HEAD);
+/** The four claims: entity-ordered or not, and with the original bytes (`body: raw`) or not. */
+const claimStatement = (ordered: boolean, raw: boolean): string =>
+  CLAIM_DUE.replace('/*ORDERED*/', ordered ? ENTITY_HEAD : '').replace(
+    '/*RAW*/',
+    raw ? `,${RAW_OF_DELIVERY}` : '',
+  );
+const CLAIMS = {
+  plain: claimStatement(false, false),
+  ordered: claimStatement(true, false),
+  raw: claimStatement(false, true),
+  orderedRaw: claimStatement(true, true),
+};
 
 export interface ClaimedDelivery {
   readonly id: string;
@@ -111,13 +123,30 @@ export interface ClaimedDelivery {
   readonly attempts: number;
   readonly redelivered_attempts: number;
   readonly body: string | null;
+  /** With `raw`: the provider's original bytes and kept headers (null: none were kept). */
+  readonly raw_body?: Buffer | null;
+  readonly raw_headers?: Record<string, string> | null;
 }
 
 export async function claimDue(
   db: Queryable,
-  request: { endpoint: string; destination: string; limit: number; leaseSeconds: number; ordered?: boolean },
+  request: {
+    endpoint: string;
+    destination: string;
+    limit: number;
+    leaseSeconds: number;
+    ordered?: boolean;
+    raw?: boolean;
+  },
 ): Promise<ClaimedDelivery[]> {
-  const { rows } = await db.query<ClaimedDelivery>(request.ordered ? CLAIM_DUE_ORDERED : CLAIM_DUE, [
+  const statement = request.ordered
+    ? request.raw
+      ? CLAIMS.orderedRaw
+      : CLAIMS.ordered
+    : request.raw
+      ? CLAIMS.raw
+      : CLAIMS.plain;
+  const { rows } = await db.query<ClaimedDelivery>(statement, [
     request.endpoint,
     request.destination,
     request.limit,

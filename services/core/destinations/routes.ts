@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { DestinationConfig } from '../config/destinations-schema.ts';
-import type { Config } from '../config/schema.ts';
+import type { Config, EndpointConfig } from '../config/schema.ts';
 import { type CompiledFilter, compileFilter } from './filter.ts';
 
 /** One configured destination of one endpoint, its filter compiled. */
@@ -36,4 +36,17 @@ export function routesFrom(config: Pick<Config, 'endpoints'>): Routes {
 export function webhookIdFor(endpoint: string, eventId: string, destination: string): string {
   const digest = createHash('sha256').update(`${endpoint}\u0000${eventId}\u0000${destination}`).digest();
   return `msg_${digest.subarray(0, 18).toString('base64url')}`;
+}
+
+/**
+ * What an endpoint's claims keep for its `body: raw` destinations: null when it has none (its
+ * claims keep nothing more), else the header names (lower-case) any of them passes through.
+ */
+export function rawKeptFor(endpoint: Pick<EndpointConfig, 'destinations'>): readonly string[] | null {
+  const raw = Object.values(endpoint.destinations ?? {}).filter((destination) => destination.body === 'raw');
+  if (raw.length === 0) return null;
+  const names = new Set(
+    raw.flatMap((destination) => destination.passthroughHeaders ?? []).map((n) => n.toLowerCase()),
+  );
+  return [...names].sort();
 }

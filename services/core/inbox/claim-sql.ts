@@ -1,5 +1,6 @@
 import { INSERT_JOB_ROWS } from '../queue/job-rows.ts';
 import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
+import { INSERT_RAW_FROM_CLAIM } from './raw-bodies.ts';
 import { SETTLED_SQL } from './status.ts';
 
 /**
@@ -80,6 +81,8 @@ export const REOPEN_SETTLED_ROWS = `
  *
  * - `rows`: ON CONFLICT DO NOTHING, as CLAIM_INBOX_ROWS; returned `accepted`.
  * - `jobs`: one job per endpoint with accepted rows: `{ endpoint, eventIds }` in the claim's order.
+ * - `raw`: the original bytes of accepted rows that carry them (endpoints with a `body: raw`
+ *   destination, raw-bodies.ts); the other rows' inputs have no `raw_body` and write nothing.
  * - `counted`: the batch's answers added to the per-minute delivery counts, as COUNT_DELIVERIES
  *   does in the transactional claim.
  * - The guard: a job that was not created (a queue policy refused it), or an input that is not
@@ -101,11 +104,11 @@ export const CLAIM_IN_ONE_STATEMENT = `
     SELECT x.endpoint, x.event_id, x.provider, x.event_type, x.entity_type, x.entity_id, x.entity_version,
            x.payload, x.headers, x.traceparent,
            CASE WHEN x.digest_body THEN ${bodyDigestOf('x.payload')} END AS body_digest, x.received_via,
-           x.queue, x.dispatch_job, x.ord
+           x.queue, x.dispatch_job, x.ord, x.raw_body, x.raw_headers
       FROM json_to_recordset($1::json) AS x(
              endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
              entity_version bigint, payload jsonb, headers jsonb, traceparent text, digest_body boolean,
-             received_via text, queue text, dispatch_job uuid, ord int)
+             received_via text, queue text, dispatch_job uuid, ord int, raw_body text, raw_headers jsonb)
   ), rows AS (
     INSERT INTO hookgate.inbox
       (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
@@ -128,6 +131,7 @@ export const CLAIM_IN_ONE_STATEMENT = `
            min(c.ord) AS ord
       FROM carried c
      GROUP BY c.queue, c.dispatch_job, c.endpoint
+  ), raw AS (${INSERT_RAW_FROM_CLAIM}
   ), jobs AS (${INSERT_JOB_ROWS}
   ), woken AS (
     -- $3: false when the gateway has sent a wake-up for these endpoints moments ago and sends the

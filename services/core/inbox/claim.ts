@@ -14,6 +14,7 @@ import {
   REOPEN_SETTLED_ROWS,
 } from './claim-sql.ts';
 import { dispatchEvents, EVENTS_PER_JOB } from './dispatch.ts';
+import { insertRawBodies } from './raw-bodies.ts';
 
 /** A verified delivery ready to be stored. */
 export interface Claim {
@@ -30,6 +31,11 @@ export interface Claim {
   readonly receivedVia?: 'replay_token' | 'api_replay' | 'api_reconcile' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
   readonly dedupe?: 'enforce' | 'observe';
+  /**
+   * The original bytes and pass-through headers, kept (hookgate.inbox_raw) only for endpoints
+   * with a `body: raw` destination; absent or null: nothing kept.
+   */
+  readonly raw?: { readonly body: Buffer; readonly headers: Readonly<Record<string, string>> } | null;
 }
 
 export type ClaimOutcome = 'accepted' | 'duplicate';
@@ -158,7 +164,12 @@ export function claimDocument(
         `"entity_version":${jsonOrNull(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${jsonOrNull(c.traceparent)},` +
         `"digest_body":${e.idUnsigned === true},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
-        `"queue":${fixed.queue},"dispatch_job":${job === null ? 'null' : `"${job}"`}}`,
+        `"queue":${fixed.queue},"dispatch_job":${job === null ? 'null' : `"${job}"`}` +
+        // base64 has nothing to escape; only endpoints with a `body: raw` destination pay for it.
+        // Written as null otherwise, after the body as every other key (see above).
+        (c.raw
+          ? `,"raw_body":"${c.raw.body.toString('base64')}","raw_headers":${json(c.raw.headers)}}`
+          : ',"raw_body":null}'),
     );
   }
   return `[${parts.join(',')}]`;
@@ -302,6 +313,14 @@ async function claimInTransaction(
     acceptedOnce.add(key);
     return true;
   });
+  await insertRawBodies(
+    client,
+    firsts.flatMap((c) =>
+      c.raw
+        ? [{ endpoint: c.endpoint, eventId: c.event.eventId, body: c.raw.body, headers: c.raw.headers }]
+        : [],
+    ),
+  );
   await insertApplyJobs(boss, client, firsts, jobs);
   if (hooks.beforeCommit) await hooks.beforeCommit(client, firsts);
   const results = resultsFor(sorted, inserted, failed);

@@ -10,6 +10,7 @@ import {
 import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
 import { pruneQuarantine, QUARANTINE_RETENTION_MS } from '../quarantine/retention.ts';
+import { pruneRawBodies } from './raw-bodies.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
 
@@ -139,6 +140,9 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     quarantine: 0,
   };
   report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
+  if (request.signal?.aborted) return report;
+  // `body: raw` bytes go with their inbox row (a dry run deleted none, so there is nothing to count).
+  if (!request.dryRun) await pruneRawBodies(db, { ...common, olderThan: request.inboxOlderThanMs });
   if (request.signal?.aborted) return report;
   // The attempt history goes with the inbox window (of every event, settled or not).
   report.attempts = (await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;

@@ -1,7 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../../services/core/config/load.ts';
-import { MIGRATION_CONNECTIONS, processConnections } from '../../../services/core/db/connections.ts';
+import {
+  destinationLoopConnections,
+  MIGRATION_CONNECTIONS,
+  processConnections,
+} from '../../../services/core/db/connections.ts';
 
 // load/README.md gives the connection arithmetic and its worked examples in prose; the code that
 // `serve` and the chart use is services/core/db/connections.ts. The README's figures are computed
@@ -46,7 +50,7 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
   it('the worker formula, E × worker.concurrency + 2 × relay.concurrency + 2, + 6 + 1, off the defaults too', () => {
     const formula = (e: number, c: number, r: number, pool = 0) => Math.max(pool, e * c + 2 * r + 2) + 6 + 1;
     expect(readme).toContain(
-      'max(`worker.poolSize`, endpoints × `worker.concurrency` + 2 × `relay.concurrency` + 2) + 6 (pg-boss) + 1 (wake-up listener)',
+      'max(`worker.poolSize`, endpoints × `worker.concurrency` + 2 × `relay.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)',
     );
     expect(readme).toContain('= **2E + 13** by default');
     for (const e of [1, 2, 3]) expect(worker(e)).toBe(2 * e + 13);
@@ -61,6 +65,34 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
       };
       expect(worker(e, overrides)).toBe(formula(e, c, r, pool));
     }
+  });
+
+  it('destinations: D = 1 + per destination 1 (+ concurrency with a breaker), on top of the loops', () => {
+    const destinations = (list: Record<string, unknown>) =>
+      parseConfig({ endpoints: { e0: { ...endpoint, destinations: list } } }, {});
+    const plain = { url: 'http://a.internal/' };
+    const base = worker(1);
+    expect(processConnections(destinations({}), 'worker')).toBe(base);
+    expect(processConnections(destinations({ a: plain }), 'worker')).toBe(base + 2);
+    expect(
+      processConnections(destinations({ a: plain, b: { ...plain, rateLimit: { perSecond: 5 } } }), 'worker'),
+    ).toBe(base + 3);
+    const withBreaker = { a: plain, b: { ...plain, breaker: { failures: 5 } } };
+    expect(destinationLoopConnections(destinations(withBreaker))).toBe(7);
+    expect(processConnections(destinations(withBreaker), 'worker')).toBe(22);
+    expect(
+      destinationLoopConnections(
+        destinations({ b: { ...plain, concurrency: 16, breaker: { failures: 5 } } }),
+      ),
+    ).toBe(1 + 1 + 16);
+    // A configured pool above the loops' figure still wins; below it, the loops' figure does.
+    const pooled = parseConfig(
+      { endpoints: { e0: { ...endpoint, destinations: withBreaker } }, worker: { poolSize: 40 } },
+      {},
+    );
+    expect(processConnections(pooled, 'worker')).toBe(40 + 7);
+    expect(readme).toContain('D = 1 + 1 + (1 + 4) = 7, so a worker holds 22');
+    expect(readme).toContain('+ 2 × `relay.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)');
   });
 
   it('the worked examples for a release', () => {
