@@ -143,7 +143,18 @@ describe('hookgate reconcile', () => {
     await db.pool.query(`DELETE FROM hookgate.audit WHERE command = 'reconcile'`);
     const since = new Date(Date.now() - 3 * 3_600_000).toISOString();
     const dry = await runHookgate(
-      ['reconcile', '--endpoint', 'pay', '--dry-run', '--since', since, '--actor', 'sre-alice', '--config', configFile],
+      [
+        'reconcile',
+        '--endpoint',
+        'pay',
+        '--dry-run',
+        '--since',
+        since,
+        '--actor',
+        'sre-alice',
+        '--config',
+        configFile,
+      ],
       { env: env() },
     );
     expect(dry.code, dry.output).toBe(0);
@@ -168,7 +179,11 @@ describe('hookgate reconcile', () => {
         actor: 'sre-bob',
         command: 'reconcile',
         endpoint: 'pay',
-        filters: expect.objectContaining({ outcome: 'complete', from: expect.any(String), until: expect.any(String) }),
+        filters: expect.objectContaining({
+          outcome: 'complete',
+          from: expect.any(String),
+          until: expect.any(String),
+        }),
         count: jsonOf(run.output).filled,
         dry_run: false,
       },

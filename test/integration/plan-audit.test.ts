@@ -1,8 +1,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { auditCommand } from '../../services/cli/commands/audit.ts';
 import { eventsListCommand, eventsShowCommand } from '../../services/cli/commands/events.ts';
 import { pruneCommand } from '../../services/cli/commands/prune.ts';
-import { auditCommand } from '../../services/cli/commands/audit.ts';
 import { collectStats } from '../../services/cli/commands/stats.ts';
 import { listActions } from '../../services/core/audit/audit.ts';
 import {
@@ -139,7 +139,9 @@ beforeAll(async () => {
     await waitFor('the forwards delivered', async () => downstream.requests.length >= 24, 30_000);
     // A verified delivery without a type: quarantined (the gateway's insert within the cap).
     const untyped = standardWebhook(SECRET, { eventId: 'untyped_1', body: '{"no":"type"}' });
-    expect((await post(`${gateway.url}/webhooks/rec`, untyped)).json).toMatchObject({ status: 'quarantined' });
+    expect((await post(`${gateway.url}/webhooks/rec`, untyped)).json).toMatchObject({
+      status: 'quarantined',
+    });
     await operatorActions(config);
     // What operators and scrapers run against the same tables.
     await collectStats(db.pool, new Date(Date.now() - 3_600_000), null, Object.keys(config.endpoints));
@@ -179,7 +181,10 @@ async function operatorActions(config: ReturnType<typeof workerConfig>): Promise
   await destinationStats(db.pool, config, new Date(Date.now() - 3_600_000), null);
   const held = await listQuarantined(db.pool, { endpoint: 'rec' });
   await listQuarantined(db.pool, { all: true });
-  await showQuarantined(db.pool, held.map((row) => row.id));
+  await showQuarantined(
+    db.pool,
+    held.map((row) => row.id),
+  );
   await dropQuarantined(db.pool, { ids: held.map((row) => row.id), actor: 'test', reason: 'audit' });
   await listActions(db.pool, { endpoint: 'rec', limit: 100 });
   await listActions(db.pool, { since: new Date(Date.now() - 3_600_000), command: 'pause', limit: 100 });
@@ -372,7 +377,9 @@ describe('the plans of every statement on a hot path', () => {
       );
       for (const size of Object.values(sizes.rows[0]!)) expect(size).toBeGreaterThanOrEqual(GROWN);
       for (const table of WATCHED_HOOKGATE) {
-        const { rows } = await client.query<{ n: number }>(`SELECT count(*)::int AS n FROM hookgate.${table}`);
+        const { rows } = await client.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM hookgate.${table}`,
+        );
         expect(rows[0]!.n, table).toBeGreaterThanOrEqual(GROWN);
       }
 

@@ -71,7 +71,10 @@ describe('the held-rows cap', () => {
   it('holds up to the cap, then answers 503 quarantine_full (retryable) and stores nothing', async () => {
     for (let n = 1; n <= CAP; n += 1) {
       const reply = await untyped('alpha', n);
-      expect([reply.status, reply.json]).toEqual([200, { status: 'quarantined', reason: 'event_type_missing' }]);
+      expect([reply.status, reply.json]).toEqual([
+        200,
+        { status: 'quarantined', reason: 'event_type_missing' },
+      ]);
     }
     const full = await untyped('alpha', 99);
     expect(full.status).toBe(503);
@@ -80,13 +83,17 @@ describe('the held-rows cap', () => {
     expect(await heldRows('alpha')).toBe(CAP);
     const counted = await gateway.registry.getSingleMetric('hookgate_deliveries_total')?.get();
     expect(
-      counted?.values.find((v) => v.labels.endpoint === 'alpha' && v.labels.outcome === 'quarantine_full')?.value,
+      counted?.values.find((v) => v.labels.endpoint === 'alpha' && v.labels.outcome === 'quarantine_full')
+        ?.value,
     ).toBe(1);
   });
 
   it("still answers 200 for a provider's retry of a held body, and keeps other endpoints apart", async () => {
     const retry = await untyped('alpha', 1, new Date(Date.now() + 1_000));
-    expect([retry.status, retry.json]).toEqual([200, { status: 'quarantined', reason: 'event_type_missing' }]);
+    expect([retry.status, retry.json]).toEqual([
+      200,
+      { status: 'quarantined', reason: 'event_type_missing' },
+    ]);
     const other = await untyped('beta', 1);
     expect(other.status).toBe(200);
     expect(await heldRows('alpha')).toBe(CAP);
@@ -96,7 +103,9 @@ describe('the held-rows cap', () => {
   it('reports held rows per endpoint and reason, and the cap, as gauges', async () => {
     expect(await heldGauge('alpha', CAP)).toBe(CAP);
     expect(await heldGauge('beta', 1)).toBe(1);
-    expect(await gauge('hookgate_quarantine_held', { endpoint: 'alpha', reason: 'payload_unstorable' })).toBe(0);
+    expect(await gauge('hookgate_quarantine_held', { endpoint: 'alpha', reason: 'payload_unstorable' })).toBe(
+      0,
+    );
     expect(await gauge('hookgate_quarantine_held_limit', { endpoint: 'alpha' })).toBe(CAP);
   });
 
@@ -104,9 +113,9 @@ describe('the held-rows cap', () => {
     const { rows } = await db.pool.query<{ id: string }>(
       `SELECT id::text AS id FROM hookgate.quarantine WHERE endpoint = 'alpha' ORDER BY id LIMIT 1`,
     );
-    expect(await dropQuarantined(db.pool, { ids: [rows[0]!.id], actor: 'test', reason: 'test traffic' })).toEqual([
-      rows[0]!.id,
-    ]);
+    expect(
+      await dropQuarantined(db.pool, { ids: [rows[0]!.id], actor: 'test', reason: 'test traffic' }),
+    ).toEqual([rows[0]!.id]);
     expect(await heldGauge('alpha', CAP - 1)).toBe(CAP - 1);
     // The provider's retry of the delivery refused at the cap.
     const retried = await untyped('alpha', 99, new Date(Date.now() + 2_000));

@@ -32,7 +32,10 @@ describe('the quarantine incident walk-through', () => {
       body: '{"kind":"order.paid","data":{"id":"ord_1"}}',
     });
     const reply = await post(`${gateway.url}/webhooks/orders`, delivery);
-    expect([reply.status, reply.json]).toEqual([200, { status: 'quarantined', reason: 'event_type_missing' }]);
+    expect([reply.status, reply.json]).toEqual([
+      200,
+      { status: 'quarantined', reason: 'event_type_missing' },
+    ]);
 
     const list = await runCliInProcess(['quarantine', 'list', '--endpoint', 'orders'], env);
     expect(list.code, list.output).toBe(0);

@@ -236,7 +236,10 @@ describe('hookgate verify', () => {
     const header = lines.find((line) => line.startsWith('endpoint'))!;
     const columns = header.trim().split(/\s+/);
     expect(columns).toContain('discarded');
-    const gh = lines.find((line) => line.startsWith('gh '))!.trim().split(/\s+/);
+    const gh = lines
+      .find((line) => line.startsWith('gh '))!
+      .trim()
+      .split(/\s+/);
     expect(gh[columns.indexOf('discarded')]).toBe('1');
     expect(gh[columns.indexOf('dead')]).toBe('0');
   });
