@@ -48,7 +48,9 @@ import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../supp
 // prune), then, for each distinct statement that can read a watched table, prepares it while the
 // tables are tiny (analysed, as autovacuum leaves a small table), forces the generic plan and
 // runs it more than five times (PostgreSQL then settles on a cached plan), grows the inbox, the
-// job table, the outbox and the counts to GROWN rows each, and asks for the plan again:
+// job table, the outbox, the counts and every table of plans.ts's WATCHED_HOOKGATE (destinations,
+// audit, attempts, pause state, quarantine, reconciliation) to GROWN rows each, and asks for the
+// plan again:
 // - the custom plan (what an unnamed statement gets: planned for every execution) on the grown
 //   tables, for every statement;
 // - the cached generic plan made on tiny tables, for every statement the code prepares by name
