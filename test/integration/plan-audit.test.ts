@@ -427,5 +427,5 @@ describe('the plans of every statement on a hot path', () => {
     );
     expect(unpreparable, unpreparable.join('\n\n')).toEqual([]);
     expect(report, report.join('\n\n========\n\n')).toEqual([]);
-  }, 600_000);
+  }, 900_000);
 });
