@@ -4,10 +4,13 @@ import { fileURLToPath } from 'node:url';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { ConsoleContext } from './context.ts';
 import { actionPreview, actionRun } from './pages/action.ts';
+import { auditPage } from './pages/audit.ts';
+import { destinationsPage } from './pages/destinations.ts';
 import { eventPage } from './pages/event.ts';
 import { eventsPage } from './pages/events.ts';
 import { loginPage, loginSubmit, logoutSubmit } from './pages/login.ts';
 import { overviewPage } from './pages/overview.ts';
+import { quarantinedPage, quarantinePage } from './pages/quarantine.ts';
 import type { ConsoleAuth } from './security/auth.ts';
 import { cspReports } from './security/csp-reports.ts';
 import { securityHeaders } from './security/headers.ts';
@@ -63,6 +66,10 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.get('/', page(overviewPage));
   app.get('/events', page(eventsPage));
   app.get('/events/:endpoint/:eventId', page(eventPage));
+  app.get('/destinations', page(destinationsPage));
+  app.get('/quarantine', page(quarantinePage));
+  app.get('/quarantine/:id', page(quarantinedPage));
+  app.get('/audit', page(auditPage));
   app.post('/actions/:action/preview', form, auth.requireCsrf, page(actionPreview));
   app.post('/actions/:action', form, auth.requireCsrf, page(actionRun));
 

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import type { Config } from '../core/config/schema.ts';
 import type { Logger } from '../core/logging.ts';
 import type { ActionRegistry } from './actions/registry.ts';
 import type { EventQueryLimits } from './read-models/events.ts';
@@ -18,4 +19,5 @@ export interface ConsoleContext {
   readonly queryTimeoutMs: number;
   readonly actions: ActionRegistry;
   readonly demo: boolean;
+  readonly config: Config;
 }

@@ -5,8 +5,10 @@ import type { PgBoss } from 'pg-boss';
 import type { Config } from '../core/config/schema.ts';
 import { createPool } from '../core/db/pool.ts';
 import type { Logger } from '../core/logging.ts';
+import { pauseDestinationAction, redeliverAction, resumeDestinationAction } from './actions/destinations.ts';
 import { discardAction } from './actions/discard.ts';
 import { pauseAction, resumeAction } from './actions/pause.ts';
+import { dropQuarantinedAction, releaseQuarantinedAction } from './actions/quarantine.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
 import { createConsoleApp } from './app.ts';
@@ -41,7 +43,12 @@ export function consoleActions(): ActionRegistry {
     .register(requeueAction)
     .register(discardAction)
     .register(pauseAction)
-    .register(resumeAction);
+    .register(resumeAction)
+    .register(releaseQuarantinedAction)
+    .register(dropQuarantinedAction)
+    .register(pauseDestinationAction)
+    .register(resumeDestinationAction)
+    .register(redeliverAction);
 }
 
 /**
@@ -80,6 +87,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     queryTimeoutMs: config.console.queryTimeout,
     actions: consoleActions(),
     demo: settings.demo,
+    config,
   };
   const auth = new ConsoleAuth(settings);
   let stopping = false;

@@ -158,12 +158,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     else if (!outage.failed('queue', error)) logger.error({ err: error }, 'queue error');
   });
   await boss.start();
-  await ensureQueues(
-    boss,
-    Object.keys(config.endpoints),
-    retryPolicyFrom(config.worker),
-    outboxPolicyFrom(config.relay),
-  );
+  // The console only sends jobs to queues the gateways and workers made: it changes no queue, so
+  // its database role (hookgate_console, roles.ts) needs no rights on pg-boss's queue table.
+  if (role !== 'console')
+    await ensureQueues(
+      boss,
+      Object.keys(config.endpoints),
+      retryPolicyFrom(config.worker),
+      outboxPolicyFrom(config.relay),
+    );
 
   const registry = createRegistry();
   // One set for the process: the worker and sync-mode endpoints of the gateway both apply events.

@@ -19,13 +19,16 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/console/read-models/',
     // The destination relay's claim reads the payload it sends with the rows it claims.
     'services/core/destinations/deliveries.ts',
+    // The console role's column grants (hookgate_console).
+    'services/core/db/roles.ts',
   ],
   // `body: raw` destinations' original bytes (migration 0020), embedded by the claim and the relay's claim.
-  'hookgate.inbox_raw': ['services/core/inbox/raw-bodies.ts'],
+  'hookgate.inbox_raw': ['services/core/inbox/raw-bodies.ts', 'services/core/db/roles.ts'],
   'hookgate.delivery_counts': [
     'services/core/inbox/',
     'services/core/read-models/',
     'services/console/read-models/',
+    'services/core/db/roles.ts',
   ],
   'hookgate.outbox_deliveries': [
     'services/core/outbox/',
@@ -41,12 +44,12 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
   'hookgate.schema_migrations': ['services/core/db/'],
   // Operations (migration 0013): the audit trail, paused endpoints, the per-attempt history.
-  'hookgate.audit': ['services/core/audit/'],
-  'hookgate.endpoint_state': ['services/core/pause/'],
+  'hookgate.audit': ['services/core/audit/', 'services/core/db/roles.ts'],
+  'hookgate.endpoint_state': ['services/core/pause/', 'services/core/db/roles.ts'],
   'hookgate.apply_attempts': ['services/core/attempts/'],
   'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
   // Quarantine (migration 0017): verified deliveries that cannot become inbox events.
-  'hookgate.quarantine': ['services/core/quarantine/'],
+  'hookgate.quarantine': ['services/core/quarantine/', 'services/core/db/roles.ts'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).
   'pgboss.': ['services/core/queue/job-rows.ts', 'services/core/db/roles.ts'],
   // The reference handler's tables (migration 0003); verify reads them to check a load run.

@@ -140,6 +140,9 @@ key: {{ .ctx.Values.secrets.databaseUrlKey }}
     secretKeyRef:
       {{- if eq .component "test" }}
       {{- include "hookgate.databaseUrlRef" (dict "ctx" $ctx "secret" $ctx.Values.tests.databaseUrlSecret) | nindent 6 }}
+      {{- else if eq .component "console" }}
+      {{- /* A hookgate_console login (docs/console.md, "Database role") when console.databaseUrlSecret names its Secret. */}}
+      {{- include "hookgate.databaseUrlRef" (dict "ctx" $ctx "secret" $ctx.Values.console.databaseUrlSecret) | nindent 6 }}
       {{- else }}
       name: {{ include "hookgate.secretName" $ctx }}
       key: {{ $ctx.Values.secrets.databaseUrlKey }}

@@ -31,7 +31,7 @@ export async function auditCommand(raw: unknown): Promise<void> {
   await withCommandPool('audit', 30_000, async (pool) => {
     const rows = await listActions(pool, options);
     if (options.json) {
-      printJson(rows);
+      printJson(rows.map(({ at_key: _key, ...row }) => row));
       return;
     }
     if (rows.length === 0) {

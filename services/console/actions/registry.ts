@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import type { Config } from '../../core/config/schema.ts';
 import type { Logger } from '../../core/logging.ts';
 import type { Viewer } from '../security/viewer.ts';
 
@@ -16,6 +17,8 @@ export interface ActionContext {
   readonly viewer: Viewer;
   /** Endpoints the configuration names; an action on any other is refused. */
   readonly endpoints: readonly string[];
+  /** The console's configuration: a quarantine release claims with it. */
+  readonly config: Config;
 }
 
 export interface ActionPreview {

@@ -4,14 +4,14 @@ import { type Html, html } from './html.ts';
 export interface PageOptions {
   readonly title: string;
   readonly viewer: Viewer | null;
-  readonly current?: 'overview' | 'events';
+  readonly current?: 'overview' | 'events' | 'destinations' | 'quarantine' | 'audit';
   readonly demo?: boolean;
   readonly notice?: string | null;
 }
 
 /** The frame of every page: no script, one stylesheet, a form to sign out. */
 export function layout(options: PageOptions, body: Html): Html {
-  const nav = (id: 'overview' | 'events', href: string, label: string) =>
+  const nav = (id: NonNullable<PageOptions['current']>, href: string, label: string) =>
     html`<a href="${href}"${options.current === id ? html` aria-current="page"` : ''}>${label}</a>`;
   const viewer = options.viewer;
   return html`<html lang="en">
@@ -25,7 +25,7 @@ export function layout(options: PageOptions, body: Html): Html {
 <body>
 <header class="top">
   <span class="brand">hookgate</span>
-  <nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}</nav>
+  <nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}${nav('destinations', '/destinations', 'Destinations')}${nav('quarantine', '/quarantine', 'Quarantine')}${nav('audit', '/audit', 'Audit')}</nav>
   ${
     viewer
       ? html`<div class="who">

@@ -15,6 +15,7 @@ function actionContext(context: ConsoleContext, req: Request): ActionContext {
     logger: context.logger,
     viewer: viewerOf(req),
     endpoints: context.endpoints,
+    config: context.config,
   };
 }
 

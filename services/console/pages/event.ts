@@ -1,4 +1,7 @@
 import type { Request, Response } from 'express';
+import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
+import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
+import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
 import { formatTime, layout } from '../html/layout.ts';
@@ -22,7 +25,66 @@ function headerRows(headers: Record<string, unknown>) {
   )}</table>`;
 }
 
-function detail(view: EventView, csrf: string, canRequeue: boolean, canDiscard: boolean) {
+/** What `events show` prints beside the inbox row: apply attempts, destinations, audit entries. */
+interface EventHistory {
+  readonly attempts: readonly AttemptRow[];
+  readonly destinations: readonly EventDestination[];
+  readonly audit: readonly AuditRow[];
+}
+
+function attemptRows(attempts: readonly AttemptRow[]) {
+  if (attempts.length === 0) return html`<p class="muted">No apply attempt recorded yet.</p>`;
+  return html`<table class="events"><thead><tr><th>#</th><th>At</th><th>Worker</th><th>Outcome</th><th>Duration</th><th>Error</th></tr></thead><tbody>${attempts.map(
+    (attempt) =>
+      html`<tr><td>${attempt.attempt}</td><td class="mono">${formatTime(attempt.at)}</td><td class="mono">${visible(attempt.worker)}</td><td>${statusBadge(attempt.outcome)}</td><td>${attempt.duration_ms} ms</td><td class="mono">${attempt.error_code ? html`${visible(attempt.error_code)}: ` : ''}${visible(attempt.error_message ?? '')}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+function destinationRows(
+  endpoint: string,
+  destinations: readonly EventDestination[],
+  csrf: string,
+  canRedeliver: boolean,
+) {
+  if (destinations.length === 0) return html`<p class="muted">This endpoint has no destinations.</p>`;
+  return html`<table class="events"><thead><tr><th>Destination</th><th>Filter</th><th>Delivery</th><th>Status</th><th>Attempts</th><th>HTTP</th><th>Last attempt</th><th>Last error</th><th></th></tr></thead><tbody>${destinations.map(
+    ({ destination, matches, reason, delivery }) =>
+      html`<tr aria-label="destination ${destination}"><td class="mono">${visible(destination)}</td><td>${
+        matches === null
+          ? 'no longer configured'
+          : matches
+            ? 'matches'
+            : html`skipped <span class="muted">${visible(reason ?? '')}</span>`
+      }</td><td class="mono">${delivery?.id ?? '-'}</td><td>${delivery ? visible(delivery.status) : '-'}</td><td>${delivery?.attempts ?? '-'}</td><td>${delivery?.http_status ?? '-'}</td><td class="mono">${formatTime(delivery?.last_attempt_at)}</td><td class="mono">${visible(delivery?.last_error ?? '')}</td><td>${
+        canRedeliver && delivery && (delivery.status === 'dead' || delivery.status === 'delivered')
+          ? html`<form method="post" action="/actions/redeliver/preview" class="inline">
+    <input type="hidden" name="_csrf" value="${csrf}">
+    <input type="hidden" name="endpoint" value="${endpoint}">
+    <input type="hidden" name="destination" value="${destination}">
+    <input type="hidden" name="delivery_id" value="${delivery.id}">
+    <button type="submit" class="secondary">Redeliver…</button>
+  </form>`
+          : ''
+      }</td></tr>`,
+  )}</tbody></table>`;
+}
+
+function auditRows(audit: readonly AuditRow[]) {
+  if (audit.length === 0) return html`<p class="muted">No operator action has named this event.</p>`;
+  return html`<table class="events"><thead><tr><th>At</th><th>Actor</th><th>Action</th><th>Count</th><th>Run</th><th>Reason</th></tr></thead><tbody>${audit.map(
+    (entry) =>
+      html`<tr><td class="mono">${formatTime(entry.at)}</td><td>${visible(entry.actor)}</td><td class="mono">${visible(entry.command)}</td><td>${entry.count}</td><td>${entry.dry_run ? 'dry run' : 'run'}</td><td>${visible(entry.reason ?? '')}</td></tr>`,
+  )}</tbody></table>`;
+}
+
+function detail(
+  view: EventView,
+  history: EventHistory,
+  csrf: string,
+  canRequeue: boolean,
+  canDiscard: boolean,
+  canRedeliver: boolean,
+) {
   const { event, deliveries, timeline } = view;
   const payload = JSON.stringify(event.payload, null, 2);
   return html`<h1 class="mono">${visible(event.event_id)}</h1>
@@ -72,6 +134,12 @@ ${event.last_error ? html`<h2>Last error</h2><pre class="error-text">${visibleBl
         entry.detail ? html`<br><span class="mono muted">${visible(entry.detail)}</span>` : ''
       }</span></li>`,
   )}</ol>
+<h2>Apply attempts</h2>
+${attemptRows(history.attempts)}
+<h2>Destinations</h2>
+${destinationRows(event.endpoint, history.destinations, csrf, canRedeliver)}
+<h2>Operator actions</h2>
+${auditRows(history.audit)}
 <h2>Deliveries downstream</h2>
 ${
   deliveries.length === 0
@@ -114,15 +182,27 @@ export async function eventPage(context: ConsoleContext, req: Request, res: Resp
       );
       return;
     }
+    const history: EventHistory = {
+      attempts: await attemptsOf(context.pool, endpoint, eventId),
+      destinations: await eventDestinations(context.pool, context.config, {
+        endpoint,
+        eventId,
+        eventType: view.event.event_type,
+        payload: view.event.payload,
+      }),
+      audit: await actionsOnEvent(context.pool, endpoint, eventId),
+    };
     const done = typeof req.query.done === 'string' ? (NOTICES[req.query.done] ?? null) : null;
     sendPage(
       res,
       frame(
         detail(
           view,
+          history,
           viewer.csrf,
           context.actions.get('requeue') !== undefined,
           context.actions.get('discard') !== undefined,
+          context.actions.get('redeliver') !== undefined,
         ),
         done,
       ),

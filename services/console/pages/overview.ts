@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { type PauseState, pausedEndpoints } from '../../core/pause/pause.ts';
+import { countHeld } from '../../core/quarantine/actions.ts';
 import { type ReconcileState, readStates } from '../../core/reconcile/state-sql.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
@@ -53,6 +54,7 @@ function card(
   since: Date,
   control: ReturnType<typeof html> | string,
   reconcile: ReconcileState | undefined,
+  quarantined = 0,
 ) {
   const list = (status?: string) => consolePath(['events'], { endpoint: endpoint.endpoint, status });
   const oldestTone =
@@ -70,6 +72,7 @@ function card(
     ${figure('Duplicates (1h)', endpoint.duplicate)}
     ${figure('Duplicate rate', percent(endpoint.duplicateRate))}
     ${figure('p50 / p99', `${formatAge(endpoint.latency.p50)} / ${formatAge(endpoint.latency.p99)}`)}
+    ${figure('Quarantined', quarantined, consolePath(['quarantine'], { endpoint: endpoint.endpoint }), quarantined > 0 ? 'warn' : undefined)}
     ${gapFree(reconcile)}
   </div>
   ${minuteChart(endpoint.minutes, since, `Deliveries per minute to ${endpoint.endpoint} over the last hour`)}
@@ -82,6 +85,7 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
   try {
     const overview = await loadOverview(context.pool, context.endpointInfo, context.latencySample);
     const pauses = new Map((await pausedEndpoints(context.pool)).map((pause) => [pause.endpoint, pause]));
+    const held = await countHeld(context.pool);
     const reconciled = new Map((await readStates(context.pool)).map((state) => [state.endpoint, state]));
     const offered = context.actions.get('pause') !== undefined && context.actions.get('resume') !== undefined;
     sendPage(
@@ -98,6 +102,7 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
               ? pauseControl(endpoint.endpoint, pauses.get(endpoint.endpoint), viewer.csrf, offered)
               : '',
             reconciled.get(endpoint.endpoint),
+            held[endpoint.endpoint] ?? 0,
           ),
         )}</div>`,
       ),

@@ -69,24 +69,32 @@ export interface AuditRow {
   readonly dry_run: boolean;
   readonly reason: string | null;
   readonly event_ids: string[];
+  /** `at` to the microsecond (a Date keeps milliseconds): the keyset cursor's time. listActions only. */
+  readonly at_key?: string;
 }
 
 const COLUMNS = `id::text AS id, at, actor, command, endpoint, filters, count::float8 AS count, dry_run, reason, event_ids`;
 
 /** Newest first, through audit_at_idx or audit_endpoint_at_idx. NULL filters mean "any". */
 const LIST_ACTIONS = `
-  SELECT ${COLUMNS}
+  SELECT ${COLUMNS}, to_char(at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at_key
     FROM hookgate.audit
    WHERE ($1::timestamptz IS NULL OR at >= $1)
      AND ($2::text IS NULL OR endpoint = $2)
      AND ($3::text IS NULL OR command = $3)
-   ORDER BY at DESC, id DESC
+     AND ($5::text IS NULL OR actor = $5)
+     AND ($6::timestamptz IS NULL OR (at, audit.id) < ($6, $7::bigint))
+   -- audit.id, the bigint: a bare id would be the text output column and sort 9 after 10.
+   ORDER BY at DESC, audit.id DESC
    LIMIT $4`;
 
 export interface AuditQuery {
   readonly since?: Date | undefined;
   readonly endpoint?: string | undefined;
   readonly command?: string | undefined;
+  readonly actor?: string | undefined;
+  /** Keyset: only actions older than this one (the console's next page). */
+  readonly before?: { readonly at: string; readonly id: string } | undefined;
   readonly limit: number;
 }
 
@@ -97,6 +105,9 @@ export async function listActions(db: Queryable, query: AuditQuery): Promise<Aud
       query.endpoint ?? null,
       query.command ?? null,
       query.limit,
+      query.actor ?? null,
+      query.before?.at ?? null,
+      query.before?.id ?? null,
     ])
   ).rows;
 }

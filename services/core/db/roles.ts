@@ -11,8 +11,14 @@ import type pg from 'pg';
  *   let every role create in `public`), no TRUNCATE, and no writes to the migration ledgers.
  * - read-only (`hookgate_readonly`): KEDA's backlog query, `helm test`'s wait, the console's
  *   reads. SELECT on `hookgate` and `pgboss`.
+ * - console (`hookgate_console`, docs/console.md): the web console. SELECT on `hookgate` and
+ *   `pgboss`, and exactly the writes its actions make: the audit row; requeue's and discard's
+ *   columns of the inbox (never its payload, no DELETE); pause and resume; a quarantine release's
+ *   claim (inbox, raw bytes, delivery counts, the pg-boss job) and the quarantine's settle
+ *   columns; a destination's pause state, and its deliveries' status and retry budget (pause,
+ *   resume, redeliver). No DDL, no TRUNCATE, no DELETE anywhere.
  *
- * Both are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
+ * All are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
  */
 /** Concurrent migrators may race to create a role: the loser finds it made. */
@@ -25,6 +31,10 @@ export const CREATE_ROLES = `
     END;
     BEGIN
       CREATE ROLE hookgate_readonly NOLOGIN;
+    EXCEPTION WHEN duplicate_object THEN NULL;
+    END;
+    BEGIN
+      CREATE ROLE hookgate_console NOLOGIN;
     EXCEPTION WHEN duplicate_object THEN NULL;
     END;
   END $$`;
@@ -40,6 +50,7 @@ export const GRANT_ROLES = `
   DO $$
   DECLARE
     stamp name;
+    part regclass;
   BEGIN
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_runtime, hookgate_readonly', current_database());
     GRANT USAGE ON SCHEMA hookgate, pgboss, billing TO hookgate_runtime;
@@ -56,6 +67,40 @@ export const GRANT_ROLES = `
     END LOOP;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
+    -- A database migrated before the console role existed has the other two only.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console') THEN
+      EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_console', current_database());
+      GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_console;
+      GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_console;
+      GRANT USAGE ON ALL SEQUENCES IN SCHEMA hookgate TO hookgate_console;
+      -- Every action records itself.
+      GRANT INSERT ON hookgate.audit TO hookgate_console;
+      -- Requeue (services/core/inbox/requeue.ts, then dispatch.ts) and discard (discard.ts).
+      GRANT UPDATE (status, processed_at, discarded_at, discarded_by, discard_reason, next_attempt_at,
+                    dispatch_job, dispatched_attempts, requeued_attempts)
+        ON hookgate.inbox TO hookgate_console;
+      -- A quarantine release goes through the claim (claim-sql.ts): new rows only, ON CONFLICT DO NOTHING.
+      GRANT INSERT ON hookgate.inbox, hookgate.inbox_raw, hookgate.delivery_counts, pgboss.job TO hookgate_console;
+      GRANT UPDATE (accepted, duplicate) ON hookgate.delivery_counts TO hookgate_console;
+      -- Release and drop (services/core/quarantine/actions.ts).
+      GRANT UPDATE (released_at, dropped_at, settled_by, settle_reason, reason, message)
+        ON hookgate.quarantine TO hookgate_console;
+      -- Pause and resume (services/core/pause/pause.ts).
+      GRANT INSERT, UPDATE ON hookgate.endpoint_state TO hookgate_console;
+      -- A destination's pause and resume (destinations/state.ts: its state row; deliveries.ts:
+      -- held or released) and redeliver (deliveries.ts: status, retry budget, due time).
+      GRANT INSERT, UPDATE ON hookgate.destination_state TO hookgate_console;
+      GRANT UPDATE (status, redelivered_attempts, next_attempt_at, settled_at)
+        ON hookgate.destination_deliveries TO hookgate_console;
+      -- pg-boss writes a job into its queue's partition (job_common for hookgate's queues).
+      FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass LOOP
+        EXECUTE format('GRANT INSERT ON %s TO hookgate_console', part);
+      END LOOP;
+      -- Every pg-boss client registers, refreshes and removes its own instance row.
+      IF to_regclass('pgboss.instance') IS NOT NULL THEN
+        GRANT INSERT, UPDATE, DELETE ON pgboss.instance TO hookgate_console;
+      END IF;
+    END IF;
   END $$`;
 
 /** Creates the roles when asked to (`migrate --create-roles`), then grants if they exist. */

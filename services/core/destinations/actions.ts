@@ -149,6 +149,9 @@ export async function destinationStats(
   );
 }
 
+/** Event ids an audit row of a redelivery keeps (a redelivery of more still counts them all). */
+const AUDITED_EVENTS = 10_000;
+
 export interface RedeliverRequest extends DestinationRef {
   readonly actor: string;
   /** These deliveries; else every delivery of the destination in `statuses`. */
@@ -182,7 +185,8 @@ export async function redeliver(
     );
   }
   const statuses = request.statuses ?? ['dead'];
-  const taken = await redeliverRows(db, { ...target, ids, statuses }, request.dryRun);
+  const rows = await redeliverRows(db, { ...target, ids, statuses }, request.dryRun);
+  const taken = rows.map((row) => row.id);
   await recordAction(db, {
     actor: request.actor,
     command: 'redeliver',
@@ -194,6 +198,8 @@ export async function redeliver(
     },
     count: taken.length,
     dryRun: request.dryRun,
+    // So `events show` and the console's event page list the redelivery among the event's actions.
+    eventIds: [...new Set(rows.map((row) => row.eventId))].slice(0, AUDITED_EVENTS),
   });
   return { ...target, actor: request.actor, count: taken.length, ids: taken, dryRun: request.dryRun };
 }

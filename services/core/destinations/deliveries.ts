@@ -238,7 +238,7 @@ const SELECTED = `
   AND status = ANY ($4::text[])
   AND ($3::bigint[] IS NULL OR id = ANY ($3::bigint[]))`;
 
-const SELECT_REDELIVERABLE = `SELECT id::text AS id FROM hookgate.destination_deliveries WHERE ${SELECTED} ORDER BY id`;
+const SELECT_REDELIVERABLE = `SELECT id::text AS id, event_id FROM hookgate.destination_deliveries WHERE ${SELECTED} ORDER BY id`;
 
 /**
  * Sent again as they were (same webhook-id and Idempotency-Key), with a fresh retry budget:
@@ -253,20 +253,20 @@ const REDELIVER = `
          next_attempt_at = now(),
          settled_at = NULL
    WHERE ${SELECTED}
-  RETURNING id::text AS id`;
+  RETURNING id::text AS id, event_id`;
 
 export async function redeliverRows(
   db: Queryable,
   selection: RedeliverySelection,
   dryRun: boolean,
-): Promise<string[]> {
-  const { rows } = await db.query<{ id: string }>(dryRun ? SELECT_REDELIVERABLE : REDELIVER, [
-    selection.endpoint,
-    selection.destination,
-    selection.ids,
-    selection.statuses,
-  ]);
-  return rows.map((row) => row.id).sort((a, b) => Number(a) - Number(b));
+): Promise<Array<{ readonly id: string; readonly eventId: string }>> {
+  const { rows } = await db.query<{ id: string; event_id: string }>(
+    dryRun ? SELECT_REDELIVERABLE : REDELIVER,
+    [selection.endpoint, selection.destination, selection.ids, selection.statuses],
+  );
+  return rows
+    .map((row) => ({ id: row.id, eventId: row.event_id }))
+    .sort((a, b) => Number(a.id) - Number(b.id));
 }
 
 /** A pause holds what waits to be sent (an attempt in flight finishes). */

@@ -33,3 +33,22 @@ export async function setPaused(
   ]);
   return { wasPaused: rows[0]?.was_paused ?? false };
 }
+
+export interface DestinationState {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly paused: boolean;
+  readonly changed_by: string;
+  readonly changed_at: Date;
+}
+
+// One row per destination ever paused or resumed: small by construction (its key is the
+// configured destinations), so reading all of it is bounded by the configuration.
+const STATES = `
+  SELECT endpoint, destination, paused, changed_by, changed_at
+    FROM hookgate.destination_state ORDER BY endpoint, destination`;
+
+/** Every destination's pause state, for the console's destinations page. */
+export async function destinationStates(db: Queryable): Promise<DestinationState[]> {
+  return (await db.query<DestinationState>(STATES)).rows;
+}

@@ -50,6 +50,55 @@ export async function listQuarantined(
   ).rows;
 }
 
+/**
+ * Held rows newest first, one keyset page (the console's list): through quarantine_held_idx, the
+ * partial index on held rows only, so a page reads the held set (bounded by the operators), never
+ * the released and dropped history. The reason filter applies to the rows that index yields.
+ */
+const HELD_PAGE = `
+  SELECT ${COLUMNS}, to_char(received_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS received_key FROM hookgate.quarantine
+   WHERE released_at IS NULL AND dropped_at IS NULL
+     AND ($1::text IS NULL OR endpoint = $1)
+     AND ($2::text IS NULL OR reason = $2)
+     AND ($3::timestamptz IS NULL OR (received_at, quarantine.id) < ($3, $4::bigint))
+   -- quarantine.id, the bigint: a bare id would be the text output column and sort 9 after 10.
+   ORDER BY received_at DESC, quarantine.id DESC
+   LIMIT $5`;
+
+export interface HeldPageQuery {
+  readonly endpoint?: string | undefined;
+  readonly reason?: string | undefined;
+  readonly before?: { readonly receivedAt: string; readonly id: string } | undefined;
+  readonly limit: number;
+}
+
+/** `received_key`: received_at to the microsecond, the keyset cursor's time. */
+export async function listHeldPage(
+  db: Queryable,
+  query: HeldPageQuery,
+): Promise<Array<QuarantinedRow & { readonly received_key: string }>> {
+  return (
+    await db.query<QuarantinedRow & { received_key: string }>(HELD_PAGE, [
+      query.endpoint ?? null,
+      query.reason ?? null,
+      query.before?.receivedAt ?? null,
+      query.before?.id ?? null,
+      query.limit,
+    ])
+  ).rows;
+}
+
+const COUNT_HELD = `
+  SELECT endpoint, count(*)::int AS held FROM hookgate.quarantine
+   WHERE released_at IS NULL AND dropped_at IS NULL
+   GROUP BY endpoint`;
+
+/** Held rows per endpoint (the console's overview), from the partial index. */
+export async function countHeld(db: Queryable): Promise<Record<string, number>> {
+  const rows = (await db.query<{ endpoint: string; held: number }>(COUNT_HELD)).rows;
+  return Object.fromEntries(rows.map((row) => [row.endpoint, row.held]));
+}
+
 export interface QuarantinedDelivery extends QuarantinedRow {
   readonly body: Buffer;
   readonly headers: Record<string, string>;
