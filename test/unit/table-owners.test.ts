@@ -36,9 +36,13 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/console/read-models/',
   ],
   // Destinations (migration 0014): the claim and the statistics join their state tables.
-  'hookgate.destination_deliveries': ['services/core/destinations/', 'services/core/read-models/'],
+  'hookgate.destination_deliveries': [
+    'services/core/destinations/',
+    'services/core/read-models/',
+    'services/core/db/roles.ts',
+  ],
   'hookgate.destination_attempts': ['services/core/destinations/', 'services/core/read-models/'],
-  'hookgate.destination_state': ['services/core/destinations/'],
+  'hookgate.destination_state': ['services/core/destinations/', 'services/core/db/roles.ts'],
   'hookgate.destination_rate': ['services/core/destinations/'],
   'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
