@@ -260,6 +260,20 @@ const ENDPOINTS_SQL = `(ARRAY['rec','proj','fwd','sync','fails','dest'])[1 + n %
 
 /** The tables of operations, destinations, quarantine and reconciliation, grown the same way. */
 async function growNewerTables(client: pg.ClientBase): Promise<void> {
+  // The rows are consistent by construction (each attempt names a delivery just inserted), so
+  // the foreign-key triggers are off for the load: their check plans, cached in this session,
+  // were made when the referenced tables were tiny, and on PostgreSQL 15 each of 200 000 checks
+  // then read a whole index (the load took over 15 minutes). Hookgate's own statements never
+  // insert attempts this way; the audit is about their plans, not this loader's.
+  await client.query(`SET session_replication_role = replica`);
+  try {
+    await growNewerTablesRows(client);
+  } finally {
+    await client.query(`RESET session_replication_role`);
+  }
+}
+
+async function growNewerTablesRows(client: pg.ClientBase): Promise<void> {
   await client.query(
     `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status,
                                                   attempts, next_attempt_at, created_at, last_attempt_at, settled_at)
@@ -427,5 +441,5 @@ describe('the plans of every statement on a hot path', () => {
     );
     expect(unpreparable, unpreparable.join('\n\n')).toEqual([]);
     expect(report, report.join('\n\n========\n\n')).toEqual([]);
-  }, 900_000);
+  }, 600_000);
 });
