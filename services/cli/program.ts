@@ -299,7 +299,7 @@ ${examples([
     )
     .action((options: unknown) => replayCommand(options));
 
-  addConfigOption(
+  const reconcile = addConfigOption(
     program
       .command('reconcile')
       .description(
@@ -313,7 +313,8 @@ ${examples([
       .option('--since <when>', 'list from here instead of the watermark minus lookback')
       .option('--dry-run', 'count what is missing; store nothing, move nothing')
       .option('--json', 'print the result as JSON'),
-  )
+  );
+  addActorOption(reconcile)
     .addHelpText(
       'after',
       examples([
@@ -334,6 +335,10 @@ ${examples([
       .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
       .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
       .option('--audit-older-than <duration>', 'retention for the audit trail (default 365d)')
+      .option(
+        '--quarantine-older-than <duration>',
+        'retention for released and dropped quarantine rows, after their release or drop (default 7d)',
+      )
       .option('--batch <n>', 'rows deleted per statement, each its own transaction (100..100000)', '5000')
       .option(
         '--pause <ms>',

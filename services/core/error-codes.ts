@@ -106,6 +106,8 @@ export const ERROR_CODES = {
   database_unavailable: refusal(503),
   apply_failed: refusal(503),
   overloaded: refusal(503),
+  // An endpoint's quarantine holds quarantine.maxHeldPerEndpoint rows: retryable, never dropped.
+  quarantine_full: refusal(503),
 } as const satisfies Record<string, CodeMeaning>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -167,7 +167,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     logger,
     claim,
     // Its own autocommit statement: the 200 waits for it, as an accepted delivery's waits for its claim.
-    quarantine: (entry) => storeQuarantined(pool, [entry]),
+    quarantine: async (entry) =>
+      (await storeQuarantined(pool, [entry], config.quarantine.maxHeldPerEndpoint))[0] ?? 'stored',
     now: options.now ?? Date.now,
     shuttingDown: () => drain.draining,
     trustedProxyHops: config.server.trustedProxyHops,

@@ -2,7 +2,12 @@ import type { Claim, ClaimResult } from '../core/inbox/claim.ts';
 import { identityProblem } from '../core/inbox/identity-checks.ts';
 import { decodeVerifiedBody } from '../core/providers/parse-body.ts';
 import type { HeaderBag } from '../core/providers/types.ts';
-import { isQuarantineReason, keptHeaders, type QuarantineEntry } from '../core/quarantine/store.ts';
+import {
+  isQuarantineReason,
+  keptHeaders,
+  type QuarantineEntry,
+  type StoreOutcome,
+} from '../core/quarantine/store.ts';
 import type { Endpoint } from './endpoints.ts';
 import { handshakeAnswer, replyAnswer } from './handshake.ts';
 import { type GatewayErrorCode, isGatewayErrorCode, STATUS_BY_CODE } from './rejections.ts';
@@ -50,9 +55,10 @@ export interface ReceiveDeps {
   readonly replayLimiter?: ReplayTokenLimiter;
   /**
    * Keeps a verified delivery that cannot become an event (DESIGN.md promise 8); resolves once
-   * the row has committed. Absent (unit harnesses), such a delivery is refused as before.
+   * the row has committed, with `full` when the endpoint's quarantine is at its cap (nothing
+   * stored). Absent (unit harnesses), such a delivery is refused as before.
    */
-  readonly quarantine?: (entry: QuarantineEntry) => Promise<void>;
+  readonly quarantine?: (entry: QuarantineEntry) => Promise<StoreOutcome>;
 }
 
 /**
@@ -68,8 +74,9 @@ async function quarantineOr(
   eventId?: string,
 ): Promise<Answer | null> {
   if (!deps.quarantine || !isQuarantineReason(refusal.code)) return null;
+  let stored: StoreOutcome;
   try {
-    await deps.quarantine({
+    stored = await deps.quarantine({
       endpoint: endpoint.name,
       reason: refusal.code,
       message: refusal.message,
@@ -83,6 +90,18 @@ async function quarantineOr(
         'The delivery could not be stored right now; it was not accepted. Retry later.',
       ),
       cause: `quarantine failed (${refusal.code}): ${error instanceof Error ? error.message : String(error)}`,
+      ...(eventId === undefined ? {} : { eventId }),
+    };
+  }
+  if (stored === 'full') {
+    // Acknowledging it would lose it (nothing keeps it): refused, retryable, so the provider
+    // sends it again once an operator has released or dropped held rows.
+    return {
+      ...refuse(
+        'quarantine_full',
+        `The endpoint's quarantine holds its maximum of held deliveries; this verified delivery (${refusal.code}) was not accepted. Retry later.`,
+      ),
+      cause: `quarantine full (${refusal.code}): ${refusal.message}`,
       ...(eventId === undefined ? {} : { eventId }),
     };
   }

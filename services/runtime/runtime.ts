@@ -19,6 +19,7 @@ import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../co
 import { startMetricsServer } from '../core/metrics-server.ts';
 import { OutageLog } from '../core/outage-log.ts';
 import { registerPauseMetrics } from '../core/pause/metrics.ts';
+import { registerQuarantineMetrics } from '../core/quarantine/metrics.ts';
 import { createBoss } from '../core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../core/queue/queues.ts';
 import { registerBacklogMetrics } from '../core/read-models/backlog.ts';
@@ -201,6 +202,15 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     endpoints: Object.keys(config.endpoints),
     onError: (error) => {
       if (!outage.failed('pause metrics', error)) logger.warn({ err: error }, 'pause metrics: query failed');
+    },
+  });
+  registerQuarantineMetrics(registry, {
+    db: pool,
+    endpoints: Object.keys(config.endpoints),
+    maxHeldPerEndpoint: config.quarantine.maxHeldPerEndpoint,
+    onError: (error) => {
+      if (!outage.failed('quarantine metrics', error))
+        logger.warn({ err: error }, 'quarantine metrics: query failed');
     },
   });
   registerDestinationGauges(registry, {

@@ -53,6 +53,7 @@ describe('hookgate prune', () => {
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
+      quarantine: 0,
       delivery_count_rows: 1,
     });
     expect(await ids()).toEqual(before);
@@ -73,8 +74,9 @@ describe('hookgate prune', () => {
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
+      quarantine: 0,
       delivery_count_rows: 2,
-      batches: 6,
+      batches: 8,
     });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
@@ -96,7 +98,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\) and 0 per-minute delivery count row\(s\) in 6 batch\(es\)\./,
+      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\) and 0 per-minute delivery count row\(s\) in 8 batch\(es\)\./,
     );
   });
 
@@ -122,8 +124,9 @@ describe('hookgate prune', () => {
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
+      quarantine: 0,
       delivery_count_rows: 0,
-      batches: 10,
+      batches: 12,
     });
     expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
     const left = await db.pool.query(

@@ -139,6 +139,64 @@ describe('hookgate reconcile', () => {
     expect(await inbox()).toEqual({ total: 30, reconciled: 5 });
   }, 120_000);
 
+  it('audits every operator run, dry or not: actor, command, filters, count', async () => {
+    await db.pool.query(`DELETE FROM hookgate.audit WHERE command = 'reconcile'`);
+    const since = new Date(Date.now() - 3 * 3_600_000).toISOString();
+    const dry = await runHookgate(
+      [
+        'reconcile',
+        '--endpoint',
+        'pay',
+        '--dry-run',
+        '--since',
+        since,
+        '--actor',
+        'sre-alice',
+        '--config',
+        configFile,
+      ],
+      { env: env() },
+    );
+    expect(dry.code, dry.output).toBe(0);
+    const run = await runHookgate(['reconcile', '--endpoint', 'pay', '--json', '--config', configFile], {
+      env: { ...env(), HOOKGATE_ACTOR: 'sre-bob' },
+    });
+    expect(run.code, run.output).toBe(0);
+    const { rows } = await db.pool.query(
+      `SELECT actor, command, endpoint, filters, count::int AS count, dry_run FROM hookgate.audit
+        WHERE command = 'reconcile' ORDER BY id`,
+    );
+    expect(rows).toEqual([
+      {
+        actor: 'sre-alice',
+        command: 'reconcile',
+        endpoint: 'pay',
+        filters: expect.objectContaining({ since, listed: expect.any(Number), outcome: 'complete' }),
+        count: expect.any(Number),
+        dry_run: true,
+      },
+      {
+        actor: 'sre-bob',
+        command: 'reconcile',
+        endpoint: 'pay',
+        filters: expect.objectContaining({
+          outcome: 'complete',
+          from: expect.any(String),
+          until: expect.any(String),
+        }),
+        count: jsonOf(run.output).filled,
+        dry_run: false,
+      },
+    ]);
+    expect(rows[1].filters).not.toHaveProperty('since');
+    const audit = await runHookgate(['audit', '--command', 'reconcile', '--json', '--config', configFile], {
+      env: env(),
+    });
+    expect(audit.code, audit.output).toBe(0);
+    expect(audit.output).toContain('sre-alice');
+    expect(audit.output).toContain('sre-bob');
+  }, 120_000);
+
   it('refuses an endpoint without a reconcile section, and an unknown action (exit 2)', async () => {
     const refused = await runHookgate(['reconcile', '--endpoint', 'plain', '--config', configFile], {
       env: env(),

@@ -56,7 +56,14 @@ describe('hookgate prune and destination deliveries', () => {
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
-    expect(report).toEqual({ inboxRows: 0, deliveries: 0, destinationDeliveries: 1, attempts: 0, audit: 0 });
+    expect(report).toEqual({
+      inboxRows: 0,
+      deliveries: 0,
+      destinationDeliveries: 1,
+      attempts: 0,
+      audit: 0,
+      quarantine: 0,
+    });
     const { rows } = await db.pool.query<{ event_id: string }>(
       'SELECT event_id FROM hookgate.destination_deliveries ORDER BY event_id',
     );

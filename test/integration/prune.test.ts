@@ -56,7 +56,14 @@ describe('prune', () => {
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
-    expect(report).toEqual({ inboxRows: 8, deliveries: 1, destinationDeliveries: 0, attempts: 3, audit: 1 });
+    expect(report).toEqual({
+      inboxRows: 8,
+      deliveries: 1,
+      destinationDeliveries: 0,
+      attempts: 3,
+      audit: 1,
+      quarantine: 0,
+    });
     const actors = await db.pool.query('SELECT actor FROM hookgate.audit ORDER BY id');
     // The old action went; the recent one stayed, and this prune recorded itself.
     expect(actors.rows.map((r) => r.actor)).toEqual(['recent', 'test']);

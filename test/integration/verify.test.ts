@@ -218,6 +218,32 @@ describe('hookgate verify', () => {
     ]);
   });
 
+  it('reports discarded events in their own column, beside the other statuses', async () => {
+    await db.pool.query(
+      `UPDATE hookgate.inbox SET status = 'discarded', discarded_by = 'sre', discard_reason = 'test leftover', discarded_at = now()
+        WHERE event_id = 'gh-2'`,
+    );
+    const report = await verify();
+    expect(report.ok).toBe(false);
+    expect(report.violations.map((v) => [v.kind, v.event_id])).toEqual([['discarded', 'gh-2']]);
+    expect(report.endpoints.find((e) => e.endpoint === 'gh')?.statuses).toMatchObject({
+      processed: 1,
+      discarded: 1,
+    });
+    const run = await runCliInProcess(['verify', '--sent', sentFile], { DATABASE_URL: db.url });
+    expect(run.code, run.output).toBe(1);
+    const lines = run.stdout.split('\n');
+    const header = lines.find((line) => line.startsWith('endpoint'))!;
+    const columns = header.trim().split(/\s+/);
+    expect(columns).toContain('discarded');
+    const gh = lines
+      .find((line) => line.startsWith('gh '))!
+      .trim()
+      .split(/\s+/);
+    expect(gh[columns.indexOf('discarded')]).toBe('1');
+    expect(gh[columns.indexOf('dead')]).toBe('0');
+  });
+
   it('names only the endpoints the sent file has, whatever else the configuration holds', async () => {
     // A run against gh alone, with billing and things configured (and their data present).
     writeSent(

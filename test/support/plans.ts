@@ -8,20 +8,38 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
   prepareValue(value: unknown): string | Buffer | null;
 };
 
+/** hookgate's tables the audit watches (pg-boss's job tables besides). */
+export const WATCHED_HOOKGATE = [
+  'inbox',
+  'outbox_deliveries',
+  'delivery_counts',
+  'destination_deliveries',
+  'destination_attempts',
+  'destination_state',
+  'destination_rate',
+  'destination_breaker',
+  'audit',
+  'apply_attempts',
+  'endpoint_state',
+  'quarantine',
+  'reconcile_state',
+] as const;
+
 /**
  * The tables whose size grows with traffic: a plan that reads one of them from end to end costs
  * more with every event stored, so no statement on a hot path may. pg-boss's job table is
  * partitioned by queue (`job_common` and one `j…` table per partitioned queue).
  */
 export function isWatched(schema: string, relation: string): boolean {
-  if (schema === 'hookgate') return ['inbox', 'outbox_deliveries', 'delivery_counts'].includes(relation);
+  if (schema === 'hookgate') return (WATCHED_HOOKGATE as readonly string[]).includes(relation);
   if (schema === 'pgboss')
     return relation === 'job' || relation === 'job_common' || /^j[0-9a-f]{56}$/.test(relation);
   return false;
 }
 
-const WATCHED_TEXT =
-  /\b(hookgate\.(inbox|outbox_deliveries|delivery_counts)|pgboss\.(job|job_common|j[0-9a-f]{56}))\b/;
+const WATCHED_TEXT = new RegExp(
+  `\\b(hookgate\\.(${WATCHED_HOOKGATE.join('|')})|pgboss\\.(job|job_common|j[0-9a-f]{56}))\\b`,
+);
 
 /** Splits a simple-query text into its statements (semicolons outside quotes and comments). */
 export function splitStatements(text: string): string[] {

@@ -19,6 +19,7 @@ export const pruneOptionsSchema = z
     olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     auditOlderThan: durationMs.pipe(z.number().min(86_400_000, 'must be at least 1d')).optional(),
+    quarantineOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')).optional(),
     batch: z.coerce.number().int().min(100).max(100_000),
     /** Milliseconds between batches: a paced prune leaves the database to the ack path. */
     pause: z.coerce.number().int().min(0).max(60_000).default(0),
@@ -52,6 +53,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
       inboxOlderThanMs: options.olderThan,
       deliveriesOlderThanMs: options.outboxOlderThan,
       auditOlderThanMs: options.auditOlderThan,
+      quarantineOlderThanMs: options.quarantineOlderThan,
     };
     const seconds = options.olderThan / 1000;
     if (options.dryRun) {
@@ -70,12 +72,13 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           deliveries: would.deliveries,
           attempts: would.attempts,
           audit: would.audit,
+          quarantine: would.quarantine,
           destination_deliveries: would.destinationDeliveries,
           delivery_count_rows: counts,
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
@@ -83,7 +86,12 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
       progress.total(
-        total.inboxRows + total.attempts + total.deliveries + total.destinationDeliveries + total.audit,
+        total.inboxRows +
+          total.attempts +
+          total.deliveries +
+          total.destinationDeliveries +
+          total.audit +
+          total.quarantine,
       );
     }
     let report: Awaited<ReturnType<typeof prune>>;
@@ -117,13 +125,14 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         deliveries: report.deliveries,
         attempts: report.attempts,
         audit: report.audit,
+        quarantine: report.quarantine,
         destination_deliveries: report.destinationDeliveries,
         delivery_count_rows: counts,
         batches: statements,
       });
     else
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
   });
 }

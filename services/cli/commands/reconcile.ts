@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { resolveActor } from '../../core/audit/actor.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
@@ -17,11 +18,14 @@ export const reconcileOptionsSchema = z.strictObject({
   dryRun: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
+  actor: z.string().min(1).max(200).optional(),
 });
 
 export const reconcileStatusOptionsSchema = z.strictObject({
   what: z.literal('status'),
   json: z.boolean().optional(),
+  // Accepted (the command's option) but unused: reading the status is not an action.
+  actor: z.string().min(1).max(200).optional(),
   config: z.string().min(1).optional(),
 });
 
@@ -69,6 +73,7 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
   const config = commandConfig(options.config, true)!;
   const endpoint = reconciledEndpoint(config, options.endpoint);
   const source = replaySourceFor(options.endpoint, endpoint);
+  const actor = resolveActor(options.actor);
   writeErr(
     `hookgate: reconciling ${options.endpoint} against ${source.description}${options.dryRun ? ' (dry run)' : ''}\n`,
   );
@@ -76,6 +81,7 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
     ? await withCommandPool('reconcile', 60_000, (pool) =>
         reconcileEndpoint(pool, null, options.endpoint, endpoint, source, {
           dryRun: true,
+          actor,
           ...(options.since ? { since: options.since } : {}),
         }),
       )
@@ -87,6 +93,7 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
           outboxPolicyFrom(config.relay),
         );
         return await reconcileEndpoint(pool, boss, options.endpoint, endpoint, source, {
+          actor,
           ...(options.since ? { since: options.since } : {}),
         });
       });

@@ -20,6 +20,8 @@ export type ViolationKind =
   | 'pending'
   | 'parked'
   | 'dead'
+  // An operator dismissed it (`hookgate discard`): kept, never applied, so not settled by the run.
+  | 'discarded'
   | 'pending_not_sent'
   | 'payment_not_booked'
   | 'entity_behind'

@@ -1,6 +1,15 @@
 import type { VerifyReport } from './checks.ts';
 
-const COLUMNS = ['processed', 'ignored', 'stale', 'pending', 'parked', 'dead', 'missing'] as const;
+const COLUMNS = [
+  'processed',
+  'ignored',
+  'stale',
+  'pending',
+  'parked',
+  'dead',
+  'discarded',
+  'missing',
+] as const;
 
 /** The short table `hookgate verify` prints, then the first few violations. */
 export function renderReport(file: string, report: VerifyReport, shown = 10): string {

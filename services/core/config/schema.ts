@@ -427,6 +427,17 @@ export const configSchema = z
         allowedDestinations: allowedDestinationsSchema.optional(),
       })
       .prefault({}),
+    /** Quarantine (docs/gateway.md#quarantine): verified deliveries that cannot become events. */
+    quarantine: z
+      .strictObject({
+        /**
+         * Most held (neither released nor dropped) rows per endpoint. At the cap a further
+         * delivery that would be quarantined is answered 503 quarantine_full (the provider
+         * retries it), never acknowledged and lost; a copy of a held body is still answered 200.
+         */
+        maxHeldPerEndpoint: z.number().int().min(1).max(1_000_000).default(10_000),
+      })
+      .prefault({}),
     /** The web console (docs/console.md). */
     console: consoleSchema.prefault({}),
     endpoints: z

@@ -31,7 +31,8 @@ export interface PruneProgress {
     | 'outbox_deliveries'
     | 'destination_deliveries'
     | 'apply_attempts'
-    | 'audit';
+    | 'audit'
+    | 'quarantine';
   readonly deleted: number;
   readonly total: number;
 }

@@ -9,6 +9,7 @@ import {
 } from '../db/batched-delete.ts';
 import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
+import { pruneQuarantine, QUARANTINE_RETENTION_MS } from '../quarantine/retention.ts';
 import { pruneRawBodies } from './raw-bodies.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
@@ -59,6 +60,8 @@ export interface PruneRequest {
   readonly deliveriesOlderThanMs: number;
   /** The audit trail's window (default 365 days). */
   readonly auditOlderThanMs?: number;
+  /** Released and dropped quarantine rows' window (default 7 days after the release or drop). */
+  readonly quarantineOlderThanMs?: number;
   /** Rows per statement (each its own short transaction). */
   readonly chunk: number;
   readonly dryRun?: boolean;
@@ -78,6 +81,8 @@ export interface PruneReport {
   readonly attempts: number;
   /** Audit rows older than the audit window. */
   readonly audit: number;
+  /** Released and dropped quarantine rows settled before the quarantine window. */
+  readonly quarantine: number;
 }
 
 /** How long the audit trail is kept unless `--audit-older-than` says otherwise. */
@@ -85,7 +90,8 @@ export const AUDIT_RETENTION_MS = 365 * 86_400_000;
 
 /**
  * The retentions, as `hookgate prune` runs them: the inbox, the attempt history (the inbox's
- * window), the delivery records, the destinations' delivered rows, the audit trail; then the
+ * window), the delivery records, the destinations' delivered rows, the audit trail, released and
+ * dropped quarantine rows; then the
  * action is recorded in the audit trail (a dry run too), with the counts.
  */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
@@ -97,14 +103,21 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       inbox_older_than_ms: request.inboxOlderThanMs,
       deliveries_older_than_ms: request.deliveriesOlderThanMs,
       audit_older_than_ms: request.auditOlderThanMs ?? AUDIT_RETENTION_MS,
+      quarantine_older_than_ms: request.quarantineOlderThanMs ?? QUARANTINE_RETENTION_MS,
       inbox_rows: report.inboxRows,
       deliveries: report.deliveries,
       destination_deliveries: report.destinationDeliveries,
       attempts: report.attempts,
       audit: report.audit,
+      quarantine: report.quarantine,
     },
     count:
-      report.inboxRows + report.attempts + report.deliveries + report.destinationDeliveries + report.audit,
+      report.inboxRows +
+      report.attempts +
+      report.deliveries +
+      report.destinationDeliveries +
+      report.audit +
+      report.quarantine,
     dryRun: request.dryRun === true,
   });
   return report;
@@ -118,7 +131,14 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  const report = { inboxRows: 0, deliveries: 0, destinationDeliveries: 0, attempts: 0, audit: 0 };
+  const report = {
+    inboxRows: 0,
+    deliveries: 0,
+    destinationDeliveries: 0,
+    attempts: 0,
+    audit: 0,
+    quarantine: 0,
+  };
   report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
   if (request.signal?.aborted) return report;
   // `body: raw` bytes go with their inbox row (a dry run deleted none, so there is nothing to count).
@@ -138,13 +158,23 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
   report.audit = (
     await pruneAudit(db, { ...common, olderThan: request.auditOlderThanMs ?? AUDIT_RETENTION_MS })
   ).rows;
+  if (request.signal?.aborted) return report;
+  report.quarantine = (
+    await pruneQuarantine(db, {
+      ...common,
+      olderThan: request.quarantineOlderThanMs ?? QUARANTINE_RETENTION_MS,
+    })
+  ).rows;
   return report;
 }
 
 /** What prune would delete now (for `--dry-run` and the progress total); deletes nothing. */
 export async function countPrunable(
   db: pg.Pool,
-  windows: Pick<PruneRequest, 'inboxOlderThanMs' | 'deliveriesOlderThanMs' | 'auditOlderThanMs'>,
+  windows: Pick<
+    PruneRequest,
+    'inboxOlderThanMs' | 'deliveriesOlderThanMs' | 'auditOlderThanMs' | 'quarantineOlderThanMs'
+  >,
 ): Promise<PruneReport> {
   return pruneBoth(db, { ...windows, chunk: 1, dryRun: true });
 }

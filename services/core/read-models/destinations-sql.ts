@@ -41,7 +41,9 @@ const LIST_DELIVERIES = `
      AND ($2::text IS NULL OR destination = $2)
      AND ($3::text IS NULL OR status = $3)
      AND ($4::timestamptz IS NULL OR created_at >= $4)
-   ORDER BY id DESC
+   -- The column, not the text alias id: sorting the alias sorted text ('9' after '10') and
+   -- kept destination_deliveries_list_idx out of the plan.
+   ORDER BY destination_deliveries.id DESC
    LIMIT $5`;
 
 export async function listDeliveryRows(db: Queryable, query: DeliveryQuery): Promise<DeliveryRow[]> {
@@ -116,13 +118,24 @@ export async function stuckCounts(db: Queryable): Promise<StuckCount[]> {
  */
 const DESTINATION_STATS = `
   WITH open_rows AS (
-    SELECT endpoint, destination,
-           count(*) FILTER (WHERE status IN ('pending', 'retrying', 'sending'))::int AS waiting,
-           count(*) FILTER (WHERE status = 'held')::int AS held,
-           count(*) FILTER (WHERE status = 'dead')::int AS dead
-      FROM hookgate.destination_deliveries
-     WHERE status IN ('pending', 'retrying', 'sending', 'held', 'dead')
-       AND ($2::text IS NULL OR endpoint = $2)
+    -- Two halves, each the predicate of one partial index (destination_deliveries_due_idx,
+    -- destination_deliveries_stuck_idx): one IN list spanning both matches neither, and the
+    -- plan audit saw it read the whole table.
+    SELECT endpoint, destination, sum(waiting)::int AS waiting, sum(held)::int AS held, sum(dead)::int AS dead
+      FROM (
+        SELECT endpoint, destination, count(*) AS waiting, 0 AS held, 0 AS dead
+          FROM hookgate.destination_deliveries
+         WHERE status IN ('pending', 'retrying', 'sending')
+           AND ($2::text IS NULL OR endpoint = $2)
+         GROUP BY endpoint, destination
+        UNION ALL
+        SELECT endpoint, destination, 0, count(*) FILTER (WHERE status = 'held'),
+               count(*) FILTER (WHERE status = 'dead')
+          FROM hookgate.destination_deliveries
+         WHERE status IN ('held', 'dead')
+           AND ($2::text IS NULL OR endpoint = $2)
+         GROUP BY endpoint, destination
+      ) AS halves
      GROUP BY endpoint, destination
   ), delivered AS (
     SELECT endpoint, destination, count(*)::int AS delivered,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
+import { recordAction } from '../audit/audit.ts';
 import type { EndpointConfig } from '../config/schema.ts';
 import { describeError, HookgateError } from '../errors.ts';
 import { knownEventIds } from '../inbox/known.ts';
@@ -29,6 +30,11 @@ export interface ReconcileOptions {
   readonly leaseSeconds?: number;
   /** Aborted: the run stops before its next request (a worker shutting down). */
   readonly signal?: AbortSignal;
+  /**
+   * Who started the run (`hookgate reconcile`): an operator's run, dry or not, is recorded in
+   * hookgate.audit; the worker's scheduled runs pass none and are not operator actions.
+   */
+  readonly actor?: string;
 }
 
 export interface ReconcileReport extends Omit<RunFigures, 'error'> {
@@ -186,6 +192,23 @@ export async function reconcileEndpoint(
   const durationMs = performance.now() - started;
   if (!dryRun) {
     await finishRun(pool, endpointName, owner, { ...figures, outcome, error, durationMs });
+  }
+  if (options.actor !== undefined) {
+    await recordAction(pool, {
+      actor: options.actor,
+      command: 'reconcile',
+      endpoint: endpointName,
+      filters: {
+        ...(options.since ? { since: options.since.toISOString() } : {}),
+        from: from.toISOString(),
+        until: until.toISOString(),
+        listed: figures.listed,
+        present: figures.present,
+        outcome,
+      },
+      count: figures.filled,
+      dryRun,
+    });
   }
   return {
     endpoint: endpointName,
