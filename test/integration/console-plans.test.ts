@@ -135,6 +135,11 @@ function percentile(values: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))]!;
 }
 
+// The tables this file grows: a scan of any other (tiny here) says nothing about its size. The
+// per-endpoint state tables are as large as the configuration; the quarantine and audit pages
+// have their own plan test (console-quarantine-audit-plans.test.ts).
+const GROWN_HERE = ['hookgate.inbox', 'hookgate.outbox_deliveries', 'hookgate.delivery_counts'];
+
 describe(`the console on an inbox of ${ROWS} rows`, () => {
   it('reads the inbox, the outbox and the counts through indexes in every statement its pages send', async () => {
     const targets = auditTargets(sent).filter((target) => /hookgate\./.test(target.text));
@@ -164,8 +169,9 @@ describe(`the console on an inbox of ${ROWS} rows`, () => {
         const statement = new PreparedTarget(client, target, `console_${index}`);
         await statement.prepare();
         const plan = await statement.explain('force_custom_plan');
-        if (plan.scans.length > 0)
-          findings.push(`scans ${plan.scans.join(', ')}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);
+        const scans = plan.scans.filter((table) => GROWN_HERE.includes(table));
+        if (scans.length > 0)
+          findings.push(`scans ${scans.join(', ')}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);
         for (const [text, index_] of INDEX_OF) {
           if (text.test(target.text) && !index_.test(plan.text)) {
             findings.push(`does not use ${index_}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);

@@ -52,8 +52,8 @@ export async function listQuarantined(
 }
 
 /**
- * Held rows newest first, one keyset page (the console's list): through quarantine_held_idx, the
- * partial index on held rows only, so a page reads the held set (bounded by the operators), never
+ * Held rows newest first, one keyset page (the console's list): through a partial index on held
+ * rows only (quarantine_held_idx or quarantine_held_reason_idx), so a page reads the held set (bounded by the operators), never
  * the released and dropped history. The reason filter applies to the rows that index yields.
  */
 const HELD_PAGE = `
