@@ -75,15 +75,20 @@ describe('load driver', () => {
         const w = Math.floor((a.at - first) / 100);
         if (w < 30) windows[w]! += 1;
       }
-      for (let second = 0; second < 3; second += 1) {
+      // A busy machine can stall this process's event loop (the receiver and the driver share
+      // it) for most of a second, which then shows few arrivals and a catch-up burst; a bursting
+      // sender shows it in every second. So two of the three seconds must be even.
+      const seconds = [0, 1, 2].map((second) => {
         const tenths = windows.slice(second * 10, second * 10 + 10);
         const total = tenths.reduce((sum, n) => sum + n, 0);
-        expect(total).toBeGreaterThan(100);
-        expect(Math.max(...tenths) / total, `windows of second ${second}: ${tenths.join(' ')}`).toBeLessThan(
-          0.4,
-        );
-        expect(tenths.filter((n) => n > 0).length).toBeGreaterThanOrEqual(6);
-      }
+        const even =
+          total > 100 && Math.max(...tenths) / total < 0.4 && tenths.filter((n) => n > 0).length >= 6;
+        return { tenths: tenths.join(' '), even };
+      });
+      expect(
+        seconds.filter((second) => second.even).length,
+        `windows per second: ${seconds.map((second) => second.tenths).join(' | ')}`,
+      ).toBeGreaterThanOrEqual(2);
       expect(result.durationSeconds).toBeLessThan(6);
     } finally {
       rmSync(file, { force: true });
