@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.ts';
+import { scrapeReading } from '../scrape-reading.ts';
 import { type PauseState, pausedEndpoints } from './pause.ts';
 
 export interface PauseMetricsOptions {
@@ -17,26 +18,11 @@ export interface PauseMetricsOptions {
  * briefly, as the backlog gauges are. Database-wide: take max() across pods.
  */
 export function registerPauseMetrics(registry: Registry, options: PauseMetricsOptions) {
-  const cacheMs = options.cacheMs ?? 5_000;
-  let reading: { at: number; rows: PauseState[] } | null = null;
-  let inFlight: Promise<PauseState[]> | null = null;
-  const read = async (): Promise<PauseState[]> => {
-    if (reading && Date.now() - reading.at < cacheMs) return reading.rows;
-    inFlight ??= pausedEndpoints(options.db)
-      .then((rows) => {
-        reading = { at: Date.now(), rows };
-        return rows;
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-    try {
-      return await inFlight;
-    } catch (error) {
-      options.onError?.(error as Error);
-      return reading?.rows ?? [];
-    }
-  };
+  const read = scrapeReading(() => pausedEndpoints(options.db), {
+    cacheMs: options.cacheMs ?? 5_000,
+    empty: [] as PauseState[],
+    onError: options.onError,
+  });
   const paused = new Gauge({
     name: 'hookgate_endpoint_paused',
     help: 'Whether an operator paused the endpoint (hookgate pause): 1 while its events are held. Database-wide: take max() across pods.',

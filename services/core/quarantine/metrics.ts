@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.ts';
+import { scrapeReading } from '../scrape-reading.ts';
 import { type HeldCount, heldCounts, QUARANTINE_REASONS } from './store.ts';
 
 export interface QuarantineMetricsOptions {
@@ -19,26 +20,11 @@ export interface QuarantineMetricsOptions {
  * `hookgate_quarantine_held_limit{endpoint}`: the cap. Database-wide: take max() across pods.
  */
 export function registerQuarantineMetrics(registry: Registry, options: QuarantineMetricsOptions): void {
-  const cacheMs = options.cacheMs ?? 5_000;
-  let reading: { at: number; rows: HeldCount[] } | null = null;
-  let inFlight: Promise<HeldCount[]> | null = null;
-  const read = async (): Promise<HeldCount[]> => {
-    if (reading && Date.now() - reading.at < cacheMs) return reading.rows;
-    inFlight ??= heldCounts(options.db)
-      .then((rows) => {
-        reading = { at: Date.now(), rows };
-        return rows;
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-    try {
-      return await inFlight;
-    } catch (error) {
-      options.onError?.(error as Error);
-      return reading?.rows ?? [];
-    }
-  };
+  const read = scrapeReading(() => heldCounts(options.db), {
+    cacheMs: options.cacheMs ?? 5_000,
+    empty: [] as HeldCount[],
+    onError: options.onError,
+  });
   new Gauge({
     name: 'hookgate_quarantine_held',
     help: 'Verified deliveries held in quarantine now (neither released nor dropped), per endpoint and reason. Database-wide: take max() across pods.',

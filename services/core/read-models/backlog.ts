@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.ts';
 import { STUCK_STATUSES } from '../inbox/status.ts';
+import { scrapeReading } from '../scrape-reading.ts';
 
 /** The unsettled statuses the backlog gauges report. */
 export const BACKLOG_STATUSES = ['pending', ...STUCK_STATUSES] as const;
@@ -48,38 +49,24 @@ export interface BacklogMetricsOptions {
  * database-wide numbers: aggregate with `max`, never `sum`.
  */
 export function registerBacklogMetrics(registry: Registry, options: BacklogMetricsOptions) {
-  const cacheMs = options.cacheMs ?? 5_000;
-  const now = options.now ?? Date.now;
-  let reading: { at: number; rows: BacklogRow[] } | null = null;
-  let inFlight: Promise<BacklogRow[]> | null = null;
-
-  const read = async (): Promise<BacklogRow[]> => {
-    if (reading && now() - reading.at < cacheMs) return reading.rows;
-    inFlight ??= options.db
-      .query<{ endpoint: string; status: string; events: string; oldest_age_seconds: number }>(
-        BACKLOG_BY_ENDPOINT,
-      )
-      .then((result) => {
-        const rows = result.rows.map((row) => ({
-          endpoint: row.endpoint,
-          status: row.status,
-          events: Number(row.events),
-          oldestAgeSeconds: row.oldest_age_seconds,
-        }));
-        reading = { at: now(), rows };
-        return rows;
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-    try {
-      return await inFlight;
-    } catch (error) {
-      options.onError?.(error as Error);
-      // Serve the last reading rather than fail the whole scrape; age it as time passes.
-      return reading?.rows ?? [];
-    }
-  };
+  // Serves the last reading rather than fail the whole scrape when the query fails.
+  const read = scrapeReading(
+    async (): Promise<BacklogRow[]> =>
+      (
+        await options.db.query<{
+          endpoint: string;
+          status: string;
+          events: string;
+          oldest_age_seconds: number;
+        }>(BACKLOG_BY_ENDPOINT)
+      ).rows.map((row) => ({
+        endpoint: row.endpoint,
+        status: row.status,
+        events: Number(row.events),
+        oldestAgeSeconds: row.oldest_age_seconds,
+      })),
+    { cacheMs: options.cacheMs ?? 5_000, empty: [], now: options.now ?? Date.now, onError: options.onError },
+  );
 
   // The events gauge's collect reads; the age gauge is collected right after in the same scrape
   // and uses the same (cached) reading.

@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.ts';
+import { scrapeReading } from '../scrape-reading.ts';
 import { type ReconcileState, readStates } from './state-sql.ts';
 
 export interface ReconcileMetricsOptions {
@@ -25,28 +26,15 @@ const seconds = (date: Date | null) => (date ? date.getTime() / 1000 : 0);
  */
 export function registerReconcileMetrics(registry: Registry, options: ReconcileMetricsOptions): void {
   if (options.endpoints.length === 0) return;
-  const cacheMs = options.cacheMs ?? 5_000;
-  const now = options.now ?? Date.now;
-  let reading: { at: number; states: Map<string, ReconcileState> } | null = null;
-  let inFlight: Promise<Map<string, ReconcileState>> | null = null;
-  const read = async (): Promise<Map<string, ReconcileState>> => {
-    if (reading && now() - reading.at < cacheMs) return reading.states;
-    inFlight ??= readStates(options.db)
-      .then((rows) => {
-        const states = new Map(rows.map((row) => [row.endpoint, row]));
-        reading = { at: now(), states };
-        return states;
-      })
-      .finally(() => {
-        inFlight = null;
-      });
-    try {
-      return await inFlight;
-    } catch (error) {
-      options.onError?.(error as Error);
-      return reading?.states ?? new Map();
-    }
-  };
+  const read = scrapeReading(
+    async () => new Map((await readStates(options.db)).map((row) => [row.endpoint, row])),
+    {
+      cacheMs: options.cacheMs ?? 5_000,
+      empty: new Map<string, ReconcileState>(),
+      now: options.now ?? Date.now,
+      onError: options.onError,
+    },
+  );
   const names = options.endpoints.map((endpoint) => endpoint.name);
 
   new Counter({
