@@ -140,6 +140,19 @@ export const resumeDestinationAction: ConsoleAction<DestinationTarget> = {
   },
 };
 
+/** One delivery (dead or delivered), else every dead one of the destination: `hookgate redeliver`'s. */
+function redeliverTarget(context: ActionContext, target: DestinationTarget, dryRun: boolean) {
+  return redeliver(context.pool, context.config, {
+    endpoint: target.endpoint,
+    destination: target.destination,
+    actor: consoleActor(context.viewer.name),
+    ...(target.deliveryId
+      ? { ids: [target.deliveryId], statuses: ['dead', 'delivered'] as const }
+      : { statuses: ['dead'] as const }),
+    dryRun,
+  });
+}
+
 export const redeliverAction: ConsoleAction<DestinationTarget> = {
   id: 'redeliver',
   title: 'Redeliver',
@@ -148,15 +161,7 @@ export const redeliverAction: ConsoleAction<DestinationTarget> = {
   async preview(context, target) {
     if (!configured(context, target))
       return { count: 0, summary: `${named(target)} is not a configured destination.`, sample: [] };
-    const summary = await redeliver(context.pool, context.config, {
-      endpoint: target.endpoint,
-      destination: target.destination,
-      actor: consoleActor(context.viewer.name),
-      ...(target.deliveryId
-        ? { ids: [target.deliveryId], statuses: ['dead', 'delivered'] as const }
-        : { statuses: ['dead'] as const }),
-      dryRun: true,
-    });
+    const summary = await redeliverTarget(context, target, true);
     const what = target.deliveryId ? `delivery ${target.deliveryId}` : `every dead delivery`;
     return {
       count: summary.count,
@@ -169,15 +174,7 @@ export const redeliverAction: ConsoleAction<DestinationTarget> = {
     };
   },
   async run(context, target) {
-    const summary = await redeliver(context.pool, context.config, {
-      endpoint: target.endpoint,
-      destination: target.destination,
-      actor: consoleActor(context.viewer.name),
-      ...(target.deliveryId
-        ? { ids: [target.deliveryId], statuses: ['dead', 'delivered'] as const }
-        : { statuses: ['dead'] as const }),
-      dryRun: false,
-    });
+    const summary = await redeliverTarget(context, target, false);
     return {
       changed: summary.count,
       message: `Redelivering ${summary.count} ${summary.count === 1 ? 'delivery' : 'deliveries'} of ${named(target)}.`,
