@@ -1,13 +1,14 @@
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../services/console/security/passwords.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { launchBrowser, type TestBrowser } from '../support/browser.ts';
+import { shot, watchPages } from '../support/console-browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { ROOT, type RunningProcess, startHookgate } from '../support/process.ts';
+import { type RunningProcess, startHookgate } from '../support/process.ts';
 import { waitFor, workerConfigDocument, writeConfigFile } from '../support/worker-harness.ts';
 
 // The console in a real browser (Debian's Chromium, headless, through playwright-core) against
@@ -20,8 +21,6 @@ const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const PASSWORD = 'correct horse battery staple';
 const BOB_PASSWORD = 'bob-has-a-long-password';
 const SESSION_SECRET = 'console-browser-test-session-secret-0123456789';
-const SHOTS = join(ROOT, '.screenshots/console');
-const DOC_SHOTS = join(ROOT, 'docs/images');
 
 // What an attacker puts in a payload: markup, event handlers, script URLs, terminal escapes
 // (ESC and the C1 CSI), and a right-to-left override that would reorder what the page shows.
@@ -34,15 +33,13 @@ const HOSTILE = {
   closing: '</pre></td><svg onload=alert(5)>',
 };
 
+const { dialogs, cspMessages, pageErrors, watch } = watchPages();
 let db: TestDatabase;
 let hookgate: RunningProcess;
 let consoleProcess: RunningProcess;
 let gatewayUrl: string;
 let consoleUrl: string;
 let browser: TestBrowser;
-const dialogs: string[] = [];
-const cspMessages: string[] = [];
-const pageErrors: string[] = [];
 
 async function deliver(endpoint: string, eventId: string, payload: unknown): Promise<void> {
   const delivery = standardWebhook(SECRET, { eventId, body: JSON.stringify(payload) });
@@ -58,27 +55,7 @@ async function statusOf(eventId: string): Promise<string | undefined> {
   return rows[0]?.status;
 }
 
-async function shot(page: Page, name: string, forDocs = false): Promise<void> {
-  const file = join(SHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (forDocs && process.env.CONSOLE_DOCS_SCREENSHOTS === '1')
-    copyFileSync(file, join(DOC_SHOTS, `console-${name}.png`));
-}
-
-function watch(page: Page): Page {
-  page.on('dialog', (dialog) => {
-    dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) cspMessages.push(message.text());
-  });
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  return page;
-}
-
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   db = await createTestDatabase();
   await db.pool.query('CREATE TABLE public.console_fixed (fixed boolean)');
   const users = join(writeConfigFile({}), '..', 'console-users');

@@ -1,14 +1,15 @@
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../services/console/security/passwords.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { launchBrowser, type TestBrowser } from '../support/browser.ts';
+import { shot, watchPages } from '../support/console-browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { type FakeDownstream, startFakeDownstream } from '../support/fake-downstream.ts';
-import { ROOT, type RunningProcess, startHookgate } from '../support/process.ts';
+import { type RunningProcess, startHookgate } from '../support/process.ts';
 import { waitFor, workerConfigDocument, writeConfigFile } from '../support/worker-harness.ts';
 
 // The console's destinations page, its redeliver and pause/resume actions, and the event page's
@@ -20,10 +21,9 @@ import { waitFor, workerConfigDocument, writeConfigFile } from '../support/worke
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const PASSWORD = 'correct horse battery staple';
 const SESSION_SECRET = 'console-destinations-test-session-secret-0123456789';
-const SHOTS = join(ROOT, '.screenshots/console');
-const DOC_SHOTS = join(ROOT, 'docs/images');
 const HOSTILE_ANSWER = '<script>window.__hookgatePwned = 1; alert(1)</script><img src=x onerror=alert(2)>';
 
+const { dialogs, cspMessages, watch } = watchPages();
 let db: TestDatabase;
 let receiver: FakeDownstream;
 let hookgate: RunningProcess;
@@ -31,8 +31,6 @@ let consoleProcess: RunningProcess;
 let gatewayUrl: string;
 let consoleUrl: string;
 let browser: TestBrowser;
-const dialogs: string[] = [];
-const cspMessages: string[] = [];
 
 interface Delivery {
   readonly id: string;
@@ -60,22 +58,8 @@ async function send(eventId: string): Promise<void> {
   expect(reply.status, JSON.stringify(reply.json)).toBe(200);
 }
 
-async function shot(page: Page, name: string, forDocs = false): Promise<void> {
-  const file = join(SHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (forDocs && process.env.CONSOLE_DOCS_SCREENSHOTS === '1')
-    copyFileSync(file, join(DOC_SHOTS, `console-${name}.png`));
-}
-
 async function signedIn(path: string): Promise<Page> {
-  const page = await browser.context.newPage();
-  page.on('dialog', (dialog) => {
-    dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) cspMessages.push(message.text());
-  });
+  const page = watch(await browser.context.newPage());
   await page.goto(`${consoleUrl}${path}`);
   if (new URL(page.url()).pathname === '/login') {
     await page.fill('input[name=user]', 'alice');
@@ -87,7 +71,6 @@ async function signedIn(path: string): Promise<Page> {
 }
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   db = await createTestDatabase();
   receiver = await startFakeDownstream();
   const config = writeConfigFile({

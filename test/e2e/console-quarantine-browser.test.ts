@@ -1,4 +1,4 @@
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -6,9 +6,10 @@ import { hashPassword } from '../../services/console/security/passwords.ts';
 import { recordActions } from '../../services/core/audit/audit.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { launchBrowser, type TestBrowser } from '../support/browser.ts';
+import { shot, watchPages } from '../support/console-browser.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
-import { ROOT, type RunningProcess, startHookgate } from '../support/process.ts';
+import { type RunningProcess, startHookgate } from '../support/process.ts';
 import { waitFor, workerConfigDocument, writeConfigFile } from '../support/worker-harness.ts';
 
 // The console's quarantine and audit pages in Chromium against real processes: a gateway and
@@ -20,8 +21,6 @@ import { waitFor, workerConfigDocument, writeConfigFile } from '../support/worke
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const PASSWORD = 'correct horse battery staple';
 const SESSION_SECRET = 'console-quarantine-test-session-secret-0123456789';
-const SHOTS = join(ROOT, '.screenshots/console');
-const DOC_SHOTS = join(ROOT, 'docs/images');
 
 // No `type` (the gateway's config reads it from there): quarantined as event_type_missing.
 // ESC cannot appear raw in JSON, so it comes escaped; the C1 CSI and the override come raw.
@@ -37,15 +36,13 @@ const HOSTILE = {
   },
 };
 
+const { dialogs, cspMessages, pageErrors, watch } = watchPages();
 let db: TestDatabase;
 let hookgate: RunningProcess;
 let consoleProcess: RunningProcess;
 let gatewayUrl: string;
 let consoleUrl: string;
 let browser: TestBrowser;
-const dialogs: string[] = [];
-const cspMessages: string[] = [];
-const pageErrors: string[] = [];
 let orderId: string;
 let hostileId: string;
 
@@ -72,25 +69,6 @@ async function statusOf(eventId: string): Promise<string | undefined> {
   return rows[0]?.status;
 }
 
-async function shot(page: Page, name: string, forDocs = false): Promise<void> {
-  const file = join(SHOTS, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
-  if (forDocs && process.env.CONSOLE_DOCS_SCREENSHOTS === '1')
-    copyFileSync(file, join(DOC_SHOTS, `console-${name}.png`));
-}
-
-function watch(page: Page): Page {
-  page.on('dialog', (dialog) => {
-    dialogs.push(dialog.message());
-    void dialog.dismiss();
-  });
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) cspMessages.push(message.text());
-  });
-  page.on('pageerror', (error) => pageErrors.push(error.message));
-  return page;
-}
-
 async function signedIn(): Promise<Page> {
   const page = watch(await browser.context.newPage());
   await page.goto(`${consoleUrl}/quarantine`);
@@ -104,7 +82,6 @@ async function signedIn(): Promise<Page> {
 }
 
 beforeAll(async () => {
-  mkdirSync(SHOTS, { recursive: true });
   db = await createTestDatabase();
   const gatewayConfig = writeConfigFile(workerConfigDocument({ shop: { handler: 'record' } }));
   const consoleConfig = writeConfigFile({
