@@ -61,7 +61,7 @@ function configured(context: ActionContext, target: DestinationTarget): boolean 
 }
 
 async function stateOf(context: ActionContext, target: DestinationTarget) {
-  const states = await destinationStates(context.pool);
+  const states = await destinationStates(context.pool, [target]);
   const state = states.find((s) => s.endpoint === target.endpoint && s.destination === target.destination);
   const [stats] = await destinationStats(
     context.pool,

@@ -78,7 +78,7 @@ export async function destinationsPage(context: ConsoleContext, req: Request, re
     const since = new Date(Date.now() - HOUR_MS);
     const rows = await destinationStats(context.pool, context.config, since, null);
     const states = new Map(
-      (await destinationStates(context.pool)).map((state) => [
+      (await destinationStates(context.pool, rows)).map((state) => [
         `${state.endpoint}/${state.destination}`,
         state,
       ]),

@@ -42,13 +42,24 @@ export interface DestinationState {
   readonly changed_at: Date;
 }
 
-// One row per destination ever paused or resumed: small by construction (its key is the
-// configured destinations), so reading all of it is bounded by the configuration.
+// Looked up by key for the destinations asked about (the configured ones), so a page costs one
+// primary-key probe per destination however many rows the table has collected.
 const STATES = `
-  SELECT endpoint, destination, paused, changed_by, changed_at
-    FROM hookgate.destination_state ORDER BY endpoint, destination`;
+  SELECT s.endpoint, s.destination, s.paused, s.changed_by, s.changed_at
+    FROM unnest($1::text[], $2::text[]) AS asked (endpoint, destination)
+    JOIN hookgate.destination_state s
+      ON s.endpoint = asked.endpoint AND s.destination = asked.destination
+   ORDER BY s.endpoint, s.destination`;
 
-/** Every destination's pause state, for the console's destinations page. */
-export async function destinationStates(db: Queryable): Promise<DestinationState[]> {
-  return (await db.query<DestinationState>(STATES)).rows;
+/** These destinations' pause states (none for one never paused or resumed). */
+export async function destinationStates(
+  db: Queryable,
+  destinations: ReadonlyArray<{ readonly endpoint: string; readonly destination: string }>,
+): Promise<DestinationState[]> {
+  return (
+    await db.query<DestinationState>(STATES, [
+      destinations.map((d) => d.endpoint),
+      destinations.map((d) => d.destination),
+    ])
+  ).rows;
 }
