@@ -48,6 +48,7 @@ export const ERROR_CODES = {
   embedded_in_use: FAILURE,
   embedded_postgres_failed: FAILURE,
   migration_failed: FAILURE,
+  inbox_conversion_blocked: FAILURE,
   gateway_unreachable: FAILURE,
   send_test_failed: FAILURE,
   send_test_timeout: FAILURE,

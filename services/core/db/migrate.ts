@@ -4,10 +4,14 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
+import { convertInboxOnline, ensureInboxPartitions, inboxIsPartitioned } from '../inbox/partitions.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
 import { applyRoles } from './roles.ts';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
+
+/** The migration that prepares the partitioned inbox (0021_inbox_partitions). */
+const PARTITIONED_INBOX_VERSION = 21;
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
@@ -111,6 +115,8 @@ export interface MigrationReport {
 export interface MigrateOptions {
   /** Create hookgate_runtime and hookgate_readonly if they do not exist (roles.ts). */
   readonly createRoles?: boolean;
+  /** Stop after this version (an upgrade's test starts from a database of an earlier release). */
+  readonly until?: number;
 }
 
 /**
@@ -133,6 +139,7 @@ export async function migrate(
     const applied: string[] = [];
     for (const migration of readMigrations()) {
       if (done.has(migration.version)) continue;
+      if (options.until !== undefined && migration.version > options.until) break;
       const transactional = !NO_TRANSACTION.test(migration.sql);
       try {
         if (transactional) {
@@ -152,6 +159,12 @@ export async function migrate(
         );
       }
       applied.push(migrationName(migration));
+    }
+    // 0021 prepares the partitioned inbox; the conversion itself is online and in steps
+    // (inbox/partitions.ts). Once partitioned, every migrate makes the partitions ahead.
+    if (options.until === undefined || options.until >= PARTITIONED_INBOX_VERSION) {
+      if (await convertInboxOnline(client)) applied.push('inbox partitioned (online conversion)');
+      else await ensureInboxPartitions(client);
     }
     await installPgBoss(connectionString);
     const roles = await applyRoles(client, options.createRoles === true);
@@ -183,6 +196,8 @@ export async function pendingMigrations(db: pg.Pool | pg.Client): Promise<string
   const missing = readMigrations().filter((m) => !done.has(m.version));
   if (missing.length > 0)
     return `${missing.length} migration(s) are not applied (first: ${migrationName(missing[0]!)})`;
+  if (!(await inboxIsPartitioned(db)))
+    return 'the inbox is not partitioned yet (hookgate migrate converts it online; run it to the end)';
   return null;
 }
 

@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { pruneAttempts } from '../attempts/attempts.ts';
 import { pruneAudit, recordAction } from '../audit/audit.ts';
 import {
+  cutoffFor,
   type PruneCounts,
   type PruneOptions,
   type PruneProgress,
@@ -10,49 +11,51 @@ import {
 import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
 import { pruneDeliveries } from '../outbox/deliveries.ts';
 import { pruneQuarantine, QUARANTINE_RETENTION_MS } from '../quarantine/retention.ts';
+import {
+  COUNT_PRUNABLE_INBOX_ROWS,
+  dropExpiredPartitions,
+  ensureInboxPartitions,
+  type PartitionDrop,
+  PRUNE_INBOX_ROWS_BATCH,
+  pruneInboxKeys,
+} from './partitions.ts';
 import { pruneRawBodies } from './raw-bodies.ts';
 
 export type { PruneCounts, PruneOptions, PruneProgress };
 
 /**
- * Retention for the inbox. Settled rows (processed, ignored, stale) received before the cutoff
- * are deleted in bounded batches, oldest first, through inbox_received_at_idx; pending, parked and
- * dead rows are never deleted, whatever their age. A row's deletion ends deduplication for its
- * event id, so the window must outlast every provider's retries (Stripe: 3 days).
- *
- * Each batch is one short statement (its own transaction) that finds at most $3 rows in index
- * order from a cursor ($1, the last received_at the previous batch deleted) and deletes them by
- * ctid. The cursor is what keeps the cost proportional to what is deleted: without it every batch
- * would start at the oldest index entry again and step over the entries of every row the batches
- * before it deleted (dead until vacuum), which makes one run quadratic in the rows it deletes.
- * `>=` keeps rows that share the cursor's timestamp in reach; those already deleted are dead and
- * skipped. The cutoff ($2) is fixed once per run, so a run ends even while events keep arriving.
+ * Retention for the inbox (docs/storage.md, "The partitioned inbox"): partitions made ahead, then
+ * each day partition whose whole range is older than the cutoff dropped (its pending, parked,
+ * dead and discarded rows moved to the default partition first: never deleted, whatever their
+ * age), then the rows no day partition holds pruned one by one, then the keys of what is gone. A
+ * row's key going ends deduplication for its event id, so the window must outlast every
+ * provider's retries (Stripe: 3 days).
  */
-export const PRUNE_INBOX_BATCH = `
-  WITH gone AS (
-    DELETE FROM hookgate.inbox
-     WHERE ctid = ANY (ARRAY(
-             SELECT ctid
-               FROM hookgate.inbox
-              WHERE received_at >= $1::timestamptz AND received_at < $2::timestamptz
-                AND status IN ('processed', 'ignored', 'stale')
-              ORDER BY received_at
-              LIMIT $3))
-       -- A row changed since the batch read it (a replay) is re-checked here, not deleted blindly.
-       AND status IN ('processed', 'ignored', 'stale')
-    RETURNING received_at
-  )
-  SELECT count(*)::int AS deleted, max(received_at)::text AS last FROM gone`;
+export async function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<InboxPruneCounts> {
+  const rowSql = { batch: PRUNE_INBOX_ROWS_BATCH, count: COUNT_PRUNABLE_INBOX_ROWS };
+  if (options.dryRun) {
+    const counts = await pruneInBatches(db, 'inbox', rowSql, options);
+    return { ...counts, partitions: [], keys: 0 };
+  }
+  const cutoff = await cutoffFor(db, options.olderThan);
+  await ensureInboxPartitions(db);
+  const partitions = await dropExpiredPartitions(db, cutoff);
+  const counts = await pruneInBatches(db, 'inbox', rowSql, options);
+  if (options.signal?.aborted) return { ...counts, partitions, keys: 0 };
+  const keys = await pruneInboxKeys(db, {
+    cutoff,
+    batchSize: options.batchSize,
+    ...(options.pauseMs ? { pauseMs: options.pauseMs } : {}),
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  return { ...counts, partitions, keys };
+}
 
-/** What a dry run would delete: the same rows, counted through the same index. */
-const COUNT_PRUNABLE_INBOX = `
-  SELECT count(*)::int AS rows
-    FROM hookgate.inbox
-   WHERE received_at < $1::timestamptz
-     AND status IN ('processed', 'ignored', 'stale')`;
-
-export function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
-  return pruneInBatches(db, 'inbox', { batch: PRUNE_INBOX_BATCH, count: COUNT_PRUNABLE_INBOX }, options);
+export interface InboxPruneCounts extends PruneCounts {
+  /** Day partitions past the window: dropped, or left (and why). */
+  readonly partitions: readonly PartitionDrop[];
+  /** Keys deleted of rows gone with their partition. */
+  readonly keys: number;
 }
 
 export interface PruneRequest {
@@ -73,7 +76,12 @@ export interface PruneRequest {
 }
 
 export interface PruneReport {
+  /** Settled inbox rows deleted one by one (rows of dropped partitions are not counted here). */
   readonly inboxRows: number;
+  /** Day partitions of the inbox dropped whole. */
+  readonly inboxPartitions: number;
+  /** Day partitions past the window left in place, with why (too many unsettled rows, a lock wait). */
+  readonly inboxPartitionsLeft: readonly PartitionDrop[];
   readonly deliveries: number;
   /** Delivered rows of hookgate.destination_deliveries (the same window as `deliveries`). */
   readonly destinationDeliveries: number;
@@ -105,6 +113,7 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       audit_older_than_ms: request.auditOlderThanMs ?? AUDIT_RETENTION_MS,
       quarantine_older_than_ms: request.quarantineOlderThanMs ?? QUARANTINE_RETENTION_MS,
       inbox_rows: report.inboxRows,
+      inbox_partitions: report.inboxPartitions,
       deliveries: report.deliveries,
       destination_deliveries: report.destinationDeliveries,
       attempts: report.attempts,
@@ -131,15 +140,22 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     ...(request.pauseMs ? { pauseMs: request.pauseMs } : {}),
     ...(request.signal ? { signal: request.signal } : {}),
   };
-  const report = {
+  const report: {
+    -readonly [K in keyof PruneReport]: PruneReport[K];
+  } = {
     inboxRows: 0,
+    inboxPartitions: 0,
+    inboxPartitionsLeft: [],
     deliveries: 0,
     destinationDeliveries: 0,
     attempts: 0,
     audit: 0,
     quarantine: 0,
   };
-  report.inboxRows = (await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
+  const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
+  report.inboxRows = inbox.rows;
+  report.inboxPartitions = inbox.partitions.filter((p) => p.moved !== null).length;
+  report.inboxPartitionsLeft = inbox.partitions.filter((p) => p.moved === null);
   if (request.signal?.aborted) return report;
   // `body: raw` bytes go with their inbox row (a dry run deleted none, so there is nothing to count).
   if (!request.dryRun) await pruneRawBodies(db, { ...common, olderThan: request.inboxOlderThanMs });

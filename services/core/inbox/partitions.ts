@@ -1,0 +1,411 @@
+import type pg from 'pg';
+import { HookgateError } from '../errors.ts';
+import { SETTLED_SQL } from './status.ts';
+
+// Every statement on the inbox's partitions and on hookgate.inbox_keys (migration 0021,
+// docs/storage.md "The partitioned inbox"): the online conversion of an unpartitioned inbox,
+// partitions made ahead, retention by dropping a partition, and the keys' own retention. The
+// DDL itself runs in the migration's SECURITY DEFINER functions, so the runtime role that calls
+// them can make and drop partitions without being able to ALTER or DROP anything else.
+
+type Queryable = Pick<pg.Pool | pg.PoolClient | pg.Client, 'query'>;
+
+/** Each partition's width in days. */
+export const INBOX_PARTITION_DAYS = 1;
+/** How far ahead partitions exist, so a day never starts without one. */
+export const INBOX_PARTITIONS_AHEAD_DAYS = 7;
+/**
+ * A partition past retention holding more unsettled (pending, parked, dead, discarded) rows than
+ * this is not dropped: moving them out would hold the inbox's lock too long. Prune says so.
+ */
+export const INBOX_MAX_MOVED_ROWS = 10_000;
+
+const IS_PARTITIONED = `
+  SELECT c.relkind = 'p' AS partitioned
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+   WHERE n.nspname = 'hookgate' AND c.relname = 'inbox'`;
+
+/** Whether hookgate.inbox is the partitioned table (false before the conversion finished). */
+export async function inboxIsPartitioned(db: Queryable): Promise<boolean> {
+  return (await db.query<{ partitioned: boolean }>(IS_PARTITIONED)).rows[0]?.partitioned === true;
+}
+
+const CREATE_AHEAD = `
+  SELECT hookgate.inbox_create_partitions(now() + make_interval(days => $1::int), $2::int) AS made`;
+
+/** Makes the partitions missing until `aheadDays` from now; returns how many it made. */
+export async function ensureInboxPartitions(
+  db: Queryable,
+  aheadDays: number = INBOX_PARTITIONS_AHEAD_DAYS,
+): Promise<number> {
+  return (await db.query<{ made: number }>(CREATE_AHEAD, [aheadDays, INBOX_PARTITION_DAYS])).rows[0]!.made;
+}
+
+const PARTITIONS = `
+  SELECT name, from_at, to_at FROM hookgate.inbox_partitions ORDER BY to_at`;
+
+export interface InboxPartition {
+  readonly name: string;
+  /** Null for the table the inbox was before its conversion. */
+  readonly from_at: Date | null;
+  readonly to_at: Date;
+}
+
+export async function listInboxPartitions(db: Queryable): Promise<InboxPartition[]> {
+  return (await db.query<InboxPartition>(PARTITIONS)).rows;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retention
+
+const DROP_PARTITION = `SELECT moved, kept FROM hookgate.inbox_drop_partition($1, $2, $3)`;
+
+const LOCK_NOT_AVAILABLE = '55P03';
+
+export interface PartitionDrop {
+  readonly name: string;
+  /** Rows kept by moving them to the default partition (null when the partition was left). */
+  readonly moved: number | null;
+  /** Why a partition past retention is still there: its unsettled rows (at least), or a lock wait. */
+  readonly left?: 'unsettled_rows' | 'lock_timeout';
+  readonly kept?: number;
+}
+
+/**
+ * Drops every partition whose range ends at or before the cutoff, oldest first, one short
+ * transaction each. A partition that could not take the inbox's lock within the function's
+ * lock_timeout is left for the next run, as is one with too many unsettled rows.
+ */
+export async function dropExpiredPartitions(db: pg.Pool, cutoff: Date): Promise<PartitionDrop[]> {
+  const drops: PartitionDrop[] = [];
+  for (const partition of await listInboxPartitions(db)) {
+    if (partition.to_at.getTime() > cutoff.getTime()) break;
+    try {
+      const row = (
+        await db.query<{ moved: string | null; kept: string }>(DROP_PARTITION, [
+          partition.name,
+          cutoff,
+          INBOX_MAX_MOVED_ROWS,
+        ])
+      ).rows[0]!;
+      drops.push(
+        row.moved === null
+          ? { name: partition.name, moved: null, left: 'unsettled_rows', kept: Number(row.kept) }
+          : { name: partition.name, moved: Number(row.moved) },
+      );
+    } catch (error) {
+      if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
+      drops.push({ name: partition.name, moved: null, left: 'lock_timeout' });
+    }
+  }
+  return drops;
+}
+
+/**
+ * Rows pruned one by one: settled rows received before both the cutoff and the oldest day
+ * partition, that is rows of the table the inbox was before its conversion and of the default
+ * partition (rows a missing day partition let in, rows kept from dropped days and settled since).
+ * Deleted by key (ctid is not unique across partitions); each row's delete trigger takes its key.
+ * Parameters as pruneInBatches gives them: cursor, cutoff, batch size.
+ */
+export const PRUNE_INBOX_ROWS_BATCH = `
+  WITH bound AS (
+    SELECT least($2::timestamptz,
+                 (SELECT min(from_at) FROM hookgate.inbox_partitions WHERE from_at IS NOT NULL)) AS before
+  ), picked AS (
+    SELECT i.endpoint, i.event_id, i.received_at
+      FROM hookgate.inbox i, bound b
+     WHERE i.received_at >= $1::timestamptz AND i.received_at < b.before
+       AND i.status IN (${SETTLED_SQL})
+     ORDER BY i.received_at
+     LIMIT $3
+  ), gone AS (
+    DELETE FROM hookgate.inbox i
+     USING picked p
+     WHERE i.endpoint = p.endpoint AND i.event_id = p.event_id AND i.received_at = p.received_at
+       -- A row changed since the batch read it (a replay) is re-checked here, not deleted blindly.
+       AND i.status IN (${SETTLED_SQL})
+    RETURNING i.received_at
+  )
+  SELECT count(*)::int AS deleted, max(received_at)::text AS last FROM gone`;
+
+/** What a dry run would remove: settled rows before the cutoff (dropped partitions' included). */
+export const COUNT_PRUNABLE_INBOX_ROWS = `
+  SELECT count(*)::int AS rows
+    FROM hookgate.inbox
+   WHERE received_at < greatest(
+           least($1::timestamptz,
+                 (SELECT min(from_at) FROM hookgate.inbox_partitions WHERE from_at IS NOT NULL)),
+           (SELECT max(to_at) FROM hookgate.inbox_partitions WHERE to_at <= $1::timestamptz))
+     AND status IN (${SETTLED_SQL})`;
+
+/**
+ * Keys whose row is gone (its partition dropped, or the row pruned without them), received before
+ * the cutoff and before the oldest partition left: a batch of candidates from the cursor in received_at order, the ones with no row
+ * deleted. The candidates' last received_at moves the cursor on, so keys of rows still kept
+ * (unsettled rows of dropped days, rows of a partition that straddles the cutoff) are stepped
+ * over once, not read again by every batch. The probe names received_at, so it reads the one
+ * partition that would hold the row.
+ */
+const PRUNE_KEYS_BATCH = `
+  WITH candidates AS (
+    SELECT k.endpoint, k.event_id, k.received_at
+      FROM hookgate.inbox_keys k
+     WHERE k.received_at >= $1::timestamptz
+       -- Below every partition still there: keys of dropped days (and of the default partition's
+       -- rows), never the whole day of a partition that straddles the cutoff, read in vain each run.
+       AND k.received_at < least($2::timestamptz,
+             coalesce((SELECT min(coalesce(from_at, '-infinity')) FROM hookgate.inbox_partitions), $2::timestamptz))
+     ORDER BY k.received_at
+     LIMIT $3
+  ), gone AS (
+    DELETE FROM hookgate.inbox_keys k
+     USING candidates c
+     WHERE k.endpoint = c.endpoint AND k.event_id = c.event_id AND k.received_at = c.received_at
+       AND NOT EXISTS (SELECT 1 FROM hookgate.inbox i
+                        WHERE i.endpoint = c.endpoint AND i.event_id = c.event_id
+                          AND i.received_at = c.received_at)
+    RETURNING 1
+  )
+  SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM candidates)::int AS seen,
+         (SELECT max(received_at) FROM candidates)::text AS last`;
+
+export interface KeysPruneOptions {
+  readonly cutoff: Date;
+  readonly batchSize: number;
+  readonly pauseMs?: number;
+  readonly signal?: AbortSignal;
+}
+
+/** Deletes the keys of rows that are gone, before the cutoff; returns how many it deleted. */
+export async function pruneInboxKeys(db: pg.Pool, options: KeysPruneOptions): Promise<number> {
+  let cursor = '-infinity';
+  let total = 0;
+  for (;;) {
+    const row = (
+      await db.query<{ deleted: number; seen: number; last: string | null }>(PRUNE_KEYS_BATCH, [
+        cursor,
+        options.cutoff,
+        options.batchSize,
+      ])
+    ).rows[0]!;
+    total += row.deleted;
+    if (row.seen < options.batchSize || row.last === null || options.signal?.aborted) return total;
+    // Keys sharing the last timestamp are read again by the next batch (`>=`); those deleted
+    // are dead, the kept ones few (one timestamp's).
+    if (row.last === cursor && row.deleted === 0) return total;
+    cursor = row.last;
+    if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The online conversion (run by `hookgate migrate`, under its advisory lock)
+
+const BACKFILL_FIRST = `
+  WITH batch AS (
+    SELECT endpoint, event_id, body_digest, received_at FROM hookgate.inbox
+     ORDER BY endpoint, event_id LIMIT $1
+  ), added AS (
+    INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
+    SELECT endpoint, event_id, body_digest, received_at FROM batch ON CONFLICT DO NOTHING
+  )
+  SELECT count(*)::int AS n, max(endpoint) AS endpoint,
+         (SELECT max(event_id) FROM batch WHERE endpoint = (SELECT max(endpoint) FROM batch)) AS event_id
+    FROM batch`;
+
+const BACKFILL_NEXT = `
+  WITH batch AS (
+    SELECT endpoint, event_id, body_digest, received_at FROM hookgate.inbox
+     WHERE (endpoint, event_id) > ($2::text, $3::text)
+     ORDER BY endpoint, event_id LIMIT $1
+  ), added AS (
+    INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
+    SELECT endpoint, event_id, body_digest, received_at FROM batch ON CONFLICT DO NOTHING
+  )
+  SELECT count(*)::int AS n, max(endpoint) AS endpoint,
+         (SELECT max(event_id) FROM batch WHERE endpoint = (SELECT max(endpoint) FROM batch)) AS event_id
+    FROM batch`;
+
+const KEY_INDEX_STATE = `
+  SELECT i.indisvalid AS valid
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+   WHERE c.relname = 'inbox_key_idx' AND c.relnamespace = 'hookgate'::regnamespace`;
+
+/** Where the day partitions begin: tomorrow (UTC), or the day after when tomorrow is too near. */
+const BOUNDARY = `
+  SELECT CASE WHEN date_trunc('day', now(), 'UTC') + interval '1 day' - now() > interval '30 minutes'
+              THEN date_trunc('day', now(), 'UTC') + interval '1 day'
+              ELSE date_trunc('day', now(), 'UTC') + interval '2 days' END AS boundary`;
+
+const BOUNDARY_CONSTRAINT = `
+  SELECT pg_get_expr(conbin, conrelid) AS expr, convalidated AS valid,
+         (regexp_match(pg_get_expr(conbin, conrelid), '''([^'']+)'''))[1]::timestamptz AS boundary
+    FROM pg_constraint
+   WHERE conrelid = 'hookgate.inbox'::regclass AND conname = 'inbox_before_partitions'`;
+
+/** Non-unique indexes of the table being converted: the parent gets each, under the same name. */
+const INDEXES_TO_CARRY = `
+  SELECT c.relname AS name, pg_get_indexdef(i.indexrelid) AS def
+    FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid
+   WHERE i.indrelid = 'hookgate.inbox'::regclass AND NOT i.indisunique
+   ORDER BY c.relname`;
+
+export interface ConversionOptions {
+  /** Keys copied per statement while the inbox is still one table. */
+  readonly batchSize?: number;
+  /** Called after each step, for the migrate command's output. */
+  readonly onStep?: (step: string) => void;
+  /** How many times the final switch retries its lock before giving up (it waits 2 s each). */
+  readonly switchAttempts?: number;
+}
+
+/**
+ * Converts hookgate.inbox into the partitioned inbox, online: every step either holds no lock
+ * that stops claims, or holds it for one short transaction with a lock_timeout (retried). Safe to
+ * run again after it was interrupted at any point: each step finds what an earlier run did.
+ * Runs on the migration's own connection (a session of its own: CREATE INDEX CONCURRENTLY and
+ * VALIDATE cannot run inside a transaction block).
+ */
+export async function convertInboxOnline(
+  client: pg.Client,
+  options: ConversionOptions = {},
+): Promise<boolean> {
+  if (await inboxIsPartitioned(client)) return false;
+  const step = options.onStep ?? (() => {});
+  const batch = options.batchSize ?? 10_000;
+
+  // 1. Keys of rows already there (new rows get theirs from the mirror trigger).
+  let copied = 0;
+  let last: { endpoint: string; event_id: string } | null = null;
+  for (;;) {
+    const row: { n: number; endpoint: string | null; event_id: string | null } = (
+      last === null
+        ? await client.query(BACKFILL_FIRST, [batch])
+        : await client.query(BACKFILL_NEXT, [batch, last.endpoint, last.event_id])
+    ).rows[0];
+    copied += row.n;
+    if (row.n < batch || row.endpoint === null || row.event_id === null) break;
+    last = { endpoint: row.endpoint, event_id: row.event_id };
+  }
+  step(`inbox keys recorded (${copied} rows read)`);
+
+  // 2. The by-key index every partition carries (the primary key cannot be the parent's).
+  const keyIndex = (await client.query<{ valid: boolean }>(KEY_INDEX_STATE)).rows[0];
+  if (keyIndex && !keyIndex.valid) await client.query('DROP INDEX CONCURRENTLY hookgate.inbox_key_idx');
+  if (!keyIndex?.valid) {
+    await client.query('CREATE INDEX CONCURRENTLY inbox_key_idx ON hookgate.inbox (endpoint, event_id)');
+  }
+  step('inbox by-key index built');
+
+  // 3. A validated bound on received_at proves the table fits its partition's range, so the
+  //    attach reads nothing. Rows keep arriving with now(): the bound is midnight ahead.
+  const attempts = options.switchAttempts ?? 30;
+  for (let attempt = 1; ; attempt += 1) {
+    const boundary = await readyBoundary(client);
+    try {
+      await switchToPartitioned(client, boundary);
+      break;
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code !== LOCK_NOT_AVAILABLE && code !== 'P0001') throw error;
+      if (attempt >= attempts) {
+        throw new HookgateError(
+          'inbox_conversion_blocked',
+          `The inbox could not be switched to its partitioned form: ${attempts} attempts each waited 2 seconds for its lock behind other sessions. Run hookgate migrate again when long transactions on hookgate.inbox have ended.`,
+          { cause: error },
+        );
+      }
+      step(`inbox switch waited for its lock (attempt ${attempt}); retrying`);
+    }
+  }
+  step('inbox partitioned');
+  const made = await ensureInboxPartitions(client);
+  step(`inbox partitions made ahead (${made})`);
+  return true;
+}
+
+async function readyBoundary(client: pg.Client): Promise<Date> {
+  const wanted = (await client.query<{ boundary: Date }>(BOUNDARY)).rows[0]!.boundary;
+  const existing = (await client.query<{ valid: boolean; boundary: Date | null }>(BOUNDARY_CONSTRAINT))
+    .rows[0];
+  if (existing && existing.boundary !== null && existing.boundary.getTime() === wanted.getTime()) {
+    if (!existing.valid)
+      await client.query('ALTER TABLE hookgate.inbox VALIDATE CONSTRAINT inbox_before_partitions');
+    return wanted;
+  }
+  await client.query('SET lock_timeout = 2000');
+  try {
+    if (existing) await client.query('ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions');
+    // The value comes from the database's own clock (BOUNDARY), never from input.
+    await client.query(
+      `ALTER TABLE hookgate.inbox ADD CONSTRAINT inbox_before_partitions CHECK (received_at < '${wanted.toISOString()}'::timestamptz) NOT VALID`,
+    );
+  } finally {
+    await client.query('RESET lock_timeout');
+  }
+  // Reads the table without stopping writes (SHARE UPDATE EXCLUSIVE).
+  await client.query('ALTER TABLE hookgate.inbox VALIDATE CONSTRAINT inbox_before_partitions');
+  return wanted;
+}
+
+async function switchToPartitioned(client: pg.Client, boundary: Date): Promise<void> {
+  const indexes = (await client.query<{ name: string; def: string }>(INDEXES_TO_CARRY)).rows;
+  const bound = `'${boundary.toISOString()}'::timestamptz`;
+  await client.query('BEGIN');
+  try {
+    await client.query("SET LOCAL lock_timeout = '2s'");
+    await client.query('LOCK TABLE hookgate.inbox IN ACCESS EXCLUSIVE MODE');
+    // The bound must still be ahead of every row a claim can write from now on.
+    await client.query(`DO $$ BEGIN
+        IF now() >= ${bound} - interval '1 minute' THEN RAISE EXCEPTION 'boundary passed'; END IF;
+      END $$`);
+    await client.query('ALTER TABLE hookgate.inbox RENAME TO inbox_unpartitioned');
+    for (const index of indexes) {
+      await client.query(
+        `ALTER INDEX hookgate.${quoteIdent(index.name)} RENAME TO ${quoteIdent(carriedName(index.name))}`,
+      );
+    }
+    await client.query(`
+      CREATE TABLE hookgate.inbox (LIKE hookgate.inbox_unpartitioned
+        INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)
+      PARTITION BY RANGE (received_at)`);
+    await client.query('ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions');
+    await client.query(
+      `ALTER TABLE hookgate.inbox ATTACH PARTITION hookgate.inbox_unpartitioned FOR VALUES FROM (MINVALUE) TO (${bound})`,
+    );
+    await client.query('CREATE TABLE hookgate.inbox_default PARTITION OF hookgate.inbox DEFAULT');
+    for (const index of indexes) {
+      const using = index.def.slice(index.def.indexOf(' USING '));
+      // Matches the renamed index of the first partition, which the parent adopts as it is.
+      await client.query(`CREATE INDEX ${quoteIdent(index.name)} ON hookgate.inbox${using}`);
+    }
+    await client.query('INSERT INTO hookgate.inbox_partitions (name, from_at, to_at) VALUES ($1, NULL, $2)', [
+      'inbox_unpartitioned',
+      boundary,
+    ]);
+    await client.query('DROP TRIGGER inbox_mirror_key ON hookgate.inbox_unpartitioned');
+    await client.query(
+      'CREATE TRIGGER inbox_claim_key BEFORE INSERT ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_claim_key()',
+    );
+    await client.query(
+      'CREATE TRIGGER inbox_forget_key BEFORE DELETE ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_forget_key()',
+    );
+    // Fires only for UPDATEs that name these columns: never the apply's or the claim's.
+    await client.query(
+      'CREATE TRIGGER inbox_move_key BEFORE UPDATE OF endpoint, event_id, received_at ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_move_key()',
+    );
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  }
+}
+
+function carriedName(name: string): string {
+  return `inbox_unpartitioned_${name.replace(/^inbox_/, '')}`.slice(0, 63);
+}
+
+function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
