@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console,destinations picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -15,6 +15,7 @@ import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts'
 import { destinationsScenario, renderDestinations } from './destinations.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
 import { longrunScenario, renderLongrun } from './longrun.ts';
+import { partitionsScenario, renderPartitions } from './partitions.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
 import { type BenchDatabase, benchDatabase, ROOT } from './processes.ts';
 import { pruneScenario, renderPrune } from './prune.ts';
@@ -37,7 +38,7 @@ const settings = z
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
     BENCH_SCENARIOS: z
       .string()
-      .default('ingest,apply,claim,pgbench,bytes,wal,prune,soak,longrun,console,destinations'),
+      .default('ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations'),
     BENCH_MAJORS: z
       .string()
       .default('18,15')
@@ -80,6 +81,17 @@ const settings = z
     BENCH_PRUNE_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
     BENCH_PRUNE_RATE: z.coerce.number().int().min(0).max(10_000).default(300),
     BENCH_PRUNE_PAUSE_MS: z.coerce.number().int().min(0).max(10_000).default(100),
+    /** partitions: inbox sizes (comma-separated, whole days), rows per day partition, rows per batch. */
+    BENCH_PARTITION_ROWS: numberList('10000000,100000000', 1_000, 1_000_000_000),
+    BENCH_PARTITION_DAY_ROWS: z.coerce.number().int().min(1_000).max(100_000_000).default(1_000_000),
+    BENCH_PARTITION_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
+    /** partitions: claim load (claims/s, connections, seconds per window; rate 0 skips it). */
+    BENCH_PARTITION_RATE: z.coerce.number().int().min(0).max(10_000).default(50),
+    BENCH_PARTITION_CONNECTIONS: z.coerce.number().int().min(1).max(64).default(4),
+    BENCH_PARTITION_SECONDS: z.coerce.number().int().min(2).max(300).default(20),
+    /** partitions: a size is skipped when its build would pass this many GB or seconds. */
+    BENCH_PARTITION_MAX_GB: z.coerce.number().min(0.1).max(1_000).default(25),
+    BENCH_PARTITION_MAX_BUILD_S: z.coerce.number().int().min(10).max(86_400).default(900),
     /** soak: steady rate and duration; retention windows (seconds) shortened to minutes. */
     BENCH_SOAK_RATE: z.coerce.number().int().min(1).max(10_000).default(200),
     BENCH_SOAK_SECONDS: z.coerce.number().int().min(60).max(7_200).default(480),
@@ -194,6 +206,22 @@ const scenarios: Scenario[] = [
         connections: settings.BENCH_CONNECTIONS,
       });
       return { lines: renderPrune(report), report };
+    },
+  },
+  {
+    name: 'partitions',
+    run: async (database) => {
+      const report = await partitionsScenario(database, {
+        rows: settings.BENCH_PARTITION_ROWS,
+        rowsPerDay: settings.BENCH_PARTITION_DAY_ROWS,
+        batchSize: settings.BENCH_PARTITION_BATCH,
+        rate: settings.BENCH_PARTITION_RATE,
+        connections: settings.BENCH_PARTITION_CONNECTIONS,
+        seconds: settings.BENCH_PARTITION_SECONDS,
+        maxBytes: settings.BENCH_PARTITION_MAX_GB * 1024 ** 3,
+        maxBuildSeconds: settings.BENCH_PARTITION_MAX_BUILD_S,
+      });
+      return { lines: renderPartitions(report), report };
     },
   },
   {
