@@ -58,8 +58,8 @@ const COUNTS = `
  * table is built in one go (nothing else writes during the fill).
  */
 function searchIndexes(): string[] {
-  return statementsOf(readFileSync(join(MIGRATIONS_DIR, '0012_console_search.sql'), 'utf8')).map((statement) =>
-    statement.replace(' CONCURRENTLY', ''),
+  return statementsOf(readFileSync(join(MIGRATIONS_DIR, '0012_console_search.sql'), 'utf8')).map(
+    (statement) => statement.replace(' CONCURRENTLY', ''),
   );
 }
 
