@@ -1,17 +1,17 @@
-// The partitions scenario: what retention of one day costs on the partitioned inbox (migration
-// 0021) as the inbox grows, against the DELETE-based retention it replaced, and what it does to
-// the claim's latency while it runs. Every dropped day holds the same number of rows at every
-// inbox size, so a flat cost across sizes is what "flat" means here.
+// The partitions scenario: what retention of one partition costs on the partitioned inbox
+// (migration 0021) as the inbox grows, against the DELETE-based retention it replaced, and what it
+// does to the claim's latency while it runs. Every dropped partition holds the same number of rows
+// at every inbox size, so a flat cost across sizes is what "flat" means here.
 //
-// How the inbox is built (the day partitions only exist forward through
-// hookgate.inbox_create_partitions, and a per-row trigger at 100 M rows would take hours on two
-// cores): as the database owner, the empty table a fresh install converts
-// (inbox_unpartitioned, covering everything before its boundary) is dropped with
-// hookgate.inbox_drop_partition, and past day partitions are created with CREATE TABLE ...
-// PARTITION OF plus their row in hookgate.inbox_partitions, named as the function names them.
-// Thin rows (payload '{}', all 'processed') go straight into hookgate.inbox with
-// session_replication_role = replica (no trigger fires), and the keys the insert trigger
-// (inbox_claim_key) would have written go into hookgate.inbox_keys in bulk from the same rows.
+// How the inbox is built (partitions only exist forward through hookgate.inbox_create_partitions,
+// and a per-row trigger at 100 M rows would take hours on two cores): as the database owner, the
+// empty table a fresh install converts (inbox_unpartitioned, covering everything before its
+// boundary) is dropped with hookgate.inbox_drop_partition, and past partitions INBOX_PARTITION_DAYS
+// wide are created with CREATE TABLE ... PARTITION OF plus their row in hookgate.inbox_partitions,
+// named as the function names them. Thin rows (payload '{}', all 'processed') go straight into
+// hookgate.inbox with session_replication_role = replica (no trigger fires), and the keys the
+// insert trigger (inbox_claim_key) would have written go into hookgate.inbox_keys in bulk from the
+// same rows.
 //
 // The baseline is the path before 0021: an unpartitioned copy of the inbox (its columns and
 // indexes, the old primary key, no triggers) holding the smallest size's rows, pruned by the old
@@ -25,6 +25,7 @@ import { CLAIM_IN_ONE_STATEMENT, CLAIM_STATEMENT_NAME } from '../services/core/i
 import {
   COUNT_PRUNABLE_INBOX_ROWS,
   dropExpiredPartitions,
+  INBOX_PARTITION_DAYS,
   type PartitionDrop,
   PRUNE_INBOX_ROWS_BATCH,
   pruneInboxKeys,
@@ -36,16 +37,18 @@ import { per1k, postgresCpu, postmasterPid } from './cpu.ts';
 import type { BenchDatabase } from './processes.ts';
 
 const DAY = 86_400_000;
+/** A partition's width, as inbox_create_partitions makes them. */
+const SPAN = INBOX_PARTITION_DAYS * DAY;
 const ENDPOINT = 'billing';
 const FLAT = 'hookgate.bench_inbox_flat';
 /** Deliveries of the claim load re-sent among the new ones, as in the claim scenario. */
 const DUPLICATE_SHARE = 0.2;
 
 export interface PartitionsSettings {
-  /** Inbox sizes (rows), built one after the other by adding older days. */
+  /** Inbox sizes (rows), built one after the other by adding older partitions. */
   readonly rows: readonly number[];
-  /** Rows in each day partition (every size is a whole number of such days). */
-  readonly rowsPerDay: number;
+  /** Rows in each partition (every size is a whole number of such partitions). */
+  readonly rowsPerPartition: number;
   /** Rows per statement of the keys pass and of the DELETE baseline. */
   readonly batchSize: number;
   /** Claim load: claims per second (one delivery each), connections, seconds per window. */
@@ -69,7 +72,7 @@ export interface Timed {
 export interface PartitionRetention {
   readonly partition: string;
   readonly drop: Timed & { readonly result: readonly PartitionDrop[] };
-  /** PRUNE_INBOX_ROWS_BATCH over rows no day partition holds (none here: measured as it runs). */
+  /** PRUNE_INBOX_ROWS_BATCH over rows no range partition holds (none here: measured as it runs). */
   readonly rowsPass: Timed & { readonly rows: number };
   readonly keysPass: Timed & { readonly keys: number };
   readonly total: Timed;
@@ -96,7 +99,7 @@ export interface LoadWindow {
 
 export interface PartitionsSize {
   readonly rows: number;
-  readonly days: number;
+  readonly partitions: number;
   readonly buildSeconds: number;
   /** hookgate.inbox (all partitions) and hookgate.inbox_keys, with their indexes. */
   readonly inboxBytes: number;
@@ -119,15 +122,15 @@ export interface PartitionsReport {
 }
 
 const BUILD =
-  'thin rows (payload {}, processed) by generate_series straight into hookgate.inbox with session_replication_role = replica, keys bulk-inserted into hookgate.inbox_keys from the same rows (what inbox_claim_key writes); past day partitions created as the owner (CREATE TABLE ... PARTITION OF + hookgate.inbox_partitions row), the empty inbox_unpartitioned dropped first';
+  'thin rows (payload {}, processed) by generate_series straight into hookgate.inbox with session_replication_role = replica, keys bulk-inserted into hookgate.inbox_keys from the same rows (what inbox_claim_key writes); past partitions (INBOX_PARTITION_DAYS wide) created as the owner (CREATE TABLE ... PARTITION OF + hookgate.inbox_partitions row), the empty inbox_unpartitioned dropped first';
 
-/** $1 rows, event ids from $2, spread evenly over the day that starts at $3. */
-const FILL_DAY = `
+/** $1 rows, event ids from $2, spread evenly over the $4 days from $3. */
+const FILL = `
   INSERT INTO hookgate.inbox
     (endpoint, event_id, provider, event_type, payload, status, attempts, received_at, processed_at)
   SELECT '${ENDPOINT}', 'e' || ($2::bigint + n), 'stripe', 't', '{}'::jsonb, 'processed', 1, t, t
     FROM generate_series(0, $1::int - 1) AS n,
-         LATERAL (SELECT $3::timestamptz + (n::float8 / $1::int) * interval '1 day') AS at(t)`;
+         LATERAL (SELECT $3::timestamptz + (n::float8 / $1::int) * make_interval(days => $4::int)) AS at(t)`;
 
 /** The keys inbox_claim_key would have written for the rows of one partition. */
 const KEYS_OF = (partition: string) => `
@@ -175,10 +178,9 @@ function meterOf(postmaster: number | null): Meter {
   };
 }
 
-/** Creates the day partition starting at `from` as the owner, as inbox_create_partitions names it. */
-async function createDay(db: pg.Client, from: Date): Promise<string> {
+/** Creates the partition [from, to) as the owner, named as inbox_create_partitions names it. */
+async function createPartition(db: pg.Client, from: Date, to: Date): Promise<string> {
   const name = partitionName(from);
-  const to = new Date(from.getTime() + DAY);
   await db.query(
     `CREATE TABLE hookgate.${name} PARTITION OF hookgate.inbox FOR VALUES FROM ('${from.toISOString()}') TO ('${to.toISOString()}')`,
   );
@@ -192,12 +194,12 @@ async function createDay(db: pg.Client, from: Date): Promise<string> {
 
 let nextEventId = 0;
 
-/** Fills one day partition and its keys (one transaction each); vacuumed so reads see a settled table. */
-async function fillDay(db: pg.Client, from: Date, rows: number): Promise<void> {
-  const name = await createDay(db, from);
+/** Fills one partition and its keys (one transaction each); vacuumed so reads see a settled table. */
+async function fillPartition(db: pg.Client, from: Date, rows: number): Promise<void> {
+  const name = await createPartition(db, from, new Date(from.getTime() + SPAN));
   await db.query('SET session_replication_role = replica');
   try {
-    await db.query(FILL_DAY, [rows, nextEventId, from]);
+    await db.query(FILL, [rows, nextEventId, from, INBOX_PARTITION_DAYS]);
   } finally {
     await db.query('SET session_replication_role = DEFAULT');
   }
@@ -222,7 +224,7 @@ async function bytesOf(db: pg.Client): Promise<{ inbox: number; keys: number; fl
   return { inbox: Number(row.inbox), keys: Number(row.keys), flat: Number(row.flat ?? 0) };
 }
 
-/** Retention of the oldest day partition, as pruneInbox runs it, each step timed on its own. */
+/** Retention of the oldest partition, as pruneInbox runs it, each step timed on its own. */
 async function partitionRetention(
   pool: pg.Pool,
   meter: Meter,
@@ -260,13 +262,13 @@ async function partitionRetention(
   };
 }
 
-/** The old path: the flat copy's oldest day deleted in batches from a cursor (pruneInBatches' walk). */
+/** The old path: the flat copy's oldest partition-wide range deleted in batches from a cursor (pruneInBatches' walk). */
 async function deleteRetention(pool: pg.Pool, meter: Meter, batchSize: number): Promise<DeleteRetention> {
   const first = (await pool.query<{ t: Date | null }>(`SELECT min(received_at) AS t FROM ${FLAT}`)).rows[0]!
     .t;
-  if (first === null) throw new Error(`${FLAT} has no day left to delete`);
-  const dayStart = Math.floor(first.getTime() / DAY) * DAY;
-  const cutoff = new Date(dayStart + DAY);
+  if (first === null) throw new Error(`${FLAT} has no range left to delete`);
+  // The flat copy's rows start each partition-wide range exactly at its start (fillFlat).
+  const cutoff = new Date(first.getTime() + SPAN);
   const run = await meter.run(async () => {
     let cursor = '-infinity';
     let rows = 0;
@@ -289,7 +291,12 @@ async function deleteRetention(pool: pg.Pool, meter: Meter, batchSize: number): 
 }
 
 /** The baseline table: the pre-0021 inbox (columns, non-unique indexes, primary key), no triggers. */
-async function buildFlat(db: pg.Client, rows: number, rowsPerDay: number, firstDay: Date): Promise<number> {
+async function buildFlat(
+  db: pg.Client,
+  rows: number,
+  rowsPerPartition: number,
+  firstDay: Date,
+): Promise<number> {
   const started = performance.now();
   await db.query(
     `CREATE TABLE ${FLAT} (LIKE hookgate.inbox INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING INDEXES)`,
@@ -298,10 +305,15 @@ async function buildFlat(db: pg.Client, rows: number, rowsPerDay: number, firstD
   await db.query(
     `CREATE UNIQUE INDEX bench_inbox_flat_body_digest_key ON ${FLAT} (endpoint, body_digest) WHERE body_digest IS NOT NULL`,
   );
-  const fill = FILL_DAY.replace('INSERT INTO hookgate.inbox', `INSERT INTO ${FLAT}`);
-  for (let day = 0; day * rowsPerDay < rows; day += 1) {
-    const from = new Date(firstDay.getTime() + day * DAY);
-    await db.query(fill, [rowsPerDay, 1_000_000_000_000 + day * rowsPerDay, from]);
+  const fill = FILL.replace('INSERT INTO hookgate.inbox', `INSERT INTO ${FLAT}`);
+  for (let part = 0; part * rowsPerPartition < rows; part += 1) {
+    const from = new Date(firstDay.getTime() + part * SPAN);
+    await db.query(fill, [
+      rowsPerPartition,
+      1_000_000_000_000 + part * rowsPerPartition,
+      from,
+      INBOX_PARTITION_DAYS,
+    ]);
   }
   await db.query(`VACUUM (ANALYZE) ${FLAT}`);
   return (performance.now() - started) / 1000;
@@ -446,13 +458,13 @@ export async function partitionsScenario(
     const meter = meterOf(await postmasterPid(db));
     const wanted = [...settings.rows].sort((a, b) => a - b);
     for (const rows of wanted) {
-      if (rows % settings.rowsPerDay !== 0)
-        throw new RangeError(`${rows} rows is not whole days of ${settings.rowsPerDay}`);
+      if (rows % settings.rowsPerPartition !== 0)
+        throw new RangeError(`${rows} rows is not whole partitions of ${settings.rowsPerPartition}`);
     }
 
     // The partitions a fresh install has: the empty converted table (MINVALUE up to its boundary,
-    // tomorrow's midnight or the day after's), then days ahead. It goes, as retention drops it
-    // once its range is past, and days before the boundary are made here instead.
+    // tomorrow's midnight or the day after's), then partitions ahead. It goes, as retention drops
+    // it once its range is past, and the ranges before the boundary are made here instead.
     const first = (
       await db.query<{ to_at: Date }>(
         `SELECT to_at FROM hookgate.inbox_partitions WHERE name = 'inbox_unpartitioned'`,
@@ -463,25 +475,25 @@ export async function partitionsScenario(
       first.to_at,
     ]);
     const today = (await db.query<{ t: Date }>(`SELECT date_trunc('day', now(), 'UTC') AS t`)).rows[0]!.t;
-    // Today and up to the boundary: empty, where the claim load writes.
-    for (let at = today.getTime(); at < first.to_at.getTime(); at += DAY) await createDay(db, new Date(at));
+    // Today up to the boundary: empty, where the claim load writes.
+    await createPartition(db, today, first.to_at);
 
-    const dayCount = (rows: number) => rows / settings.rowsPerDay;
-    // Each size deletes two of its days (quiet, then under load): never fewer days than that.
-    const flatRows = Math.max(wanted[0]!, 2 * wanted.length * settings.rowsPerDay);
-    // The flat copy: the smallest size's days (at least two per size), the same rows per day.
-    const flatFirstDay = new Date(today.getTime() - dayCount(flatRows) * DAY);
-    const flatSeconds = await buildFlat(db, flatRows, settings.rowsPerDay, flatFirstDay);
+    const partCount = (rows: number) => rows / settings.rowsPerPartition;
+    // Each size deletes two partitions' worth (quiet, then under load): never fewer than that.
+    const flatRows = Math.max(wanted[0]!, 2 * wanted.length * settings.rowsPerPartition);
+    // The flat copy: the smallest size's rows, in ranges as wide as a partition, as many rows each.
+    const flatFirstDay = new Date(today.getTime() - partCount(flatRows) * SPAN);
+    const flatSeconds = await buildFlat(db, flatRows, settings.rowsPerPartition, flatFirstDay);
     const flatBytes = (await bytesOf(db)).flat;
     progress(`flat copy of ${flatRows} rows built in ${flatSeconds.toFixed(0)} s`);
 
-    let filledDays = 0;
+    let filled = 0;
     let bytesPerRow = Number.NaN;
-    let secondsPerDay = Number.NaN;
+    let secondsPerPartition = Number.NaN;
     for (const rows of wanted) {
-      const days = dayCount(rows);
+      const parts = partCount(rows);
       const used = await bytesOf(db);
-      const needed = (days - filledDays) * settings.rowsPerDay * bytesPerRow;
+      const needed = (parts - filled) * settings.rowsPerPartition * bytesPerRow;
       if (used.inbox + used.keys + used.flat + needed > settings.maxBytes) {
         skipped.push({
           rows,
@@ -489,7 +501,7 @@ export async function partitionsScenario(
         });
         continue;
       }
-      const projected = (days - filledDays) * secondsPerDay;
+      const projected = (parts - filled) * secondsPerPartition;
       if (projected > settings.maxBuildSeconds) {
         skipped.push({
           rows,
@@ -497,24 +509,24 @@ export async function partitionsScenario(
         });
         continue;
       }
-      const added = days - filledDays;
+      const added = parts - filled;
       const started = performance.now();
-      // Older days in front of what is there (retention drops from the oldest end).
+      // Older partitions in front of what is there (retention drops from the oldest end).
       let oldest = await oldestFilled(db);
-      for (; filledDays < days; filledDays += 1) {
-        oldest = new Date(oldest.getTime() - DAY);
-        await fillDay(db, oldest, settings.rowsPerDay);
+      for (; filled < parts; filled += 1) {
+        oldest = new Date(oldest.getTime() - SPAN);
+        await fillPartition(db, oldest, settings.rowsPerPartition);
       }
       await db.query('VACUUM (ANALYZE) hookgate.inbox_keys');
       await db.query('CHECKPOINT');
       const buildSeconds = (performance.now() - started) / 1000;
-      secondsPerDay = buildSeconds / added;
+      secondsPerPartition = buildSeconds / added;
       progress(`${rows} rows built in ${buildSeconds.toFixed(0)} s`);
       const bytes = await bytesOf(db);
-      bytesPerRow = (bytes.inbox + bytes.keys) / (filledDays * settings.rowsPerDay);
+      bytesPerRow = (bytes.inbox + bytes.keys) / (filled * settings.rowsPerPartition);
 
       const retention = await partitionRetention(pool, meter, settings.batchSize);
-      filledDays -= 1;
+      filled -= 1;
       const baseline = await deleteRetention(pool, meter, settings.batchSize);
       progress(`${rows} rows: retention measured, claim load next`);
       let load: LoadWindow[] | null = null;
@@ -528,11 +540,11 @@ export async function partitionsScenario(
             deleteRetention(pool, meter, settings.batchSize),
           ),
         ];
-        filledDays -= 1;
+        filled -= 1;
       }
       sizes.push({
         rows,
-        days,
+        partitions: parts,
         buildSeconds,
         inboxBytes: bytes.inbox,
         keysBytes: bytes.keys,
@@ -568,14 +580,14 @@ export function renderPartitions(report: PartitionsReport): string[] {
   const s = report.settings;
   const f = (n: number, digits: number, width: number) => n.toFixed(digits).padStart(width);
   const lines = [
-    `partitions: retention of one day partition (${s.rowsPerDay} rows) of the partitioned inbox at each size, against the pre-0021 DELETE path on an unpartitioned copy (${report.baselineTable.rows} rows, ${gb(report.baselineTable.bytes)} GB), batches of ${s.batchSize}`,
+    `partitions: retention of one partition (${s.rowsPerPartition} rows, ${INBOX_PARTITION_DAYS} d wide) of the partitioned inbox at each size, against the pre-0021 DELETE path on an unpartitioned copy (${report.baselineTable.rows} rows, ${gb(report.baselineTable.bytes)} GB), batches of ${s.batchSize}`,
     `  build: ${report.build}`,
-    '  inbox rows  days  build s  inbox GB  keys GB   step               seconds  PG CPU s  PG CPU s/1k events',
+    '  inbox rows  parts  build s  inbox GB  keys GB   step               seconds  PG CPU s  PG CPU s/1k events',
   ];
   for (const size of report.sizes) {
     const r = size.retention;
     const step = (label: string, t: Timed, first: boolean) =>
-      `  ${(first ? String(size.rows) : '').padStart(10)}  ${(first ? String(size.days) : '').padStart(4)}  ${(first ? size.buildSeconds.toFixed(0) : '').padStart(7)}  ${(first ? gb(size.inboxBytes) : '').padStart(8)}  ${(first ? gb(size.keysBytes) : '').padStart(7)}   ${label.padEnd(17)} ${f(t.seconds, 3, 8)}  ${f(t.postgresCpu, 2, 8)}  ${f(t.cpuPer1k, 4, 18)}`;
+      `  ${(first ? String(size.rows) : '').padStart(10)}  ${(first ? String(size.partitions) : '').padStart(5)}  ${(first ? size.buildSeconds.toFixed(0) : '').padStart(7)}  ${(first ? gb(size.inboxBytes) : '').padStart(8)}  ${(first ? gb(size.keysBytes) : '').padStart(7)}   ${label.padEnd(17)} ${f(t.seconds, 3, 8)}  ${f(t.postgresCpu, 2, 8)}  ${f(t.cpuPer1k, 4, 18)}`;
     lines.push(
       step(`drop ${r.partition.slice(7)}`, r.drop, true),
       step(`rows pass (${r.rowsPass.rows})`, r.rowsPass, false),
@@ -588,7 +600,7 @@ export function renderPartitions(report: PartitionsReport): string[] {
   if (report.sizes.length > 1) {
     const [a, b] = [report.sizes[0]!, report.sizes.at(-1)!];
     lines.push(
-      `  ${b.rows} rows / ${a.rows} rows (same rows per dropped day): drop time ${(b.retention.drop.seconds / a.retention.drop.seconds).toFixed(2)}, keys pass time ${(b.retention.keysPass.seconds / a.retention.keysPass.seconds).toFixed(2)}, partitioned total time ${(b.retention.total.seconds / a.retention.total.seconds).toFixed(2)}, PG CPU ${(b.retention.total.postgresCpu / a.retention.total.postgresCpu).toFixed(2)}`,
+      `  ${b.rows} rows / ${a.rows} rows (same rows per dropped partition): drop time ${(b.retention.drop.seconds / a.retention.drop.seconds).toFixed(2)}, keys pass time ${(b.retention.keysPass.seconds / a.retention.keysPass.seconds).toFixed(2)}, partitioned total time ${(b.retention.total.seconds / a.retention.total.seconds).toFixed(2)}, PG CPU ${(b.retention.total.postgresCpu / a.retention.total.postgresCpu).toFixed(2)}`,
     );
   }
   for (const skip of report.skipped) lines.push(`  ${skip.rows} rows skipped: ${skip.reason}`);
@@ -596,7 +608,7 @@ export function renderPartitions(report: PartitionsReport): string[] {
     if (!size.load) continue;
     const alone = size.load[0]!;
     lines.push(
-      `  claim load on the ${size.rows - s.rowsPerDay} row inbox: CLAIM_IN_ONE_STATEMENT, 1 delivery per claim, ${s.rate}/s over ${s.connections} connections, 20% duplicates, latency from each claim's scheduled start`,
+      `  claim load on the ${size.rows - s.rowsPerPartition} row inbox: CLAIM_IN_ONE_STATEMENT, 1 delivery per claim, ${s.rate}/s over ${s.connections} connections, 20% duplicates, latency from each claim's scheduled start`,
     );
     for (const w of size.load) {
       const overlap = w.overlap

@@ -81,9 +81,9 @@ const settings = z
     BENCH_PRUNE_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
     BENCH_PRUNE_RATE: z.coerce.number().int().min(0).max(10_000).default(300),
     BENCH_PRUNE_PAUSE_MS: z.coerce.number().int().min(0).max(10_000).default(100),
-    /** partitions: inbox sizes (comma-separated, whole days), rows per day partition, rows per batch. */
+    /** partitions: inbox sizes (comma-separated, whole partitions), rows in each partition, rows per batch. */
     BENCH_PARTITION_ROWS: numberList('10000000,100000000', 1_000, 1_000_000_000),
-    BENCH_PARTITION_DAY_ROWS: z.coerce.number().int().min(1_000).max(100_000_000).default(1_000_000),
+    BENCH_PARTITION_EACH: z.coerce.number().int().min(1_000).max(100_000_000).default(1_000_000),
     BENCH_PARTITION_BATCH: z.coerce.number().int().min(1).max(100_000).default(5_000),
     /** partitions: claim load (claims/s, connections, seconds per window; rate 0 skips it). */
     BENCH_PARTITION_RATE: z.coerce.number().int().min(0).max(10_000).default(50),
@@ -213,7 +213,7 @@ const scenarios: Scenario[] = [
     run: async (database) => {
       const report = await partitionsScenario(database, {
         rows: settings.BENCH_PARTITION_ROWS,
-        rowsPerDay: settings.BENCH_PARTITION_DAY_ROWS,
+        rowsPerPartition: settings.BENCH_PARTITION_EACH,
         batchSize: settings.BENCH_PARTITION_BATCH,
         rate: settings.BENCH_PARTITION_RATE,
         connections: settings.BENCH_PARTITION_CONNECTIONS,
