@@ -257,10 +257,41 @@ async function migrateToEnd(
 ): Promise<{ applied: readonly string[]; from: number; to: number }> {
   const client = await connect(db.url, MIGRATOR);
   const from = performance.now();
+  // Where the time goes, sampled from pg_stat_activity: for the printed figures only.
+  const phases = new Map<string, number>();
+  let sampling = true;
+  const sampler = (async () => {
+    while (sampling) {
+      const { rows } = await db.pool.query<{ query: string; state: string; wait: string | null }>(
+        `SELECT query, state, wait_event AS wait FROM pg_stat_activity WHERE application_name = $1`,
+        [MIGRATOR],
+      );
+      for (const r of rows) {
+        const phase = `${r.state === 'active' ? phaseOf(r.query) : r.state}${r.wait ? ` [${r.wait}]` : ''}`;
+        phases.set(phase, (phases.get(phase) ?? 0) + 50);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  })();
   const report = await migrate(client, db.url, { createRoles: true });
   const to = performance.now();
+  sampling = false;
+  await sampler;
   await client.end();
+  console.log(
+    `migrate's connection, sampled every 50 ms (~ms per phase): ${[...phases]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 8)
+      .map(([p, ms]) => `${p} ${ms}`)
+      .join('; ')}`,
+  );
   return { applied: report.applied, from, to };
+}
+
+function phaseOf(query: string): string {
+  const text = query.replace(/\s+/g, ' ').trim();
+  if (text.includes('INSERT INTO hookgate.inbox_keys')) return 'backfill';
+  return text.slice(0, 48);
 }
 
 function latencyDuring(claimers: Claimers, from: number, to: number) {
@@ -388,14 +419,23 @@ async function expectConverted(db: TestDatabase, claimers: Claimers, runtimeUrl:
 }
 
 /** Kills the migrating connection once it runs a statement matching `pattern`; resolves when it did. */
-async function killWhen(db: TestDatabase, pattern: RegExp, signal: { done: boolean }): Promise<string> {
+async function killWhen(
+  db: TestDatabase,
+  pattern: RegExp,
+  signal: { done: boolean },
+  ready = 'SELECT true AS ready',
+): Promise<string> {
   for (;;) {
     if (signal.done) throw new Error(`migrate finished before a statement matching ${pattern} was seen`);
     const { rows } = await db.pool.query<{ pid: number; query: string }>(
       `SELECT pid, query FROM pg_stat_activity WHERE application_name = $1 AND state = 'active'`,
       [MIGRATOR],
     );
-    const running = rows.find((r) => pattern.test(r.query));
+    const matching = rows.find((r) => pattern.test(r.query));
+    const running =
+      matching && (await db.pool.query<{ ready: boolean }>(ready)).rows[0]?.ready === true
+        ? matching
+        : undefined;
     if (running) {
       await db.pool.query('SELECT pg_terminate_backend($1)', [running.pid]);
       return running.query;
@@ -405,13 +445,13 @@ async function killWhen(db: TestDatabase, pattern: RegExp, signal: { done: boole
 }
 
 /** Runs migrate to be killed at `pattern`; it must fail (its connection gone). */
-async function interruptedMigrate(db: TestDatabase, pattern: RegExp): Promise<void> {
+async function interruptedMigrate(db: TestDatabase, pattern: RegExp, ready?: string): Promise<void> {
   const client = await connect(db.url, MIGRATOR);
   const signal = { done: false };
   const run = migrate(client, db.url, { createRoles: true }).finally(() => {
     signal.done = true;
   });
-  const [outcome, killed] = await Promise.allSettled([run, killWhen(db, pattern, signal)]);
+  const [outcome, killed] = await Promise.allSettled([run, killWhen(db, pattern, signal, ready)]);
   expect(killed.status).toBe('fulfilled');
   expect(outcome.status).toBe('rejected');
   expect(await inboxIsPartitioned(db.pool)).toBe(false);
@@ -452,7 +492,12 @@ describe('hookgate migrate converts a populated inbox online', () => {
       expect(keys).toBeGreaterThan(0);
       expect(keys).toBeLessThan(ROWS);
       await claimers.waitForClaims(claimers.claims.length + 100);
-      await interruptedMigrate(db, /CREATE INDEX CONCURRENTLY inbox_key_idx/);
+      // Once the build has made the index's catalog entry (its first transaction), not before.
+      await interruptedMigrate(
+        db,
+        /CREATE INDEX CONCURRENTLY inbox_key_idx/,
+        `SELECT to_regclass('hookgate.inbox_key_idx') IS NOT NULL AS ready`,
+      );
       // The stopped build left an invalid index, which the next run drops and builds again.
       expect(
         (
