@@ -251,6 +251,34 @@ const INDEXES_TO_CARRY = `
    WHERE i.indrelid = 'hookgate.inbox'::regclass AND NOT i.indisunique
    ORDER BY c.relname`;
 
+/**
+ * The grants on the table being converted, given again on its partitioned parent in the switch's
+ * transaction: the gateways still running go on claiming through hookgate.inbox as
+ * hookgate_runtime (and the console, column by column), and migrate's own grants (roles.ts) only
+ * come at the end of its run, after the partitions ahead and pg-boss's schema. Without these,
+ * every claim between the switch and then would be refused.
+ */
+const CARRY_GRANTS = `
+  DO $$
+  DECLARE
+    g record;
+  BEGIN
+    FOR g IN
+      SELECT NULL::name AS col, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_class c, aclexplode(c.relacl) a
+       WHERE c.oid = 'hookgate.inbox_unpartitioned'::regclass AND a.grantee <> c.relowner
+      UNION ALL
+      SELECT t.attname, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_attribute t, aclexplode(t.attacl) a
+       WHERE t.attrelid = 'hookgate.inbox_unpartitioned'::regclass AND t.attnum > 0 AND NOT t.attisdropped
+    LOOP
+      EXECUTE format('GRANT %s%s ON hookgate.inbox TO %s%s', g.privilege_type,
+                     CASE WHEN g.col IS NOT NULL THEN format(' (%I)', g.col) ELSE '' END,
+                     CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                     CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+  END $$`;
+
 export interface ConversionOptions {
   /** Keys copied per statement while the inbox is still one table. */
   readonly batchSize?: number;
@@ -371,6 +399,7 @@ async function switchToPartitioned(client: pg.Client, boundary: Date): Promise<v
         INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)
       PARTITION BY RANGE (received_at)`);
     await client.query('ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions');
+    await client.query(CARRY_GRANTS);
     await client.query(
       `ALTER TABLE hookgate.inbox ATTACH PARTITION hookgate.inbox_unpartitioned FOR VALUES FROM (MINVALUE) TO (${bound})`,
     );
