@@ -554,3 +554,37 @@ describe('hookgate migrate converts a populated inbox online', () => {
     expect(await count(db, 'SELECT count(*) AS n FROM hookgate.inbox_keys')).toBe(1000);
   });
 });
+
+describe('hookgate migrate behind a long reader of the inbox', () => {
+  it('waits out the lock for the bound on received_at as it does for the switch, instead of failing', async () => {
+    const db = await createTestDatabase({ migrated: false });
+    dbs.push(db);
+    const client = await connect(db.url, MIGRATOR);
+    await migrate(client, db.url, { until: 20 });
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
+       SELECT 'sw-billing', 'pre_' || g, 'standard-webhooks', 't', '{}', 'processed', now() - make_interval(hours => g)
+         FROM generate_series(1, 1000) g`,
+    );
+    // A report (or a pg_dump) reading the inbox in a transaction that outlasts one lock_timeout.
+    const reader = await connect(db.url, 'long-reader');
+    await reader.query('BEGIN');
+    await reader.query('SELECT count(*) FROM hookgate.inbox');
+    const run = migrate(client, db.url);
+    run.catch(() => {});
+    for (;;) {
+      const { rows } = await db.pool.query(
+        `SELECT 1 FROM pg_stat_activity
+          WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE '%inbox_before_partitions%'`,
+        [MIGRATOR],
+      );
+      if (rows.length > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    // Longer than the 2 s the statement waits, shorter than the switch's retries.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    await reader.query('COMMIT');
+    expect((await run).applied).toEqual(['0021_inbox_partitions', 'inbox partitioned (online conversion)']);
+    expect(await inboxIsPartitioned(db.pool)).toBe(true);
+  });
+});
