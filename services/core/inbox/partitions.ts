@@ -330,9 +330,9 @@ export async function convertInboxOnline(
   //    attach reads nothing. Rows keep arriving with now(): the bound is midnight ahead.
   const attempts = options.switchAttempts ?? 30;
   for (let attempt = 1; ; attempt += 1) {
-    const boundary = await readyBoundary(client);
     try {
-      await switchToPartitioned(client, boundary);
+      // Adding the bound takes the same lock as the switch, for as long: waited for as often.
+      await switchToPartitioned(client, await readyBoundary(client));
       break;
     } catch (error) {
       const code = (error as { code?: string }).code;
