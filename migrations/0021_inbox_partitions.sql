@@ -125,6 +125,16 @@ BEGIN
   RETURN OLD;
 END $$;
 
+-- TRUNCATE of the inbox (an operator's or a test's: no hookgate role may) forgets every event,
+-- as it did when the keys were the inbox's own primary key. A partition truncated alone does not
+-- fire this; its keys are pruned once that partition's days are past the window.
+CREATE FUNCTION hookgate.inbox_truncate_keys() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  TRUNCATE hookgate.inbox_keys;
+  RETURN NULL;
+END $$;
+
 -- One lock for whoever changes the set of partitions (migrate, prune, workers), so two never
 -- race to create the same day.
 CREATE FUNCTION hookgate.inbox_partitions_lock() RETURNS void

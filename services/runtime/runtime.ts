@@ -14,6 +14,7 @@ import { registerDestinationGauges } from '../core/destinations/metrics.ts';
 import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import type { ClaimHooks } from '../core/inbox/claim.ts';
+import { registerPartitionMetrics } from '../core/inbox/partition-metrics.ts';
 import type { Logger } from '../core/logging.ts';
 import { createGatewayMetrics, createRegistry, registerPoolMetrics } from '../core/metrics.ts';
 import { startMetricsServer } from '../core/metrics-server.ts';
@@ -211,6 +212,13 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     onError: (error) => {
       if (!outage.failed('quarantine metrics', error))
         logger.warn({ err: error }, 'quarantine metrics: query failed');
+    },
+  });
+  registerPartitionMetrics(registry, {
+    db: pool,
+    onError: (error) => {
+      if (!outage.failed('inbox partition metrics', error))
+        logger.warn({ err: error }, 'inbox partition metrics: query failed');
     },
   });
   registerDestinationGauges(registry, {

@@ -16,6 +16,7 @@ import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { applyJobs, type FetchedJob, type JobPart, type JobPolicy, keepWithinBatch } from './apply.ts';
+import { startPartitionKeeper } from './partition-keeper.ts';
 import { PauseWatch } from './pause-watch.ts';
 import { type Solo, SoloGate } from './solo-gate.ts';
 import { startSweeper } from './sweeper.ts';
@@ -362,6 +363,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       for (const row of ended) metrics?.eventsApplied.inc({ endpoint, event_type: '', outcome: row.status });
     },
   });
+  const keeper = startPartitionKeeper({ pool, logger, outage: options.outage });
   const listener = listenForWakeups(pool.options, (endpoint) => waker.wake(endpoint), logger);
   logger.info({ endpoints: names, batch_size: batchSize, concurrency }, 'worker started');
 
@@ -369,6 +371,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
     async stop() {
       stopping = true;
       await sweeper.stop();
+      await keeper.stop();
       await listener.stop();
       waker.wakeAll();
       let timer: NodeJS.Timeout | undefined;

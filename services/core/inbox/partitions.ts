@@ -55,6 +55,31 @@ export async function listInboxPartitions(db: Queryable): Promise<InboxPartition
   return (await db.query<InboxPartition>(PARTITIONS)).rows;
 }
 
+const COVERAGE = `
+  SELECT EXTRACT(EPOCH FROM coalesce(max(to_at), now()) - now())::float8 AS ahead_seconds,
+         (SELECT count(*) FROM hookgate.inbox_partitions)::int AS partitions
+    FROM hookgate.inbox_partitions`;
+
+export interface PartitionCoverage {
+  /** Seconds from now until the last partition ends (0 or less: new rows go to the default one). */
+  readonly ahead_seconds: number;
+  readonly partitions: number;
+}
+
+/** For the gauges: how far ahead the partitions reach, and how many there are. */
+export async function partitionCoverage(db: Queryable): Promise<PartitionCoverage> {
+  return (await db.query<PartitionCoverage>(COVERAGE)).rows[0]!;
+}
+
+// Counted up to a bound: after a lapse the default partition can hold days of rows, and a gauge
+// must not scan them every minute.
+const DEFAULT_ROWS = `SELECT count(*)::int AS rows FROM (SELECT 1 FROM hookgate.inbox_default LIMIT 1000000) d`;
+
+/** Rows in the default partition (up to 1 000 000): unsettled rows of dropped days, rows of days with no partition. */
+export async function defaultPartitionRows(db: Queryable): Promise<number> {
+  return (await db.query<{ rows: number }>(DEFAULT_ROWS)).rows[0]!.rows;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Retention
 
@@ -419,6 +444,9 @@ async function switchToPartitioned(client: pg.Client, boundary: Date): Promise<v
     );
     await client.query(
       'CREATE TRIGGER inbox_forget_key BEFORE DELETE ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_forget_key()',
+    );
+    await client.query(
+      'CREATE TRIGGER inbox_truncate_keys AFTER TRUNCATE ON hookgate.inbox FOR EACH STATEMENT EXECUTE FUNCTION hookgate.inbox_truncate_keys()',
     );
     // Fires only for UPDATEs that name these columns: never the apply's or the claim's.
     await client.query(
