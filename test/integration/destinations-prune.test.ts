@@ -57,6 +57,8 @@ describe('hookgate prune and destination deliveries', () => {
       chunk: 2,
     });
     expect(report).toEqual({
+      inboxPartitions: 0,
+      inboxPartitionsLeft: [],
       inboxRows: 0,
       deliveries: 0,
       destinationDeliveries: 1,

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_INBOX_ROWS } from '../../services/core/inbox/claim-sql.ts';
 import {
   ensureInboxPartitions,
+  INBOX_PARTITION_DAYS,
   INBOX_PARTITIONS_AHEAD_DAYS,
   inboxIsPartitioned,
   listInboxPartitions,
@@ -24,6 +25,23 @@ beforeAll(async () => {
 afterAll(async () => {
   await db?.drop();
 });
+
+/** The partitions made by date (not the table the inbox was), oldest first. */
+async function dated(): Promise<{ from_at: Date | null; to_at: Date }[]> {
+  return (await listInboxPartitions(db.pool)).filter((p) => p.from_at !== null);
+}
+
+/** Milliseconds from now to a minute into the `index`th dated partition. */
+async function into(index: number): Promise<number> {
+  const partition = (await dated())[index]!;
+  return partition.from_at!.getTime() + 60_000 - Date.now();
+}
+
+/** A prune window (negative: a cutoff ahead of now) that ends a minute after that partition. */
+async function pastEndOf(index: number): Promise<number> {
+  const partition = (await dated())[index]!;
+  return -(partition.to_at.getTime() + 60_000 - Date.now());
+}
 
 /** One row as the claim writes it (CLAIM_INBOX_ROWS, the transactional claim's statement). */
 async function claim(
@@ -92,26 +110,27 @@ describe('the partitioned inbox', () => {
     // The table the inbox was (up to its first midnight) and the days after it.
     expect(partitions[0]).toMatchObject({ name: 'inbox_unpartitioned', from_at: null });
     const last = partitions.at(-1)!;
-    expect(last.to_at.getTime()).toBeGreaterThanOrEqual(Date.now() + INBOX_PARTITIONS_AHEAD_DAYS * DAY - DAY);
+    expect(last.to_at.getTime()).toBeGreaterThanOrEqual(Date.now() + INBOX_PARTITIONS_AHEAD_DAYS * DAY);
+    expect(partitions.length).toBeGreaterThanOrEqual(3);
     for (const [i, p] of partitions.slice(1).entries()) {
       expect(p.from_at!.getTime()).toBe(partitions[i]!.to_at.getTime());
-      expect(p.to_at.getTime() - p.from_at!.getTime()).toBe(DAY);
+      expect(p.to_at.getTime() - p.from_at!.getTime()).toBe(INBOX_PARTITION_DAYS * DAY);
     }
     // Again: nothing missing, nothing made.
     expect(await ensureInboxPartitions(db.pool)).toBe(0);
   });
 
   it('a redelivery is a duplicate whichever partition holds the original', async () => {
-    // The original in a day partition three days ahead, the redelivery claimed now (the table
-    // the inbox was): two partitions, one key.
-    expect(await insertAt('dup', 'evt_ahead', 3 * DAY)).toBe(true);
+    // The original in the first partition ahead, the redelivery claimed now (the table the
+    // inbox was): two partitions, one key.
+    expect(await insertAt('dup', 'evt_ahead', await into(0))).toBe(true);
     expect((await rowsOf('dup', 'evt_ahead'))[0]!.partition).toMatch(/^hookgate\.inbox_p\d{8}$/);
     expect(await claim('dup', ['evt_ahead', 'evt_new'])).toEqual(['evt_new']);
     // Last month's event, redelivered today.
     expect(await insertAt('dup', 'evt_last_month', -31 * DAY)).toBe(true);
     expect(await claim('dup', ['evt_last_month'])).toEqual([]);
     // And the other way round: a key claimed now, the same id arriving in a later partition.
-    expect(await insertAt('dup', 'evt_new', 2 * DAY)).toBe(false);
+    expect(await insertAt('dup', 'evt_new', await into(1))).toBe(false);
     expect(await rowsOf('dup', 'evt_new')).toHaveLength(1);
     // Twice in one batch: one row.
     expect(await claim('dup', ['evt_twice', 'evt_twice'])).toEqual(['evt_twice']);
@@ -131,16 +150,16 @@ describe('the partitioned inbox', () => {
         const [first, second] = clients as [pg.Client, pg.Client];
         await first.query('BEGIN');
         await second.query('BEGIN');
-        const insert = (c: pg.Client, days: number) =>
+        const insert = (c: pg.Client, offsetMs: number) =>
           c.query(
             `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, received_at)
-             VALUES ('race', $1, 'standard-webhooks', 't', '{}', now() + make_interval(days => $2))
+             VALUES ('race', $1, 'standard-webhooks', 't', '{}', now() + make_interval(secs => $2::float8 / 1000))
              ON CONFLICT DO NOTHING RETURNING event_id`,
-            [id, days],
+            [id, offsetMs],
           );
         const a = await insert(first, 0);
-        // The second, into a partition two days on, waits on the first's key until it commits.
-        const pendingB = insert(second, 2);
+        // The second, into the next partition, waits on the first's key until it commits.
+        const pendingB = insert(second, await into(0));
         let settled = false;
         void pendingB.finally(() => {
           settled = true;
@@ -161,13 +180,18 @@ describe('the partitioned inbox', () => {
 
   it('a row whose received_at an UPDATE changes moves partitions with its key', async () => {
     expect(await insertAt('move', 'evt_move', 0, 'pending')).toBe(true);
+    const offset = await into(0);
     await db.pool.query(
-      `UPDATE hookgate.inbox SET received_at = now() + interval '4 days' WHERE endpoint = 'move' AND event_id = 'evt_move'`,
+      `UPDATE hookgate.inbox SET received_at = now() + make_interval(secs => $1::float8 / 1000)
+        WHERE endpoint = 'move' AND event_id = 'evt_move'`,
+      [offset],
     );
     const rows = await rowsOf('move', 'evt_move');
     expect(rows).toHaveLength(1);
     expect(rows[0]!.partition).toMatch(/^hookgate\.inbox_p\d{8}$/);
-    expect((await keyOf('move', 'evt_move'))!.received_at.getTime()).toBeGreaterThan(Date.now() + 3 * DAY);
+    expect((await keyOf('move', 'evt_move'))!.received_at.getTime()).toBeGreaterThan(
+      Date.now() + offset - 60_000,
+    );
     expect(await claim('move', ['evt_move'])).toEqual([]);
     await expect(
       db.pool.query(
@@ -184,13 +208,14 @@ describe('the partitioned inbox', () => {
   });
 
   it('retention drops whole partitions, keeps every unsettled row and its key, then forgets the rest', async () => {
-    // Two days ahead: a settled row and one of each kept status, in the same day partition.
+    // In the first partition ahead: a settled row and one of each kept status.
+    const offset = await into(0);
     for (const status of ['processed', 'ignored', 'stale', 'pending', 'parked', 'dead', 'discarded']) {
-      expect(await insertAt('ret', `evt_${status}`, 2 * DAY + 60_000, status)).toBe(true);
+      expect(await insertAt('ret', `evt_${status}`, offset, status)).toBe(true);
     }
     const partition = (await rowsOf('ret', 'evt_processed'))[0]!.partition.replace('hookgate.', '');
-    // A window that ends after that partition (a negative age: the cutoff is 4 days ahead).
-    const counts = await pruneInbox(db.pool, { olderThan: -4 * DAY, batchSize: 100 });
+    // A window that ends after that partition (a negative age: the cutoff is ahead of now).
+    const counts = await pruneInbox(db.pool, { olderThan: await pastEndOf(0), batchSize: 100 });
     const drop = counts.partitions.find((p) => p.name === partition);
     expect(drop).toMatchObject({ moved: expect.any(Number) });
     expect(drop!.moved).toBeGreaterThanOrEqual(4);
@@ -214,7 +239,7 @@ describe('the partitioned inbox', () => {
   });
 
   it('a partition with more unsettled rows than a drop may move is left, and said so', async () => {
-    const ahead = 6 * DAY + 60_000;
+    const ahead = await into(0);
     await db.pool.query(
       `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
        SELECT 'held', 'evt_' || g, 'standard-webhooks', 't', '{}', 'dead', now() + make_interval(secs => $1::float8 / 1000)
@@ -222,7 +247,7 @@ describe('the partitioned inbox', () => {
       [ahead],
     );
     const partition = (await rowsOf('held', 'evt_1'))[0]!.partition.replace('hookgate.', '');
-    const counts = await pruneInbox(db.pool, { olderThan: -8 * DAY, batchSize: 1000 });
+    const counts = await pruneInbox(db.pool, { olderThan: await pastEndOf(0), batchSize: 1000 });
     expect(counts.partitions.find((p) => p.name === partition)).toEqual({
       name: partition,
       moved: null,

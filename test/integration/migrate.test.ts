@@ -33,7 +33,11 @@ describe('hookgate migrate', () => {
     const all = readMigrations().map(migrationName);
     expect(all[0]).toBe('0001_inbox');
     // One of them did all the work; the other waited on the lock and found nothing to do.
-    expect([first, second].sort((a, b) => a.length - b.length)).toEqual([[], all]);
+    // … and the inbox's online conversion to partitions, which 0021 prepares.
+    expect([first, second].sort((a, b) => a.length - b.length)).toEqual([
+      [],
+      [...all, 'inbox partitioned (online conversion)'],
+    ]);
     const ledger = await db.pool.query('SELECT version FROM hookgate.schema_migrations ORDER BY version');
     expect(ledger.rows.map((r) => r.version)).toEqual(readMigrations().map((m) => m.version));
     const boss = await db.pool.query('SELECT version FROM pgboss.version');

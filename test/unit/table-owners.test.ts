@@ -22,6 +22,12 @@ const OWNERS: Record<string, readonly string[]> = {
     // The console role's column grants (hookgate_console).
     'services/core/db/roles.ts',
   ],
+  // The partitioned inbox (migration 0021): its deduplication keys, its list of partitions and the
+  // partitions named by hand; the functions in the migration make and drop the dated ones.
+  'hookgate.inbox_keys': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
+  'hookgate.inbox_partitions': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
+  'hookgate.inbox_default': ['services/core/inbox/partitions.ts'],
+  'hookgate.inbox_unpartitioned': ['services/core/inbox/partitions.ts'],
   // `body: raw` destinations' original bytes (migration 0020), embedded by the claim and the relay's claim.
   'hookgate.inbox_raw': ['services/core/inbox/raw-bodies.ts', 'services/core/db/roles.ts'],
   'hookgate.delivery_counts': [

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { resolveActor } from '../../core/audit/actor.ts';
 import { durationMs } from '../../core/config/duration.ts';
 import { countOldDeliveryCounts, pruneDeliveryCounts } from '../../core/inbox/delivery-counts.ts';
+import { INBOX_MAX_MOVED_ROWS } from '../../core/inbox/partitions.ts';
 import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
 import { printJson } from '../support/format.ts';
@@ -122,6 +123,12 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     if (options.json)
       printJson({
         inbox_rows: report.inboxRows,
+        inbox_partitions: report.inboxPartitions,
+        inbox_partitions_left: report.inboxPartitionsLeft.map((p) => ({
+          partition: p.name,
+          reason: p.left,
+          ...(p.kept === undefined ? {} : { unsettled_rows: p.kept }),
+        })),
         deliveries: report.deliveries,
         attempts: report.attempts,
         audit: report.audit,
@@ -130,9 +137,19 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         delivery_count_rows: counts,
         batches: statements,
       });
-    else
+    else {
+      writeOut(
+        `Dropped ${report.inboxPartitions} inbox day partition(s) past the window (their unsettled rows kept).\n`,
+      );
+      for (const left of report.inboxPartitionsLeft)
+        writeOut(
+          left.left === 'unsettled_rows'
+            ? `Kept inbox partition ${left.name} although it is past the window: it holds more than ${INBOX_MAX_MOVED_ROWS} pending, parked, dead or discarded events (${left.kept}); requeue or discard them and prune again.\n`
+            : `Kept inbox partition ${left.name} for now: other sessions held the inbox for more than a second; the next prune drops it.\n`,
+        );
       writeOut(
         `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
+    }
   });
 }
