@@ -479,7 +479,7 @@ describe('hookgate migrate converts a populated inbox online', () => {
       await claimers.stop();
     }
     await expectConverted(db, claimers, runtimeUrl);
-  }, 300_000);
+  }, 600_000);
 
   it('interrupted during the backfill and during the index build, then run again to the end', async () => {
     const { db, runtimeUrl } = await previousRelease();
@@ -522,7 +522,7 @@ describe('hookgate migrate converts a populated inbox online', () => {
       await claimers.stop();
     }
     await expectConverted(db, claimers, runtimeUrl);
-  }, 300_000);
+  }, 600_000);
 
   it('migrating a converted inbox again changes nothing', async () => {
     const db = await createTestDatabase({ migrated: false });
