@@ -60,11 +60,8 @@ export const GRANT_ROLES = `
     REVOKE INSERT, UPDATE, DELETE ON hookgate.schema_migrations, pgboss.version FROM hookgate_runtime;
     -- The inbox's partitions are made and dropped only through these (migration 0021): DDL on
     -- hookgate's behalf, nothing else.
-    -- (An upgrade's test stops before that migration: nothing to revoke yet.)
-    IF to_regclass('hookgate.inbox_partitions') IS NOT NULL THEN
-      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
-    END IF;
     IF to_regprocedure('hookgate.inbox_create_partitions(timestamptz, integer)') IS NOT NULL THEN
+      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
       GRANT EXECUTE ON FUNCTION hookgate.inbox_create_partitions(timestamptz, integer),
                                 hookgate.inbox_drop_partition(text, timestamptz, integer) TO hookgate_runtime;
     END IF;
