@@ -126,7 +126,7 @@ const INDEX_OF: ReadonlyArray<[RegExp, RegExp]> = [
   [/WHERE entity_id = \$6::text AND/, /inbox_entity_idx/],
   [/status = 'dead'/, /inbox_stuck_idx/],
   [/status = 'pending'/, /inbox_pending_idx/],
-  [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_pkey/],
+  [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_key_idx/],
   [/FROM hookgate\.inbox\s+WHERE \(\$4::timestamptz IS NULL/, /inbox_received_at_idx/],
 ];
 
