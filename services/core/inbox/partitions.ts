@@ -283,6 +283,34 @@ const INDEXES_TO_CARRY = `
    WHERE i.indrelid = 'hookgate.inbox'::regclass AND NOT i.indisunique
    ORDER BY c.relname`;
 
+/**
+ * The grants on the table being converted, given again on its partitioned parent in the switch's
+ * transaction: the gateways still running go on claiming through hookgate.inbox as
+ * hookgate_runtime (and the console, column by column), and migrate's own grants (roles.ts) only
+ * come at the end of its run, after the partitions ahead and pg-boss's schema. Without these,
+ * every claim between the switch and then would be refused.
+ */
+const CARRY_GRANTS = `
+  DO $$
+  DECLARE
+    g record;
+  BEGIN
+    FOR g IN
+      SELECT NULL::name AS col, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_class c, aclexplode(c.relacl) a
+       WHERE c.oid = 'hookgate.inbox_unpartitioned'::regclass AND a.grantee <> c.relowner
+      UNION ALL
+      SELECT t.attname, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_attribute t, aclexplode(t.attacl) a
+       WHERE t.attrelid = 'hookgate.inbox_unpartitioned'::regclass AND t.attnum > 0 AND NOT t.attisdropped
+    LOOP
+      EXECUTE format('GRANT %s%s ON hookgate.inbox TO %s%s', g.privilege_type,
+                     CASE WHEN g.col IS NOT NULL THEN format(' (%I)', g.col) ELSE '' END,
+                     CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                     CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+  END $$`;
+
 export interface ConversionOptions {
   /** Keys copied per statement while the inbox is still one table. */
   readonly batchSize?: number;
@@ -334,9 +362,9 @@ export async function convertInboxOnline(
   //    attach reads nothing. Rows keep arriving with now(): the bound is midnight ahead.
   const attempts = options.switchAttempts ?? 30;
   for (let attempt = 1; ; attempt += 1) {
-    const boundary = await readyBoundary(client);
     try {
-      await switchToPartitioned(client, boundary);
+      // Adding the bound takes the same lock as the switch, for as long: waited for as often.
+      await switchToPartitioned(client, await readyBoundary(client));
       break;
     } catch (error) {
       const code = (error as { code?: string }).code;
@@ -403,6 +431,7 @@ async function switchToPartitioned(client: pg.Client, boundary: Date): Promise<v
        INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)
      PARTITION BY RANGE (received_at)`,
     'ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions',
+    CARRY_GRANTS,
     `ALTER TABLE hookgate.inbox ATTACH PARTITION hookgate.inbox_unpartitioned FOR VALUES FROM (MINVALUE) TO (${bound})`,
     'CREATE TABLE hookgate.inbox_default PARTITION OF hookgate.inbox DEFAULT',
     // Each matches the renamed index of the first partition, which the parent adopts as it is.
