@@ -19,7 +19,8 @@ import { bodyDigestOf, CLAIM_INBOX_ROWS } from '../../services/core/inbox/claim-
 import { inboxIsPartitioned, listInboxPartitions } from '../../services/core/inbox/partitions.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
-const ROWS = 200_000;
+// Enough for several backfill batches of 10 000 (the interrupted run is killed in the second).
+const ROWS = 60_000;
 const CLAIMERS = 3;
 const MIGRATOR = 'conversion-test-migrate';
 const PASSWORD = 'not-a-secret-test-only';
