@@ -37,12 +37,18 @@ CREATE TABLE hookgate.inbox_partitions (
   CHECK (from_at IS NULL OR from_at < to_at)
 );
 
+-- The key triggers below write hookgate.inbox_keys as this migration's owner (SECURITY DEFINER):
+-- whoever inserts into the inbox needs no grant on it. The gateways of the release before this one
+-- go on claiming, as hookgate_runtime, while `hookgate migrate` converts the inbox, and the grants
+-- on the tables made here only come at the end of that run (roles.ts): until then every claim
+-- would fail on the keys table. A trigger function cannot be called other than as a trigger.
+--
 -- Before the conversion: the unpartitioned inbox's own primary key and body-digest index still
 -- decide what is a duplicate; this trigger records the key of each row they let in. A key that
 -- is there already belongs to a row deleted since it was recorded (the row just inserted passed
 -- both unique indexes), so it is replaced.
 CREATE FUNCTION hookgate.inbox_mirror_key() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
   VALUES (NEW.endpoint, NEW.event_id, NEW.body_digest, NEW.received_at)
@@ -68,7 +74,7 @@ CREATE TRIGGER inbox_mirror_key AFTER INSERT ON hookgate.inbox
 -- keeps is inbox_drop_partition below, moving rows it must not lose (it says so in a setting
 -- local to its transaction).
 CREATE FUNCTION hookgate.inbox_claim_key() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   -- The row an UPDATE of received_at is moving to another partition (inbox_move_key) keeps its key.
   IF current_setting('hookgate.inbox_moving_key', true) = NEW.endpoint || E'\x1f' || NEW.event_id THEN
@@ -92,7 +98,7 @@ END $$;
 -- This trigger carries the key along (its received_at follows the row) and tells the insert
 -- trigger, for this one key, that the row is its own. The key itself never changes.
 CREATE FUNCTION hookgate.inbox_move_key() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF NEW.endpoint IS DISTINCT FROM OLD.endpoint OR NEW.event_id IS DISTINCT FROM OLD.event_id THEN
     RAISE EXCEPTION 'an inbox row''s endpoint and event_id are its deduplication key and never change'
@@ -111,7 +117,7 @@ END $$;
 -- row an UPDATE of received_at is moving (the delete half of that move). Dropping a partition
 -- deletes no rows one by one and fires nothing: the keys of its rows go with prune's keys pass.
 CREATE FUNCTION hookgate.inbox_forget_key() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
   IF current_setting('hookgate.inbox_moving_key', true) IS DISTINCT FROM OLD.endpoint || E'\x1f' || OLD.event_id THEN
     DELETE FROM hookgate.inbox_keys WHERE endpoint = OLD.endpoint AND event_id = OLD.event_id;

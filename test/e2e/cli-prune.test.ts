@@ -70,6 +70,9 @@ describe('hookgate prune', () => {
     expect(forced.code, forced.output).toBe(0);
     expect(jsonOf(forced.output)).toEqual({
       inbox_rows: 6,
+      // Every row here is in the partition that holds now: no whole week is past the window.
+      inbox_partitions: 0,
+      inbox_partitions_left: [],
       deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,
@@ -120,6 +123,8 @@ describe('hookgate prune', () => {
     // counts; a pause between the full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
+      inbox_partitions: 0,
+      inbox_partitions_left: [],
       deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,

@@ -9,7 +9,7 @@ import { silentLogger } from '../support/apply.ts';
 import { CONSOLE_ENDPOINTS, consoleSearches, eventIdOf, fillConsoleInbox } from '../support/console-inbox.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { SW_SECRET } from '../support/gateway.ts';
-import { auditTargets, PreparedTarget } from '../support/plans.ts';
+import { auditTargets, PreparedTarget, withParentIndexNames } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
 
 // The console's pages on an inbox of a million rows: every statement they send reads the inbox
@@ -126,7 +126,7 @@ const INDEX_OF: ReadonlyArray<[RegExp, RegExp]> = [
   [/WHERE entity_id = \$6::text AND/, /inbox_entity_idx/],
   [/status = 'dead'/, /inbox_stuck_idx/],
   [/status = 'pending'/, /inbox_pending_idx/],
-  [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_pkey/],
+  [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_key_idx/],
   [/FROM hookgate\.inbox\s+WHERE \(\$4::timestamptz IS NULL/, /inbox_received_at_idx/],
 ];
 
@@ -168,7 +168,8 @@ describe(`the console on an inbox of ${ROWS} rows`, () => {
       for (const [index, target] of targets.entries()) {
         const statement = new PreparedTarget(client, target, `console_${index}`);
         await statement.prepare();
-        const plan = await statement.explain('force_custom_plan');
+        const explained = await statement.explain('force_custom_plan');
+        const plan = { ...explained, text: await withParentIndexNames(client, explained.text) };
         const scans = plan.scans.filter((table) => GROWN_HERE.includes(table));
         if (scans.length > 0)
           findings.push(`scans ${scans.join(', ')}\n${target.text.trim()}\n--- plan ---\n${plan.text}`);

@@ -73,8 +73,46 @@ describe('the runtime role', () => {
     [`INSERT INTO hookgate.schema_migrations (version, name) VALUES (9999, 'forged')`],
     ['DELETE FROM pgboss.version'],
     ['UPDATE pgboss.version SET version = version + 1'],
+    // The partitioned inbox (0021): partitions only through the functions below.
+    ['ALTER TABLE hookgate.inbox DETACH PARTITION hookgate.inbox_default'],
+    ['DROP TABLE hookgate.inbox_default'],
+    [
+      'CREATE TABLE hookgate.inbox_p20990101 PARTITION OF hookgate.inbox FOR VALUES FROM (MAXVALUE) TO (MAXVALUE)',
+    ],
+    [`INSERT INTO hookgate.inbox_partitions (name, to_at) VALUES ('inbox_default', now())`],
+    [`DELETE FROM hookgate.inbox_partitions`],
   ])('cannot %s', async (statement) => {
     await expect(runtime.query(statement)).rejects.toMatchObject({ code: '42501' });
+  });
+
+  it("makes and drops the inbox's partitions through the migration's functions only", async () => {
+    const before = (await runtime.query('SELECT count(*)::int AS n FROM hookgate.inbox_partitions')).rows[0]
+      .n;
+    const made = await runtime.query(
+      `SELECT hookgate.inbox_create_partitions(now() + interval '40 days', 7) AS made`,
+    );
+    expect(made.rows[0].made).toBeGreaterThan(0);
+    const last = (
+      await runtime.query<{ name: string; to_at: Date }>(
+        'SELECT name, to_at FROM hookgate.inbox_partitions ORDER BY to_at DESC LIMIT 1',
+      )
+    ).rows[0]!;
+    // A partition not yet past the given time is refused; one that is goes.
+    await expect(
+      runtime.query('SELECT * FROM hookgate.inbox_drop_partition($1, now(), 100)', [last.name]),
+    ).rejects.toMatchObject({ code: '22023' });
+    const dropped = await runtime.query('SELECT moved FROM hookgate.inbox_drop_partition($1, $2, 100)', [
+      last.name,
+      last.to_at,
+    ]);
+    expect(dropped.rows[0].moved).toBe('0');
+    expect((await runtime.query('SELECT count(*)::int AS n FROM hookgate.inbox_partitions')).rows[0].n).toBe(
+      before + made.rows[0].made - 1,
+    );
+    // The read-only role may not.
+    await expect(
+      readonly.query(`SELECT hookgate.inbox_create_partitions(now() + interval '50 days', 7)`),
+    ).rejects.toMatchObject({ code: '42501' });
   });
 });
 

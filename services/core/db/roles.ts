@@ -60,8 +60,8 @@ export const GRANT_ROLES = `
     REVOKE INSERT, UPDATE, DELETE ON hookgate.schema_migrations, pgboss.version FROM hookgate_runtime;
     -- The inbox's partitions are made and dropped only through these (migration 0021): DDL on
     -- hookgate's behalf, nothing else.
-    REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
     IF to_regprocedure('hookgate.inbox_create_partitions(timestamptz, integer)') IS NOT NULL THEN
+      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
       GRANT EXECUTE ON FUNCTION hookgate.inbox_create_partitions(timestamptz, integer),
                                 hookgate.inbox_drop_partition(text, timestamptz, integer) TO hookgate_runtime;
     END IF;
@@ -88,10 +88,6 @@ export const GRANT_ROLES = `
         ON hookgate.inbox TO hookgate_console;
       -- A quarantine release goes through the claim (claim-sql.ts): new rows only, ON CONFLICT DO NOTHING.
       GRANT INSERT ON hookgate.inbox, hookgate.inbox_raw, hookgate.delivery_counts, pgboss.job TO hookgate_console;
-      -- The inbox's insert trigger records each new row's key (migration 0021).
-      IF to_regclass('hookgate.inbox_keys') IS NOT NULL THEN
-        GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
-      END IF;
       GRANT UPDATE (accepted, duplicate) ON hookgate.delivery_counts TO hookgate_console;
       -- Release and drop (services/core/quarantine/actions.ts).
       GRANT UPDATE (released_at, dropped_at, settled_by, settle_reason, reason, message)

@@ -283,6 +283,34 @@ const INDEXES_TO_CARRY = `
    WHERE i.indrelid = 'hookgate.inbox'::regclass AND NOT i.indisunique
    ORDER BY c.relname`;
 
+/**
+ * The grants on the table being converted, given again on its partitioned parent in the switch's
+ * transaction: the gateways still running go on claiming through hookgate.inbox as
+ * hookgate_runtime (and the console, column by column), and migrate's own grants (roles.ts) only
+ * come at the end of its run, after the partitions ahead and pg-boss's schema. Without these,
+ * every claim between the switch and then would be refused.
+ */
+const CARRY_GRANTS = `
+  DO $$
+  DECLARE
+    g record;
+  BEGIN
+    FOR g IN
+      SELECT NULL::name AS col, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_class c, aclexplode(c.relacl) a
+       WHERE c.oid = 'hookgate.inbox_unpartitioned'::regclass AND a.grantee <> c.relowner
+      UNION ALL
+      SELECT t.attname, a.privilege_type, a.grantee, a.is_grantable
+        FROM pg_attribute t, aclexplode(t.attacl) a
+       WHERE t.attrelid = 'hookgate.inbox_unpartitioned'::regclass AND t.attnum > 0 AND NOT t.attisdropped
+    LOOP
+      EXECUTE format('GRANT %s%s ON hookgate.inbox TO %s%s', g.privilege_type,
+                     CASE WHEN g.col IS NOT NULL THEN format(' (%I)', g.col) ELSE '' END,
+                     CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE g.grantee::regrole::text END,
+                     CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+  END $$`;
+
 export interface ConversionOptions {
   /** Keys copied per statement while the inbox is still one table. */
   readonly batchSize?: number;
@@ -334,9 +362,9 @@ export async function convertInboxOnline(
   //    attach reads nothing. Rows keep arriving with now(): the bound is midnight ahead.
   const attempts = options.switchAttempts ?? 30;
   for (let attempt = 1; ; attempt += 1) {
-    const boundary = await readyBoundary(client);
     try {
-      await switchToPartitioned(client, boundary);
+      // Adding the bound takes the same lock as the switch, for as long: waited for as often.
+      await switchToPartitioned(client, await readyBoundary(client));
       break;
     } catch (error) {
       const code = (error as { code?: string }).code;
@@ -384,53 +412,44 @@ async function readyBoundary(client: pg.Client): Promise<Date> {
 async function switchToPartitioned(client: pg.Client, boundary: Date): Promise<void> {
   const indexes = (await client.query<{ name: string; def: string }>(INDEXES_TO_CARRY)).rows;
   const bound = `'${boundary.toISOString()}'::timestamptz`;
-  await client.query('BEGIN');
-  try {
-    await client.query("SET LOCAL lock_timeout = '2s'");
-    await client.query('LOCK TABLE hookgate.inbox IN ACCESS EXCLUSIVE MODE');
+  // One round trip: claims wait behind this transaction's lock, so it must not also wait on the
+  // network between its statements (on a loaded 2-core VM, 20 round trips held claims > 0.5 s).
+  const statements = [
+    'BEGIN',
+    "SET LOCAL lock_timeout = '2s'",
+    'LOCK TABLE hookgate.inbox IN ACCESS EXCLUSIVE MODE',
     // The bound must still be ahead of every row a claim can write from now on.
-    await client.query(`DO $$ BEGIN
-        IF now() >= ${bound} - interval '1 minute' THEN RAISE EXCEPTION 'boundary passed'; END IF;
-      END $$`);
-    await client.query('ALTER TABLE hookgate.inbox RENAME TO inbox_unpartitioned');
-    for (const index of indexes) {
-      await client.query(
+    `DO $$ BEGIN
+       IF now() >= ${bound} - interval '1 minute' THEN RAISE EXCEPTION 'boundary passed'; END IF;
+     END $$`,
+    'ALTER TABLE hookgate.inbox RENAME TO inbox_unpartitioned',
+    ...indexes.map(
+      (index) =>
         `ALTER INDEX hookgate.${quoteIdent(index.name)} RENAME TO ${quoteIdent(carriedName(index.name))}`,
-      );
-    }
-    await client.query(`
-      CREATE TABLE hookgate.inbox (LIKE hookgate.inbox_unpartitioned
-        INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)
-      PARTITION BY RANGE (received_at)`);
-    await client.query('ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions');
-    await client.query(
-      `ALTER TABLE hookgate.inbox ATTACH PARTITION hookgate.inbox_unpartitioned FOR VALUES FROM (MINVALUE) TO (${bound})`,
-    );
-    await client.query('CREATE TABLE hookgate.inbox_default PARTITION OF hookgate.inbox DEFAULT');
-    for (const index of indexes) {
-      const using = index.def.slice(index.def.indexOf(' USING '));
-      // Matches the renamed index of the first partition, which the parent adopts as it is.
-      await client.query(`CREATE INDEX ${quoteIdent(index.name)} ON hookgate.inbox${using}`);
-    }
-    await client.query('INSERT INTO hookgate.inbox_partitions (name, from_at, to_at) VALUES ($1, NULL, $2)', [
-      'inbox_unpartitioned',
-      boundary,
-    ]);
-    await client.query('DROP TRIGGER inbox_mirror_key ON hookgate.inbox_unpartitioned');
-    await client.query(
-      'CREATE TRIGGER inbox_claim_key BEFORE INSERT ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_claim_key()',
-    );
-    await client.query(
-      'CREATE TRIGGER inbox_forget_key BEFORE DELETE ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_forget_key()',
-    );
-    await client.query(
-      'CREATE TRIGGER inbox_truncate_keys AFTER TRUNCATE ON hookgate.inbox FOR EACH STATEMENT EXECUTE FUNCTION hookgate.inbox_truncate_keys()',
-    );
+    ),
+    `CREATE TABLE hookgate.inbox (LIKE hookgate.inbox_unpartitioned
+       INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE INCLUDING COMPRESSION)
+     PARTITION BY RANGE (received_at)`,
+    'ALTER TABLE hookgate.inbox DROP CONSTRAINT inbox_before_partitions',
+    CARRY_GRANTS,
+    `ALTER TABLE hookgate.inbox ATTACH PARTITION hookgate.inbox_unpartitioned FOR VALUES FROM (MINVALUE) TO (${bound})`,
+    'CREATE TABLE hookgate.inbox_default PARTITION OF hookgate.inbox DEFAULT',
+    // Each matches the renamed index of the first partition, which the parent adopts as it is.
+    ...indexes.map(
+      (index) =>
+        `CREATE INDEX ${quoteIdent(index.name)} ON hookgate.inbox${index.def.slice(index.def.indexOf(' USING '))}`,
+    ),
+    `INSERT INTO hookgate.inbox_partitions (name, from_at, to_at) VALUES ('inbox_unpartitioned', NULL, ${bound})`,
+    'DROP TRIGGER inbox_mirror_key ON hookgate.inbox_unpartitioned',
+    'CREATE TRIGGER inbox_claim_key BEFORE INSERT ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_claim_key()',
+    'CREATE TRIGGER inbox_forget_key BEFORE DELETE ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_forget_key()',
+    'CREATE TRIGGER inbox_truncate_keys AFTER TRUNCATE ON hookgate.inbox FOR EACH STATEMENT EXECUTE FUNCTION hookgate.inbox_truncate_keys()',
     // Fires only for UPDATEs that name these columns: never the apply's or the claim's.
-    await client.query(
-      'CREATE TRIGGER inbox_move_key BEFORE UPDATE OF endpoint, event_id, received_at ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_move_key()',
-    );
-    await client.query('COMMIT');
+    'CREATE TRIGGER inbox_move_key BEFORE UPDATE OF endpoint, event_id, received_at ON hookgate.inbox FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_move_key()',
+    'COMMIT',
+  ];
+  try {
+    await client.query(statements.join(';\n'));
   } catch (error) {
     await client.query('ROLLBACK');
     throw error;
