@@ -203,15 +203,21 @@ DECLARE
   bound timestamptz;
   cols text;
   n bigint;
+  unsettled constant text :=
+    'SELECT * FROM hookgate.%1$I WHERE status = ''pending'''
+    ' UNION ALL SELECT * FROM hookgate.%2$I WHERE status IN (''parked'', ''dead'')'
+    ' UNION ALL SELECT * FROM hookgate.%3$I WHERE status = ''discarded''';
 BEGIN
   PERFORM hookgate.inbox_partitions_lock();
   SELECT to_at INTO bound FROM hookgate.inbox_partitions WHERE name = p_name;
   IF NOT FOUND OR bound > p_before THEN
     RAISE EXCEPTION 'inbox partition % does not end before %', p_name, p_before USING ERRCODE = '22023';
   END IF;
+  -- Each arm matches one of the inbox's partial indexes (pending, stuck, discarded), so these
+  -- rows are found without reading the partition: the move below runs under the inbox's lock.
   EXECUTE format(
-    'SELECT count(*) FROM (SELECT 1 FROM hookgate.%I WHERE status NOT IN (''processed'', ''ignored'', ''stale'') LIMIT %s) x',
-    p_name, p_max_moved + 1) INTO n;
+    'SELECT count(*) FROM (SELECT 1 FROM (%s) u LIMIT %s) x',
+    format(unsettled, p_name, p_name, p_name), p_max_moved + 1) INTO n;
   IF n > p_max_moved THEN
     RETURN QUERY SELECT NULL::bigint, n;
     RETURN;
@@ -220,9 +226,8 @@ BEGIN
   SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) INTO cols
     FROM pg_attribute WHERE attrelid = 'hookgate.inbox'::regclass AND attnum > 0 AND NOT attisdropped;
   PERFORM set_config('hookgate.inbox_moving', 'on', true);
-  EXECUTE format(
-    'INSERT INTO hookgate.inbox (%s) SELECT %s FROM hookgate.%I WHERE status NOT IN (''processed'', ''ignored'', ''stale'')',
-    cols, cols, p_name);
+  EXECUTE format('INSERT INTO hookgate.inbox (%s) SELECT %s FROM (%s) u', cols, cols,
+    format(unsettled, p_name, p_name, p_name));
   GET DIAGNOSTICS n = ROW_COUNT;
   PERFORM set_config('hookgate.inbox_moving', 'off', true);
   EXECUTE format('DROP TABLE hookgate.%I', p_name);

@@ -259,5 +259,18 @@ describe('the partitioned inbox', () => {
       (await db.pool.query(`SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'held'`)).rows[0]
         .n,
     ).toBe(10_001);
+
+    // A later week past the window is dropped beside it, and its keys go: the partition left
+    // keeps only its own week's keys.
+    await ensureInboxPartitions(db.pool, 30);
+    const later = await into(1);
+    expect(await insertAt('held', 'evt_later', later, 'processed')).toBe(true);
+    const laterPartition = (await rowsOf('held', 'evt_later'))[0]!.partition.replace('hookgate.', '');
+    const again = await pruneInbox(db.pool, { olderThan: await pastEndOf(1), batchSize: 1000 });
+    expect(again.partitions.find((p) => p.name === partition)).toMatchObject({ left: 'unsettled_rows' });
+    expect(again.partitions.find((p) => p.name === laterPartition)).toMatchObject({ moved: 0 });
+    expect(await keyOf('held', 'evt_later')).toBeUndefined();
+    expect(await keyOf('held', 'evt_1')).toBeDefined();
+    expect(again.keys).toBeGreaterThanOrEqual(1);
   });
 });

@@ -172,31 +172,25 @@ export const COUNT_PRUNABLE_INBOX_ROWS = `
      AND status IN (${SETTLED_SQL})`;
 
 /**
- * Keys whose row is gone (its partition dropped, or the row pruned without them), received before
- * the cutoff and before the oldest partition left: a batch of candidates from the cursor in received_at order, the ones with no row
- * deleted. The candidates' last received_at moves the cursor on, so keys of rows still kept
- * (unsettled rows of dropped days, rows of a partition that straddles the cutoff) are stepped
- * over once, not read again by every batch. The probe names received_at, so it reads the one
- * partition that would hold the row.
+ * Keys of rows that are gone, in one stretch of time no partition covers any more ($1 cursor, $2
+ * the stretch's end, $3 batch size): a batch of candidates in received_at order, deleted by ctid
+ * unless the default partition holds their row (an unsettled row moved out of a dropped week;
+ * nowhere else can a row of that time be). The candidates' last received_at moves the cursor on,
+ * so a kept key is stepped over once, not read again by every batch.
  */
 const PRUNE_KEYS_BATCH = `
-  WITH candidates AS (
-    SELECT k.endpoint, k.event_id, k.received_at
+  WITH candidates AS MATERIALIZED (
+    SELECT k.ctid AS tid, k.endpoint, k.event_id, k.received_at
       FROM hookgate.inbox_keys k
-     WHERE k.received_at >= $1::timestamptz
-       -- Below every partition still there: keys of dropped days (and of the default partition's
-       -- rows), never the whole day of a partition that straddles the cutoff, read in vain each run.
-       AND k.received_at < least($2::timestamptz,
-             coalesce((SELECT min(coalesce(from_at, '-infinity')) FROM hookgate.inbox_partitions), $2::timestamptz))
+     WHERE k.received_at >= $1::timestamptz AND k.received_at < $2::timestamptz
      ORDER BY k.received_at
      LIMIT $3
   ), gone AS (
-    DELETE FROM hookgate.inbox_keys k
-     USING candidates c
-     WHERE k.endpoint = c.endpoint AND k.event_id = c.event_id AND k.received_at = c.received_at
-       AND NOT EXISTS (SELECT 1 FROM hookgate.inbox i
-                        WHERE i.endpoint = c.endpoint AND i.event_id = c.event_id
-                          AND i.received_at = c.received_at)
+    DELETE FROM hookgate.inbox_keys
+     WHERE ctid = ANY (ARRAY(
+             SELECT c.tid FROM candidates c
+              WHERE NOT EXISTS (SELECT 1 FROM hookgate.inbox_default d
+                                 WHERE d.endpoint = c.endpoint AND d.event_id = c.event_id)))
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM candidates)::int AS seen,
@@ -209,26 +203,59 @@ export interface KeysPruneOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * The stretches of time before the cutoff that no partition covers any more: where the keys of
+ * dropped weeks are. A partition left in place (too many unsettled rows) keeps its own stretch,
+ * not every stretch after it.
+ */
+export function uncoveredBefore(
+  partitions: readonly Pick<InboxPartition, 'from_at' | 'to_at'>[],
+  cutoff: Date,
+): { from: string; to: Date }[] {
+  const sorted = [...partitions].sort(
+    (a, b) =>
+      (a.from_at?.getTime() ?? Number.NEGATIVE_INFINITY) - (b.from_at?.getTime() ?? Number.NEGATIVE_INFINITY),
+  );
+  const gaps: { from: string; to: Date }[] = [];
+  let start: Date | null = null; // null: -infinity
+  for (const p of sorted) {
+    if (start !== null && start.getTime() >= cutoff.getTime()) break;
+    const from = p.from_at;
+    if (from !== null && (start === null || from.getTime() > start.getTime())) {
+      const to = from.getTime() < cutoff.getTime() ? from : cutoff;
+      gaps.push({ from: start === null ? '-infinity' : start.toISOString(), to });
+    }
+    if (start === null || p.to_at.getTime() > start.getTime()) start = p.to_at;
+  }
+  if (start === null || start.getTime() < cutoff.getTime())
+    gaps.push({ from: start === null ? '-infinity' : start.toISOString(), to: cutoff });
+  return gaps.filter((g) => g.from === '-infinity' || new Date(g.from).getTime() < g.to.getTime());
+}
+
 /** Deletes the keys of rows that are gone, before the cutoff; returns how many it deleted. */
 export async function pruneInboxKeys(db: pg.Pool, options: KeysPruneOptions): Promise<number> {
-  let cursor = '-infinity';
   let total = 0;
-  for (;;) {
-    const row = (
-      await db.query<{ deleted: number; seen: number; last: string | null }>(PRUNE_KEYS_BATCH, [
-        cursor,
-        options.cutoff,
-        options.batchSize,
-      ])
-    ).rows[0]!;
-    total += row.deleted;
-    if (row.seen < options.batchSize || row.last === null || options.signal?.aborted) return total;
-    // Keys sharing the last timestamp are read again by the next batch (`>=`); those deleted
-    // are dead, the kept ones few (one timestamp's).
-    if (row.last === cursor && row.deleted === 0) return total;
-    cursor = row.last;
-    if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+  for (const gap of uncoveredBefore(await listInboxPartitions(db), options.cutoff)) {
+    let cursor = gap.from;
+    for (;;) {
+      const row = (
+        await db.query<{ deleted: number; seen: number; last: string | null }>(PRUNE_KEYS_BATCH, [
+          cursor,
+          gap.to,
+          options.batchSize,
+        ])
+      ).rows[0]!;
+      total += row.deleted;
+      if (options.signal?.aborted) return total;
+      if (row.seen < options.batchSize || row.last === null) break;
+      // Keys sharing the last timestamp are read again by the next batch (`>=`); those deleted
+      // are dead, the kept ones few (one timestamp's).
+      if (row.last === cursor && row.deleted === 0) break;
+      cursor = row.last;
+      if (options.pauseMs) await new Promise((resolve) => setTimeout(resolve, options.pauseMs));
+    }
   }
+  return total;
 }
 
 // ---------------------------------------------------------------------------------------------
