@@ -27,6 +27,19 @@ CREATE UNIQUE INDEX inbox_keys_body_digest_key ON hookgate.inbox_keys (endpoint,
 -- Retention of keys, walked oldest first from a cursor once their partition is gone.
 CREATE INDEX inbox_keys_received_at_idx ON hookgate.inbox_keys (received_at);
 
+-- The claim's key trigger (inbox_claim_key) runs as the claimer: the roles that claim may write
+-- keys from the moment the inbox is converted, before migrate's grants at the end of its run
+-- (services/core/db/roles.ts gives the same when the roles are made later).
+DO $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_runtime') THEN
+    GRANT SELECT, INSERT, UPDATE, DELETE ON hookgate.inbox_keys TO hookgate_runtime;
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console') THEN
+    GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
+  END IF;
+END $$;
+
 -- The inbox's range partitions, as the functions below made them. from_at is null for the table
 -- the inbox was before the conversion (everything received before its to_at).
 CREATE TABLE hookgate.inbox_partitions (
@@ -37,8 +50,8 @@ CREATE TABLE hookgate.inbox_partitions (
   CHECK (from_at IS NULL OR from_at < to_at)
 );
 
--- The key triggers below write hookgate.inbox_keys as this migration's owner (SECURITY DEFINER):
--- whoever inserts into the inbox needs no grant on it. The gateways of the release before this one
+-- The rarely called key triggers below write hookgate.inbox_keys as this migration's owner
+-- (SECURITY DEFINER): whoever inserts into the inbox needs no grant for them. The gateways of the release before this one
 -- go on claiming, as hookgate_runtime, while `hookgate migrate` converts the inbox, and the grants
 -- on the tables made here only come at the end of that run (roles.ts): until then every claim
 -- would fail on the keys table. A trigger function cannot be called other than as a trigger.
@@ -73,8 +86,12 @@ CREATE TRIGGER inbox_mirror_key AFTER INSERT ON hookgate.inbox
 -- acknowledged once the original is durable. The one writer that re-inserts rows whose keys it
 -- keeps is inbox_drop_partition below, moving rows it must not lose (it says so in a setting
 -- local to its transaction).
+--
+-- Unlike the other key triggers, this one runs as whoever inserts (every claim calls it, once a
+-- row, and a SECURITY DEFINER function's switch of user and settings is paid on each call): the
+-- roles that insert into the inbox are granted INSERT on the keys below, at once if they exist.
 CREATE FUNCTION hookgate.inbox_claim_key() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
   -- The row an UPDATE of received_at is moving to another partition (inbox_move_key) keeps its key.
   IF current_setting('hookgate.inbox_moving_key', true) = NEW.endpoint || E'\x1f' || NEW.event_id THEN

@@ -88,6 +88,10 @@ export const GRANT_ROLES = `
         ON hookgate.inbox TO hookgate_console;
       -- A quarantine release goes through the claim (claim-sql.ts): new rows only, ON CONFLICT DO NOTHING.
       GRANT INSERT ON hookgate.inbox, hookgate.inbox_raw, hookgate.delivery_counts, pgboss.job TO hookgate_console;
+      -- The inbox's insert trigger records each new row's key as the inserting role (migration 0021).
+      IF to_regclass('hookgate.inbox_keys') IS NOT NULL THEN
+        GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
+      END IF;
       GRANT UPDATE (accepted, duplicate) ON hookgate.delivery_counts TO hookgate_console;
       -- Release and drop (services/core/quarantine/actions.ts).
       GRANT UPDATE (released_at, dropped_at, settled_by, settle_reason, reason, message)
