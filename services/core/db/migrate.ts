@@ -12,6 +12,8 @@ export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../
 
 /** The migration that prepares the partitioned inbox (0021_inbox_partitions). */
 const PARTITIONED_INBOX_VERSION = 21;
+/** How migrate names the inbox's online conversion among what it applied (or would). */
+const INBOX_CONVERSION = 'inbox partitioned (online conversion)';
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
@@ -163,7 +165,7 @@ export async function migrate(
     // 0021 prepares the partitioned inbox; the conversion itself is online and in steps
     // (inbox/partitions.ts). Once partitioned, every migrate makes the partitions ahead.
     if (options.until === undefined || options.until >= PARTITIONED_INBOX_VERSION) {
-      if (await convertInboxOnline(client)) applied.push('inbox partitioned (online conversion)');
+      if (await convertInboxOnline(client)) applied.push(INBOX_CONVERSION);
       else await ensureInboxPartitions(client);
     }
     await installPgBoss(connectionString);
@@ -212,9 +214,13 @@ export async function unappliedMigrations(url: string): Promise<string[]> {
       for (const row of (await client.query<{ version: number }>(APPLIED_VERSIONS)).rows)
         done.add(row.version);
     }
-    return readMigrations()
+    const pending = readMigrations()
       .filter((migration) => !done.has(migration.version))
       .map(migrationName);
+    // The conversion migrate runs after 0021, for as long as the inbox is not partitioned.
+    if (done.has(PARTITIONED_INBOX_VERSION) ? !(await inboxIsPartitioned(client)) : pending.length > 0)
+      pending.push(INBOX_CONVERSION);
+    return pending;
   } finally {
     await client.end();
   }
