@@ -75,7 +75,11 @@ export const GRANT_ROLES = `
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
     -- A database migrated before the console role existed has the other two only.
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console') THEN
+    -- The console's writes name tables up to migration 0020 (inbox_raw, its newest): a database
+    -- migrated only part of the way (migrate with until, upgrade tests) gets them when it is
+    -- migrated the rest of the way.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console')
+       AND to_regclass('hookgate.inbox_raw') IS NOT NULL THEN
       EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_console', current_database());
       GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_console;
       GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_console;
