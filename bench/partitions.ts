@@ -1,19 +1,17 @@
-// The partitions scenario: what retention of one partition costs on the partitioned inbox
-// (migration 0021) as the inbox grows, against the DELETE-based retention it replaced, and what it
+// The partitions scenario: what retention of one partition costs on the partitioned inbox as the
+// inbox grows, against the DELETE-based retention it replaced, and what it
 // does to the claim's latency while it runs. Every dropped partition holds the same number of rows
 // at every inbox size, so a flat cost across sizes is what "flat" means here.
 //
 // How the inbox is built (partitions only exist forward through hookgate.inbox_create_partitions,
-// and a per-row trigger at 100 M rows would take hours on two cores): as the database owner, the
-// empty table a fresh install converts (inbox_unpartitioned, covering everything before its
-// boundary) is dropped with hookgate.inbox_drop_partition, and past partitions INBOX_PARTITION_DAYS
-// wide are created with CREATE TABLE ... PARTITION OF plus their row in hookgate.inbox_partitions,
+// and a per-row trigger at 100 M rows would take hours on two cores): as the database owner, past
+// partitions INBOX_PARTITION_DAYS wide are created with CREATE TABLE ... PARTITION OF plus their row in hookgate.inbox_partitions,
 // named as the function names them. Thin rows (payload '{}', all 'processed') go straight into
 // hookgate.inbox with session_replication_role = replica (no trigger fires), and the keys the
 // insert trigger (inbox_claim_key) would have written go into hookgate.inbox_keys in bulk from the
 // same rows.
 //
-// The baseline is the path before 0021: an unpartitioned copy of the inbox (its columns and
+// The baseline is the path before the inbox was partitioned: an unpartitioned copy of the inbox (its columns and
 // indexes, the old primary key, no triggers) holding the smallest size's rows, pruned by the old
 // statement (PRUNE_INBOX_BATCH before baba7a5: ctid batches by received_at from a cursor).
 import { randomUUID } from 'node:crypto';
@@ -122,7 +120,7 @@ export interface PartitionsReport {
 }
 
 const BUILD =
-  'thin rows (payload {}, processed) by generate_series straight into hookgate.inbox with session_replication_role = replica, keys bulk-inserted into hookgate.inbox_keys from the same rows (what inbox_claim_key writes); past partitions (INBOX_PARTITION_DAYS wide) created as the owner (CREATE TABLE ... PARTITION OF + hookgate.inbox_partitions row), the empty inbox_unpartitioned dropped first';
+  'thin rows (payload {}, processed) by generate_series straight into hookgate.inbox with session_replication_role = replica, keys bulk-inserted into hookgate.inbox_keys from the same rows (what inbox_claim_key writes); past partitions (INBOX_PARTITION_DAYS wide) created as the owner (CREATE TABLE ... PARTITION OF + hookgate.inbox_partitions row)';
 
 /** $1 rows, event ids from $2, spread evenly over the $4 days from $3. */
 const FILL = `
@@ -462,21 +460,9 @@ export async function partitionsScenario(
         throw new RangeError(`${rows} rows is not whole partitions of ${settings.rowsPerPartition}`);
     }
 
-    // The partitions a fresh install has: the empty converted table (MINVALUE up to its boundary,
-    // tomorrow's midnight or the day after's), then partitions ahead. It goes, as retention drops
-    // it once its range is past, and the ranges before the boundary are made here instead.
-    const first = (
-      await db.query<{ to_at: Date }>(
-        `SELECT to_at FROM hookgate.inbox_partitions WHERE name = 'inbox_unpartitioned'`,
-      )
-    ).rows[0];
-    if (!first) throw new Error("expected the fresh install's hookgate.inbox_unpartitioned partition");
-    await db.query(`SELECT * FROM hookgate.inbox_drop_partition('inbox_unpartitioned', $1, 0)`, [
-      first.to_at,
-    ]);
+    // A fresh install's partitions start at today's midnight (UTC), where the claim load writes;
+    // the weeks before it are made here.
     const today = (await db.query<{ t: Date }>(`SELECT date_trunc('day', now(), 'UTC') AS t`)).rows[0]!.t;
-    // Today up to the boundary: empty, where the claim load writes.
-    await createPartition(db, today, first.to_at);
 
     const partCount = (rows: number) => rows / settings.rowsPerPartition;
     // Each size deletes two partitions' worth (quiet, then under load): never fewer than that.
@@ -580,7 +566,7 @@ export function renderPartitions(report: PartitionsReport): string[] {
   const s = report.settings;
   const f = (n: number, digits: number, width: number) => n.toFixed(digits).padStart(width);
   const lines = [
-    `partitions: retention of one partition (${s.rowsPerPartition} rows, ${INBOX_PARTITION_DAYS} d wide) of the partitioned inbox at each size, against the pre-0021 DELETE path on an unpartitioned copy (${report.baselineTable.rows} rows, ${gb(report.baselineTable.bytes)} GB), batches of ${s.batchSize}`,
+    `partitions: retention of one partition (${s.rowsPerPartition} rows, ${INBOX_PARTITION_DAYS} d wide) of the partitioned inbox at each size, against the DELETE path on an unpartitioned copy (${report.baselineTable.rows} rows, ${gb(report.baselineTable.bytes)} GB), batches of ${s.batchSize}`,
     `  build: ${report.build}`,
     '  inbox rows  parts  build s  inbox GB  keys GB   step               seconds  PG CPU s  PG CPU s/1k events',
   ];

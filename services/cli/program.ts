@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
 import { hashPasswordCommand } from '../console/hash-password.ts';
 import { HookgateError } from '../core/errors.ts';
+import { HOOKGATE_VERSION } from '../core/version.ts';
 import { configCheckCommand } from './commands/config-check.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
@@ -22,8 +20,6 @@ import { EVENT_STATUSES } from './support/filters.ts';
 import { addConfigOption } from './support/options.ts';
 import { terminalLines } from './support/terminal-text.ts';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
-const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 /**
@@ -51,7 +47,7 @@ export function buildProgram(output: CliOutput = PROCESS_OUTPUT): Command {
   const program = new Command()
     .name('hookgate')
     .description('Verified, exactly-once webhook ingestion into PostgreSQL.')
-    .version(VERSION, '-V, --version', 'print the version and exit')
+    .version(HOOKGATE_VERSION, '-V, --version', 'print the version and exit')
     // Usage errors are one line and exit 2, like every other usage error (see runCli below).
     .exitOverride()
     .configureOutput({

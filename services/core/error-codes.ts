@@ -48,7 +48,10 @@ export const ERROR_CODES = {
   embedded_in_use: FAILURE,
   embedded_postgres_failed: FAILURE,
   migration_failed: FAILURE,
-  inbox_conversion_blocked: FAILURE,
+  // The ledger lists migrations this hookgate never had (a development build's from before the
+  // 0.1.0 baseline), or a newer release migrated the database (docs/releases.md).
+  schema_unrecognised: FAILURE,
+  schema_newer: FAILURE,
   gateway_unreachable: FAILURE,
   send_test_failed: FAILURE,
   send_test_timeout: FAILURE,

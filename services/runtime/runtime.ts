@@ -5,7 +5,7 @@ import { type RunningConsole, startConsole } from '../console/server.ts';
 import { createApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../core/db/connections.ts';
-import { pendingMigrations } from '../core/db/migrate.ts';
+import { newerSchemaNotice, pendingMigrations } from '../core/db/migrate.ts';
 import { createPool } from '../core/db/pool.ts';
 import { readinessCheck } from '../core/db/readiness.ts';
 import { checkDatabaseServer } from '../core/db/server-checks.ts';
@@ -134,6 +134,8 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       );
     }
     await checkDatabaseServer(pool, options.databaseHost);
+    const newer = await newerSchemaNotice(pool);
+    if (newer) logger.warn(newer);
   } catch (error) {
     await pool.end().catch(() => {});
     throw error;

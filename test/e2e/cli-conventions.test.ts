@@ -155,15 +155,14 @@ describe('which database', () => {
     const run = await cli(['migrate', '--dry-run', '--json'], { DATABASE_URL: unmigrated.url });
     expect(run.code, run.output).toBe(0);
     const report = JSON.parse(run.stdout);
-    expect(report.would_apply[0]).toBe('0001_inbox');
-    expect(report.would_apply).toContain('0006_delivery_counts');
+    expect(report.would_apply[0]).toBe('0001_baseline');
     const ledger = await unmigrated.pool.query(`SELECT to_regclass('hookgate.schema_migrations') AS t`);
     expect(ledger.rows[0].t).toBeNull();
     const current = await cli(['migrate', '--dry-run']);
     expect(current.output).toMatch(/is up to date; nothing to apply/);
   });
 
-  it('migrate names each migration the same in a dry run and when it applies it (0001_inbox)', async () => {
+  it('migrate names each migration the same in a dry run and when it applies it (0001_baseline)', async () => {
     const fresh = await createTestDatabase({ migrated: false });
     try {
       const env = { DATABASE_URL: fresh.url };
@@ -172,7 +171,7 @@ describe('which database', () => {
       const applied = await runCliInProcess(['migrate', '--json'], env);
       expect(applied.code, applied.output).toBe(0);
       const wouldApply = JSON.parse(dry.stdout).would_apply;
-      expect(wouldApply[0]).toBe('0001_inbox');
+      expect(wouldApply[0]).toBe('0001_baseline');
       expect(JSON.parse(applied.stdout).applied).toEqual(wouldApply);
       const human = await runCliInProcess(['migrate'], env);
       expect(human.stdout).toMatch(/was already up to date/);

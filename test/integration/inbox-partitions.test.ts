@@ -1,6 +1,6 @@
-// The partitioned inbox (migration 0021, services/core/inbox/partitions.ts), on PostgreSQL 15
-// and 18: deduplication exact across partitions (the keys table decides, whoever inserts),
-// retention by dropping a day's partition that keeps every unsettled row and its key, rows
+// The partitioned inbox (the baseline migration, services/core/inbox/partitions.ts), on PostgreSQL
+// 15 and 18: deduplication exact across partitions (the keys table decides, whoever inserts),
+// retention by dropping a week's partition that keeps every unsettled row and its key, rows
 // moved by an UPDATE of received_at kept, partitions made ahead.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +9,6 @@ import {
   ensureInboxPartitions,
   INBOX_PARTITION_DAYS,
   INBOX_PARTITIONS_AHEAD_DAYS,
-  inboxIsPartitioned,
   listInboxPartitions,
 } from '../../services/core/inbox/partitions.ts';
 import { pruneInbox } from '../../services/core/inbox/prune.ts';
@@ -26,20 +25,20 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** The partitions made by date (not the table the inbox was), oldest first. */
-async function dated(): Promise<{ from_at: Date | null; to_at: Date }[]> {
-  return (await listInboxPartitions(db.pool)).filter((p) => p.from_at !== null);
+/** The partitions that start after now (not the one holding now), oldest first. */
+async function ahead(): Promise<{ from_at: Date; to_at: Date }[]> {
+  return (await listInboxPartitions(db.pool)).filter((p) => p.from_at.getTime() > Date.now());
 }
 
-/** Milliseconds from now to a minute into the `index`th dated partition. */
+/** Milliseconds from now to a minute into the `index`th partition ahead. */
 async function into(index: number): Promise<number> {
-  const partition = (await dated())[index]!;
-  return partition.from_at!.getTime() + 60_000 - Date.now();
+  const partition = (await ahead())[index]!;
+  return partition.from_at.getTime() + 60_000 - Date.now();
 }
 
 /** A prune window (negative: a cutoff ahead of now) that ends a minute after that partition. */
 async function pastEndOf(index: number): Promise<number> {
-  const partition = (await dated())[index]!;
+  const partition = (await ahead())[index]!;
   return -(partition.to_at.getTime() + 60_000 - Date.now());
 }
 
@@ -104,25 +103,29 @@ async function keyOf(endpoint: string, eventId: string): Promise<{ received_at: 
 }
 
 describe('the partitioned inbox', () => {
-  it('is what migrate leaves, with day partitions made ahead', async () => {
-    expect(await inboxIsPartitioned(db.pool)).toBe(true);
+  it('is what migrate leaves: week partitions from today, made ahead', async () => {
+    const kind = await db.pool.query(
+      `SELECT relkind::text FROM pg_class WHERE oid = 'hookgate.inbox'::regclass`,
+    );
+    expect(kind.rows[0].relkind).toBe('p');
     const partitions = await listInboxPartitions(db.pool);
-    // The table the inbox was (up to its first midnight) and the days after it.
-    expect(partitions[0]).toMatchObject({ name: 'inbox_unpartitioned', from_at: null });
+    // The first holds now; the last reaches two weeks ahead; no gap between them.
+    expect(partitions[0]!.from_at.getTime()).toBeLessThanOrEqual(Date.now());
+    expect(partitions[0]!.to_at.getTime()).toBeGreaterThan(Date.now());
     const last = partitions.at(-1)!;
     expect(last.to_at.getTime()).toBeGreaterThanOrEqual(Date.now() + INBOX_PARTITIONS_AHEAD_DAYS * DAY);
     expect(partitions.length).toBeGreaterThanOrEqual(3);
-    for (const [i, p] of partitions.slice(1).entries()) {
-      expect(p.from_at!.getTime()).toBe(partitions[i]!.to_at.getTime());
-      expect(p.to_at.getTime() - p.from_at!.getTime()).toBe(INBOX_PARTITION_DAYS * DAY);
+    for (const [i, p] of partitions.entries()) {
+      if (i > 0) expect(p.from_at.getTime()).toBe(partitions[i - 1]!.to_at.getTime());
+      expect(p.to_at.getTime() - p.from_at.getTime()).toBe(INBOX_PARTITION_DAYS * DAY);
     }
     // Again: nothing missing, nothing made.
     expect(await ensureInboxPartitions(db.pool)).toBe(0);
   });
 
   it('a redelivery is a duplicate whichever partition holds the original', async () => {
-    // The original in the first partition ahead, the redelivery claimed now (the table the
-    // inbox was): two partitions, one key.
+    // The original in the first partition ahead, the redelivery claimed now (the partition
+    // holding now): two partitions, one key.
     expect(await insertAt('dup', 'evt_ahead', await into(0))).toBe(true);
     expect((await rowsOf('dup', 'evt_ahead'))[0]!.partition).toMatch(/^hookgate\.inbox_p\d{8}$/);
     expect(await claim('dup', ['evt_ahead', 'evt_new'])).toEqual(['evt_new']);

@@ -234,7 +234,7 @@ async function grow(client: pg.ClientBase): Promise<void> {
        FROM generate_series(1, $1::int) AS n`,
     [GROWN],
   );
-  // The inbox is partitioned (migration 0021): these rows, received over the last 30 days, land
+  // The inbox is partitioned: these rows, received over the last 30 days, land
   // in the partition that holds now, as live traffic does; the weeks made ahead are empty (their
   // scans cost nothing, and their statements are planned again once they fill: test/support/plans.ts).
   await client.query(

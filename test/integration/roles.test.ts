@@ -73,7 +73,7 @@ describe('the runtime role', () => {
     [`INSERT INTO hookgate.schema_migrations (version, name) VALUES (9999, 'forged')`],
     ['DELETE FROM pgboss.version'],
     ['UPDATE pgboss.version SET version = version + 1'],
-    // The partitioned inbox (0021): partitions only through the functions below.
+    // The partitioned inbox: partitions only through the functions below.
     ['ALTER TABLE hookgate.inbox DETACH PARTITION hookgate.inbox_default'],
     ['DROP TABLE hookgate.inbox_default'],
     [

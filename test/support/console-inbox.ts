@@ -1,8 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type pg from 'pg';
-import { MIGRATIONS_DIR, statementsOf } from '../../services/core/db/migrate.ts';
 
 /**
  * A large inbox as months of payment traffic leave it, for the console's plan tests and its
@@ -52,28 +49,23 @@ const COUNTS = `
   SELECT endpoint, date_trunc('minute', now()) - m * interval '1 minute', s, 20 + (m * 7 + s) % 30, (m + s) % 4
     FROM unnest($1::text[]) AS endpoint, generate_series(0, 30 * 1440 - 1) AS m, generate_series(0, 1) AS s`;
 
-/**
- * The statements of migration 0012, to rebuild its indexes in bulk after the fill (faster than row
- * by row). Not CONCURRENTLY: the inbox is partitioned now (0021), and an index on a partitioned
- * table is built in one go (nothing else writes during the fill).
- */
-function searchIndexes(): string[] {
-  return statementsOf(readFileSync(join(MIGRATIONS_DIR, '0012_console_search.sql'), 'utf8')).map(
-    (statement) => statement.replace(' CONCURRENTLY', ''),
-  );
-}
+/** The console's search indexes, dropped before the fill and built again after it (faster than row by row). */
+const SEARCH_INDEXES = `
+  SELECT pg_get_indexdef(c.oid) AS def FROM pg_class c
+   WHERE c.oid IN ('hookgate.inbox_payload_path_idx'::regclass, 'hookgate.inbox_entity_idx'::regclass)`;
 
 /**
  * Fills the inbox with `rows` rows (in chunks, each its own statement), the delivery counts of
- * 30 days (as retention keeps them; the overview reads the last hour), then rebuilds migration 0012's indexes from the migration's own text and
- * analyses, as autovacuum would have.
+ * 30 days (as retention keeps them; the overview reads the last hour), then builds the console's
+ * search indexes again as the schema defines them and analyses, as autovacuum would have.
  */
 export async function fillConsoleInbox(
   client: pg.ClientBase,
   rows: number,
   onChunk?: (done: number) => void,
 ): Promise<void> {
-  await client.query('DROP INDEX IF EXISTS hookgate.inbox_payload_path_idx, hookgate.inbox_entity_idx');
+  const indexes = (await client.query<{ def: string }>(SEARCH_INDEXES)).rows.map((row) => row.def);
+  await client.query('DROP INDEX hookgate.inbox_payload_path_idx, hookgate.inbox_entity_idx');
   const chunk = 100_000;
   for (let from = 1; from <= rows; from += chunk) {
     const to = Math.min(rows, from + chunk - 1);
@@ -82,7 +74,7 @@ export async function fillConsoleInbox(
   }
   await client.query(COUNTS, [[...CONSOLE_ENDPOINTS]]);
   await client.query(`SET maintenance_work_mem = '256MB'`);
-  for (const statement of searchIndexes()) await client.query(statement);
+  for (const statement of indexes) await client.query(statement);
   await client.query('RESET maintenance_work_mem');
   await client.query('ANALYZE hookgate.inbox');
   await client.query('ANALYZE hookgate.delivery_counts');

@@ -25,8 +25,8 @@ export const WATCHED_HOOKGATE = [
   'reconcile_state',
 ] as const;
 
-/** The inbox's partitions (migration 0021): plans name them, not hookgate.inbox. */
-const INBOX_PARTITION = /^inbox_(p\d{8}|default|unpartitioned)$/;
+/** The inbox's partitions: plans name them, not hookgate.inbox. */
+const INBOX_PARTITION = /^inbox_(p\d{8}|default)$/;
 
 /**
  * The tables whose size grows with traffic: a plan that reads one of them from end to end costs

@@ -8,16 +8,16 @@ describe('the stretches of time no inbox partition covers', () => {
     expect(uncoveredBefore([], d(10))).toEqual([{ from: '-infinity', to: d(10) }]);
   });
 
-  it('is nothing while the table the inbox was still covers everything before its end', () => {
+  it('is only what lies before the first partition while the partitions cover the rest', () => {
     expect(
       uncoveredBefore(
         [
-          { from_at: null, to_at: d(3) },
           { from_at: d(3), to_at: d(10) },
+          { from_at: d(10), to_at: d(17) },
         ],
-        d(8),
+        d(12),
       ),
-    ).toEqual([]);
+    ).toEqual([{ from: '-infinity', to: d(3) }]);
   });
 
   it('leaves a week kept in place out, and finds the dropped weeks on both sides of it', () => {

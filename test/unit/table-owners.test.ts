@@ -22,13 +22,12 @@ const OWNERS: Record<string, readonly string[]> = {
     // The console role's column grants (hookgate_console).
     'services/core/db/roles.ts',
   ],
-  // The partitioned inbox (migration 0021): its deduplication keys, its list of partitions and the
+  // The partitioned inbox: its deduplication keys, its list of partitions and the
   // partitions named by hand; the functions in the migration make and drop the dated ones.
   'hookgate.inbox_keys': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
   'hookgate.inbox_partitions': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
   'hookgate.inbox_default': ['services/core/inbox/partitions.ts'],
-  'hookgate.inbox_unpartitioned': ['services/core/inbox/partitions.ts'],
-  // `body: raw` destinations' original bytes (migration 0020), embedded by the claim and the relay's claim.
+  // `body: raw` destinations' original bytes, embedded by the claim and the relay's claim.
   'hookgate.inbox_raw': ['services/core/inbox/raw-bodies.ts', 'services/core/db/roles.ts'],
   'hookgate.delivery_counts': [
     'services/core/inbox/',
@@ -41,7 +40,7 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/core/read-models/',
     'services/console/read-models/',
   ],
-  // Destinations (migration 0014): the claim and the statistics join their state tables.
+  // Destinations: the claim and the statistics join their state tables.
   'hookgate.destination_deliveries': [
     'services/core/destinations/',
     'services/core/read-models/',
@@ -53,16 +52,16 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
   'hookgate.schema_migrations': ['services/core/db/'],
-  // Operations (migration 0013): the audit trail, paused endpoints, the per-attempt history.
+  // Operations: the audit trail, paused endpoints, the per-attempt history.
   'hookgate.audit': ['services/core/audit/', 'services/core/db/roles.ts'],
   'hookgate.endpoint_state': ['services/core/pause/', 'services/core/db/roles.ts'],
   'hookgate.apply_attempts': ['services/core/attempts/'],
   'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
-  // Quarantine (migration 0017): verified deliveries that cannot become inbox events.
+  // Quarantine: verified deliveries that cannot become inbox events.
   'hookgate.quarantine': ['services/core/quarantine/', 'services/core/db/roles.ts'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).
   'pgboss.': ['services/core/queue/job-rows.ts', 'services/core/db/roles.ts'],
-  // The reference handler's tables (migration 0003); verify reads them to check a load run.
+  // The reference handler's tables; verify reads them to check a load run.
   'billing.invoices': BILLING,
   'billing.subscriptions': BILLING,
   'billing.ledger_entries': BILLING,

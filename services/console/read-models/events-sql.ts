@@ -133,7 +133,7 @@ const BY_ID: Path = {
      LIMIT :scan`,
 };
 
-/** One entity's events (inbox_entity_idx, migration 0012). */
+/** One entity's events (inbox_entity_idx). */
 const BY_ENTITY: Path = {
   read: (columns) => `
     SELECT ${columns} FROM hookgate.inbox
@@ -142,7 +142,7 @@ const BY_ENTITY: Path = {
      LIMIT :scan`,
 };
 
-/** Payloads containing a JSON value (inbox_payload_path_idx: GIN, jsonb_path_ops; migration 0012). */
+/** Payloads containing a JSON value (inbox_payload_path_idx: GIN, jsonb_path_ops). */
 const BY_CONTAINMENT: Path = {
   read: (columns) => `
     SELECT ${columns} FROM hookgate.inbox

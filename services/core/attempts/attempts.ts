@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 import type { Queryable } from '../db/pool.ts';
 
-// The per-attempt history (hookgate.apply_attempts, migrations/0013_operations.sql): one row per
+// The per-attempt history (hookgate.apply_attempts, migrations/0001_baseline.sql): one row per
 // apply attempt, the one owner of the table's SQL. The engine's rows ride on the settle statement
 // of the attempt's transaction (recordAttemptsCte): no round trip of their own.
 

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 import type { Queryable } from '../db/pool.ts';
 
-// The operators' audit trail (hookgate.audit, migrations/0013_operations.sql): every action an
+// The operators' audit trail (hookgate.audit, migrations/0001_baseline.sql): every action an
 // operator takes (requeue, discard, pause, resume, replay, prune; redeliver once destinations
 // land), dry runs included, with who, when, what it was asked for and how much it changed. The one
 // owner of the table's SQL; batch-first, so a caller recording several actions pays one statement.

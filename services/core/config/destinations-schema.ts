@@ -111,7 +111,7 @@ export const destinationSchema = z
     /**
      * `event`: the stored (verified) payload as JSON. `raw`: the provider's original request
      * bytes, verbatim, so the receiver can re-verify the provider's own signature (the endpoint
-     * then keeps those bytes, migration 0020).
+     * then keeps those bytes in hookgate.inbox_raw).
      */
     body: z.enum(['event', 'raw'], { error: 'must be event or raw' }).default('event'),
     /**

@@ -4,16 +4,12 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
-import { convertInboxOnline, ensureInboxPartitions, inboxIsPartitioned } from '../inbox/partitions.ts';
+import { ensureInboxPartitions } from '../inbox/partitions.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
+import { compareVersions, HOOKGATE_VERSION } from '../version.ts';
 import { applyRoles } from './roles.ts';
 
 export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
-
-/** The migration that prepares the partitioned inbox (0021_inbox_partitions). */
-const PARTITIONED_INBOX_VERSION = 21;
-/** How migrate names the inbox's online conversion among what it applied (or would). */
-const INBOX_CONVERSION = 'inbox partitioned (online conversion)';
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
@@ -24,24 +20,41 @@ const MIGRATION_LOCK_KEY = 7_301_244_019;
 const TRY_LOCK = 'SELECT pg_try_advisory_lock($1) AS locked';
 const LOCK_RETRY_MS = 250;
 const UNLOCK = 'SELECT pg_advisory_unlock($1)';
+/**
+ * The ledger: one row per migration applied, with the hookgate release that applied it and the
+ * oldest release whose code runs on the schema it leaves (a contract step's, docs/releases.md).
+ * Every release reads it, older ones included: its shape never changes.
+ */
 const CREATE_LEDGER = `
   CREATE SCHEMA IF NOT EXISTS hookgate;
   CREATE TABLE IF NOT EXISTS hookgate.schema_migrations (
-    version    integer     PRIMARY KEY,
-    name       text        NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
+    version         integer     PRIMARY KEY,
+    name            text        NOT NULL,
+    applied_at      timestamptz NOT NULL DEFAULT now(),
+    release         text,
+    compatible_from text
   )`;
-const APPLIED_VERSIONS = 'SELECT version FROM hookgate.schema_migrations ORDER BY version';
+// Read through to_jsonb: a ledger made before 0.1.0 lacks the last two columns, and must still be
+// recognised as such rather than fail on a missing column.
+const LEDGER = `
+  SELECT version, name, to_jsonb(m) ->> 'release' AS release, to_jsonb(m) ->> 'compatible_from' AS compatible_from
+    FROM hookgate.schema_migrations m ORDER BY version`;
 const LEDGER_EXISTS = `SELECT to_regclass('hookgate.schema_migrations') IS NOT NULL AS exists`;
-const RECORD_VERSION = 'INSERT INTO hookgate.schema_migrations (version, name) VALUES ($1, $2)';
+const RECORD_VERSION = `
+  INSERT INTO hookgate.schema_migrations (version, name, release, compatible_from) VALUES ($1, $2, $3, $4)`;
 
 /**
  * A migration whose first line is this runs outside a transaction, statement by statement: for
  * CREATE INDEX CONCURRENTLY, which builds an index on a table in use without blocking its writes
- * (a plain CREATE INDEX on a large inbox would hold every claim for the whole build). Its
+ * (a plain CREATE INDEX on a large table would hold every write for the whole build). Its
  * statements must be safe to run again (IF NOT EXISTS): a run that stops halfway is repeated.
  */
 const NO_TRANSACTION = /^-- hookgate: no transaction\b/;
+/**
+ * A contract step (docs/releases.md) names the release whose code stopped using what it removes:
+ * that release and later ones run on the schema it leaves; earlier ones do not.
+ */
+const CONTRACT = /^-- hookgate: contract, unused since (\d+\.\d+\.\d+)\b/m;
 const CONCURRENT_INDEX =
   /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+(?:ONLY\s+)?(\w+)\./i;
 /** An index a stopped CREATE INDEX CONCURRENTLY left behind: present, never valid, still paid for by every write. */
@@ -75,7 +88,11 @@ async function applyOutsideTransaction(client: pg.Client, migration: Migration):
     }
     await client.query(statement);
   }
-  await client.query(RECORD_VERSION, [migration.version, migration.name]);
+  await client.query(RECORD_VERSION, recordOf(migration));
+}
+
+function recordOf(migration: Migration): unknown[] {
+  return [migration.version, migration.name, HOOKGATE_VERSION, migration.compatibleFrom];
 }
 
 async function lock(client: pg.Client): Promise<void> {
@@ -90,22 +107,105 @@ export interface Migration {
   readonly version: number;
   readonly name: string;
   readonly sql: string;
+  /** A contract step's release that stopped using what it removes; null for the others. */
+  readonly compatibleFrom: string | null;
 }
 
 export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
   return readdirSync(dir)
     .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
     .sort()
-    .map((file) => ({
-      version: Number(file.slice(0, 4)),
-      name: file.slice(5, -4),
-      sql: readFileSync(join(dir, file), 'utf8'),
-    }));
+    .map((file) => {
+      const sql = readFileSync(join(dir, file), 'utf8');
+      return {
+        version: Number(file.slice(0, 4)),
+        name: file.slice(5, -4),
+        sql,
+        compatibleFrom: CONTRACT.exec(sql)?.[1] ?? null,
+      };
+    });
 }
 
-/** A migration as operators see it everywhere (`0001_inbox`): its file name without `.sql`. */
+/** A migration as operators see it everywhere (`0001_baseline`): its file name without `.sql`. */
 export function migrationName(migration: Pick<Migration, 'version' | 'name'>): string {
   return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
+}
+
+interface LedgerRow {
+  readonly version: number;
+  readonly name: string;
+  readonly release: string | null;
+  readonly compatible_from: string | null;
+}
+
+/** What a database's ledger says against this hookgate's migrations. */
+interface SchemaState {
+  /** This hookgate's migrations the database lacks, in order. */
+  readonly missing: readonly Migration[];
+  /** Applied migrations this hookgate never had, at versions it knows: another line of history. */
+  readonly foreign: readonly LedgerRow[];
+  /** Applied migrations past this hookgate's newest: a newer release migrated the database. */
+  readonly newer: readonly LedgerRow[];
+}
+
+async function readSchemaState(
+  db: Pick<pg.ClientBase | pg.Pool, 'query'>,
+  migrations: readonly Migration[],
+): Promise<SchemaState> {
+  const ledger = (await db.query<LedgerRow>(LEDGER)).rows;
+  const known = new Map(migrations.map((m) => [m.version, m.name]));
+  const newest = Math.max(0, ...migrations.map((m) => m.version));
+  const applied = new Set(ledger.filter((row) => known.get(row.version) === row.name).map((r) => r.version));
+  return {
+    missing: migrations.filter((m) => !applied.has(m.version)),
+    foreign: ledger.filter((row) => row.version <= newest && known.get(row.version) !== row.name),
+    newer: ledger.filter((row) => row.version > newest),
+  };
+}
+
+/**
+ * Refuses a database this hookgate cannot take forward: one whose ledger lists migrations it
+ * never had (schema_unrecognised: a development build's from before the 0.1.0 baseline), and,
+ * for `migrate`, one a newer release migrated (schema_newer: nothing is migrated backwards). A
+ * newer schema that still serves this release is refused only to `migrate`; its `serve` runs.
+ */
+function refuse(state: SchemaState, forMigrate: boolean): void {
+  if (state.foreign.length > 0) {
+    throw new HookgateError(
+      'schema_unrecognised',
+      `This database's hookgate.schema_migrations lists ${names(state.foreign)}, which hookgate ${HOOKGATE_VERSION} never had: it was migrated by a development build from before the 0.1.0 baseline (or another line of history), and hookgate cannot take it forward. Migrate a new, empty database (or drop this one's schemas hookgate, billing and pgboss) with "hookgate migrate".`,
+    );
+  }
+  if (state.newer.length === 0) return;
+  const by = newerRelease(state.newer);
+  const needs = oldestServed(state.newer);
+  if (needs !== null && compareVersions(HOOKGATE_VERSION, needs) < 0) {
+    throw new HookgateError(
+      'schema_newer',
+      `This database was migrated by hookgate ${by} (${names(state.newer)}), and its schema no longer serves hookgate ${HOOKGATE_VERSION}: a contract step removed what releases before ${needs} use. Run hookgate ${needs} or newer, or restore the backup taken before that upgrade.`,
+    );
+  }
+  if (forMigrate) {
+    throw new HookgateError(
+      'schema_newer',
+      `This database was migrated by hookgate ${by} (${names(state.newer)}); hookgate ${HOOKGATE_VERSION} does not migrate a database backwards. Its gateways and workers run on this schema as it is (every migration after a release keeps that release working: docs/releases.md), so roll back the pods without migrating ("helm rollback" runs no migration Job), or run hookgate ${by}'s migrate.`,
+    );
+  }
+}
+
+function names(rows: readonly LedgerRow[]): string {
+  const listed = rows.slice(0, 3).map(migrationName).join(', ');
+  return rows.length > 3 ? `${listed} and ${rows.length - 3} more` : listed;
+}
+
+function newerRelease(rows: readonly LedgerRow[]): string {
+  const releases = rows.map((row) => row.release).filter((r): r is string => r !== null);
+  return releases.sort(compareVersions).at(-1) ?? 'a newer release';
+}
+
+function oldestServed(rows: readonly LedgerRow[]): string | null {
+  const floors = rows.map((row) => row.compatible_from).filter((r): r is string => r !== null);
+  return floors.sort(compareVersions).at(-1) ?? null;
 }
 
 export interface MigrationReport {
@@ -117,15 +217,16 @@ export interface MigrationReport {
 export interface MigrateOptions {
   /** Create hookgate_runtime and hookgate_readonly if they do not exist (roles.ts). */
   readonly createRoles?: boolean;
-  /** Stop after this version (an upgrade's test starts from a database of an earlier release). */
-  readonly until?: number;
+  /** The migrations to apply: migrations/*.sql unless given (tests of migrate's own mechanisms). */
+  readonly migrations?: readonly Migration[];
 }
 
 /**
- * Applies pending migrations and installs or upgrades pg-boss's schema, then grants the runtime
- * and read-only roles what now exists (when they exist). Concurrent migrators serialise on one
- * advisory lock: the second waits (retrying the lock), then finds nothing left to do. Each
- * migration is one transaction, unless it says otherwise (NO_TRANSACTION).
+ * Applies pending migrations and installs or upgrades pg-boss's schema, makes the inbox's
+ * partitions ahead, then grants the runtime and read-only roles what now exists (when they
+ * exist). Concurrent migrators serialise on one advisory lock: the second waits (retrying the
+ * lock), then finds nothing left to do. Each migration is one transaction, unless it says
+ * otherwise (NO_TRANSACTION).
  */
 export async function migrate(
   client: pg.Client,
@@ -135,19 +236,16 @@ export async function migrate(
   await lock(client);
   try {
     await client.query(CREATE_LEDGER);
-    const done = new Set(
-      (await client.query<{ version: number }>(APPLIED_VERSIONS)).rows.map((r) => r.version),
-    );
+    const state = await readSchemaState(client, options.migrations ?? readMigrations());
+    refuse(state, true);
     const applied: string[] = [];
-    for (const migration of readMigrations()) {
-      if (done.has(migration.version)) continue;
-      if (options.until !== undefined && migration.version > options.until) break;
+    for (const migration of state.missing) {
       const transactional = !NO_TRANSACTION.test(migration.sql);
       try {
         if (transactional) {
           await client.query('BEGIN');
           await client.query(migration.sql);
-          await client.query(RECORD_VERSION, [migration.version, migration.name]);
+          await client.query(RECORD_VERSION, recordOf(migration));
           await client.query('COMMIT');
         } else {
           await applyOutsideTransaction(client, migration);
@@ -162,12 +260,7 @@ export async function migrate(
       }
       applied.push(migrationName(migration));
     }
-    // 0021 prepares the partitioned inbox; the conversion itself is online and in steps
-    // (inbox/partitions.ts). Once partitioned, every migrate makes the partitions ahead.
-    if (options.until === undefined || options.until >= PARTITIONED_INBOX_VERSION) {
-      if (await convertInboxOnline(client)) applied.push(INBOX_CONVERSION);
-      else await ensureInboxPartitions(client);
-    }
+    await ensureInboxPartitions(client);
     await installPgBoss(connectionString);
     const roles = await applyRoles(client, options.createRoles === true);
     return { applied, roles };
@@ -190,17 +283,29 @@ async function installPgBoss(connectionString: string): Promise<void> {
   await boss.stop({ graceful: false, close: true });
 }
 
-/** Why this database cannot be served yet, or null when every migration is applied. */
+/**
+ * Why this database cannot be served yet (null: it can). Throws when this hookgate can never
+ * serve it: a ledger it does not recognise, or a newer schema that no longer serves it.
+ */
 export async function pendingMigrations(db: pg.Pool | pg.Client): Promise<string | null> {
   const ledger = await db.query<{ exists: boolean }>(LEDGER_EXISTS);
   if (!ledger.rows[0]?.exists) return 'no hookgate migration has been applied';
-  const done = new Set((await db.query<{ version: number }>(APPLIED_VERSIONS)).rows.map((r) => r.version));
-  const missing = readMigrations().filter((m) => !done.has(m.version));
-  if (missing.length > 0)
-    return `${missing.length} migration(s) are not applied (first: ${migrationName(missing[0]!)})`;
-  if (!(await inboxIsPartitioned(db)))
-    return 'the inbox is not partitioned yet (hookgate migrate converts it online; run it to the end)';
+  const state = await readSchemaState(db, readMigrations());
+  refuse(state, false);
+  if (state.missing.length > 0)
+    return `${state.missing.length} migration(s) are not applied (first: ${migrationName(state.missing[0]!)})`;
   return null;
+}
+
+/**
+ * Said once at start when a newer release migrated this database (after `helm rollback`, or
+ * while a rolling upgrade is under way): this release runs on it, as the compatibility rule
+ * promises. Null when the schema is this release's own.
+ */
+export async function newerSchemaNotice(db: pg.Pool): Promise<string | null> {
+  const { newer } = await readSchemaState(db, readMigrations());
+  if (newer.length === 0) return null;
+  return `this database was migrated by hookgate ${newerRelease(newer)} (${names(newer)}); hookgate ${HOOKGATE_VERSION} runs on its schema (docs/releases.md)`;
 }
 
 /** The migrations this database lacks, by name, read without taking the migration lock. */
@@ -209,18 +314,10 @@ export async function unappliedMigrations(url: string): Promise<string[]> {
   await client.connect();
   try {
     const ledger = await client.query<{ exists: boolean }>(LEDGER_EXISTS);
-    const done = new Set<number>();
-    if (ledger.rows[0]?.exists) {
-      for (const row of (await client.query<{ version: number }>(APPLIED_VERSIONS)).rows)
-        done.add(row.version);
-    }
-    const pending = readMigrations()
-      .filter((migration) => !done.has(migration.version))
-      .map(migrationName);
-    // The conversion migrate runs after 0021, for as long as the inbox is not partitioned.
-    if (done.has(PARTITIONED_INBOX_VERSION) ? !(await inboxIsPartitioned(client)) : pending.length > 0)
-      pending.push(INBOX_CONVERSION);
-    return pending;
+    if (!ledger.rows[0]?.exists) return readMigrations().map(migrationName);
+    const state = await readSchemaState(client, readMigrations());
+    refuse(state, true);
+    return state.missing.map(migrationName);
   } finally {
     await client.end();
   }

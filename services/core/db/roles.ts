@@ -58,13 +58,11 @@ export const GRANT_ROLES = `
     GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA hookgate, pgboss, billing TO hookgate_runtime;
     -- What says which schema this is belongs to the migrations alone.
     REVOKE INSERT, UPDATE, DELETE ON hookgate.schema_migrations, pgboss.version FROM hookgate_runtime;
-    -- The inbox's partitions are made and dropped only through these (migration 0021): DDL on
-    -- hookgate's behalf, nothing else.
-    IF to_regprocedure('hookgate.inbox_create_partitions(timestamptz, integer)') IS NOT NULL THEN
-      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
-      GRANT EXECUTE ON FUNCTION hookgate.inbox_create_partitions(timestamptz, integer),
-                                hookgate.inbox_drop_partition(text, timestamptz, integer) TO hookgate_runtime;
-    END IF;
+    -- The inbox's partitions are made and dropped only through these (the baseline migration's
+    -- SECURITY DEFINER functions): DDL on hookgate's behalf, nothing else.
+    REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_partitions FROM hookgate_runtime;
+    GRANT EXECUTE ON FUNCTION hookgate.inbox_create_partitions(timestamptz, integer),
+                              hookgate.inbox_drop_partition(text, timestamptz, integer) TO hookgate_runtime;
     -- pg-boss stamps its supervision and maintenance times on its version row: those columns
     -- (whichever this pg-boss has), never the version itself.
     FOR stamp IN SELECT attname FROM pg_attribute
@@ -74,12 +72,8 @@ export const GRANT_ROLES = `
     END LOOP;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
-    -- A database migrated before the console role existed has the other two only.
-    -- The console's writes name tables up to migration 0020 (inbox_raw, its newest): a database
-    -- migrated only part of the way (migrate with until, upgrade tests) gets them when it is
-    -- migrated the rest of the way.
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console')
-       AND to_regclass('hookgate.inbox_raw') IS NOT NULL THEN
+    -- Roles made by hand may be the other two only: the console then runs as a runtime login.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console') THEN
       EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_console', current_database());
       GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_console;
       GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_console;
@@ -92,10 +86,8 @@ export const GRANT_ROLES = `
         ON hookgate.inbox TO hookgate_console;
       -- A quarantine release goes through the claim (claim-sql.ts): new rows only, ON CONFLICT DO NOTHING.
       GRANT INSERT ON hookgate.inbox, hookgate.inbox_raw, hookgate.delivery_counts, pgboss.job TO hookgate_console;
-      -- The inbox's insert trigger records each new row's key as the inserting role (migration 0021).
-      IF to_regclass('hookgate.inbox_keys') IS NOT NULL THEN
-        GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
-      END IF;
+      -- The inbox's insert trigger records each new row's key as the inserting role (inbox_claim_key).
+      GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
       GRANT UPDATE (accepted, duplicate) ON hookgate.delivery_counts TO hookgate_console;
       -- Release and drop (services/core/quarantine/actions.ts).
       GRANT UPDATE (released_at, dropped_at, settled_by, settle_reason, reason, message)

@@ -1,12 +1,11 @@
 import type pg from 'pg';
 
-// Every statement on hookgate.destination_breaker (migration 0014): a destination's circuit
-// breaker, shared by every worker. It opens after `failures` consecutive failed attempts (5xx,
-// 429, 408, timeouts, network errors; an answer such as a 400 shows the destination is up and
-// resets the count), or, with a rate rule, when enough of a window's attempts failed (migration
-// 0018); while open, no delivery of that destination is claimed, so none spends a
-// retry; after `cooldown` one worker claims one delivery as a probe (half_open), whose success
-// closes the breaker and whose failure opens it again.
+// Every statement on hookgate.destination_breaker: a destination's circuit breaker, shared by
+// every worker. It opens after `failures` consecutive failed attempts (5xx, 429, 408, timeouts,
+// network errors; an answer such as a 400 shows the destination is up and resets the count), or,
+// with a rate rule, when enough of a window's attempts failed; while open, no delivery of that
+// destination is claimed, so none spends a retry; after `cooldown` one worker claims one delivery
+// as a probe (half_open), whose success closes the breaker and whose failure opens it again.
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 

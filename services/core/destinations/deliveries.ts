@@ -2,11 +2,11 @@ import type pg from 'pg';
 import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 import { RAW_OF_DELIVERY } from '../inbox/raw-bodies.ts';
 
-// Every statement on hookgate.destination_deliveries and hookgate.destination_attempts
-// (migration 0014). The delivery row is the relay's truth: the apply engine writes it in the
-// apply's transaction, the relay claims due rows and records each attempt, the operators'
-// actions (actions.ts) hold, release and redeliver rows, and prune deletes delivered ones. The
-// reports' reads are in services/core/read-models/destinations-sql.ts.
+// Every statement on hookgate.destination_deliveries and hookgate.destination_attempts. The
+// delivery row is the relay's truth: the apply engine writes it in the apply's transaction, the
+// relay claims due rows and records each attempt, the operators' actions (actions.ts) hold,
+// release and redeliver rows, and prune deletes delivered ones. The reports' reads are in
+// services/core/read-models/destinations-sql.ts.
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 
-// Every statement on hookgate.destination_rate (migration 0014): the token bucket that limits a
-// destination's deliveries per second across all workers. A claim refills and reads the bucket,
+// Every statement on hookgate.destination_rate: the token bucket that limits a destination's
+// deliveries per second across all workers. A claim refills and reads the bucket,
 // claims at most its whole tokens, and takes what it claimed, in one transaction: the refill's
 // row lock makes the workers of one destination take turns, so together they stay within it.
 

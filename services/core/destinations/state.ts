@@ -1,7 +1,7 @@
 import type pg from 'pg';
 
-// Every statement on hookgate.destination_state (migration 0014): whether a destination is
-// paused, and who changed that last.
+// Every statement on hookgate.destination_state: whether a destination is paused, and who
+// changed that last.
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 

@@ -4,24 +4,23 @@ import { INSERT_RAW_FROM_CLAIM } from './raw-bodies.ts';
 import { SETTLED_SQL } from './status.ts';
 
 /**
- * The body digest of providers whose event id travels in an unsigned header (migrations 0005 and
- * 0008): SHA-256 of the stored payload's jsonb text, computed by PostgreSQL in the statement that
- * stores the row. Not of the bytes received: `hookgate replay` gets an event back from the
- * provider's API as parsed JSON, never as the bytes delivered, and only a canonical form both
- * paths reach gives the same digest. jsonb's text is one (keys sorted, whitespace and escapes
- * normalised, a repeated key's last value kept), and PostgreSQL computes it the same way for the
- * gateway, the replay and migration 0008 without an extra round trip. `payload` names a jsonb
- * column of the statement, never input.
+ * The body digest of providers whose event id travels in an unsigned header: SHA-256 of the
+ * stored payload's jsonb text, computed by PostgreSQL in the statement that stores the row. Not
+ * of the bytes received: `hookgate replay` gets an event back from the provider's API as parsed
+ * JSON, never as the bytes delivered, and only a canonical form both paths reach gives the same
+ * digest. jsonb's text is one (keys sorted, whitespace and escapes normalised, a repeated key's
+ * last value kept), and PostgreSQL computes it the same way for the gateway and the replay
+ * without an extra round trip. `payload` names a jsonb column of the statement, never input.
  */
 export const bodyDigestOf = (payload: string): string => `sha256(convert_to((${payload})::text, 'UTF8'))`;
 
 /**
- * The claim: one INSERT for a whole batch. ON CONFLICT DO NOTHING (on any unique key: the
- * primary key, or the body digest of providers whose id header is unsigned, computed here when
- * $11 says so — see bodyDigestOf) makes a duplicate a no-op
- * that still waits for a concurrent claim of the same key to commit or roll back, so a
- * duplicate is only acknowledged once the original is durable. RETURNING names the rows
- * this statement created; everything else in the batch was a duplicate.
+ * The claim: one INSERT for a whole batch. The inbox's key trigger (inbox_claim_key, on
+ * hookgate.inbox_keys: the event id, or the body digest of providers whose id header is unsigned,
+ * computed here when $11 says so — see bodyDigestOf) makes a duplicate a no-op that still waits
+ * for a concurrent claim of the same key to commit or roll back, so a duplicate is only
+ * acknowledged once the original is durable. RETURNING names the rows this statement created;
+ * everything else in the batch was a duplicate.
  */
 export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
@@ -48,7 +47,7 @@ export const CLAIM_INBOX_ROWS = `
 const COUNTS_SHARD = '(pg_backend_pid() % 32767)::smallint';
 
 /**
- * The claim's delivery counts (migration 0006): one row per endpoint of the batch, added to
+ * The claim's delivery counts: one row per endpoint of the batch, added to
  * this minute's row for this connection (COUNTS_SHARD). Rows arrive sorted by endpoint, so two
  * batches sharing a row lock the rows in the same order and cannot deadlock.
  */

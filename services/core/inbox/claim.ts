@@ -27,7 +27,7 @@ export interface Claim {
    */
   readonly body: string;
   readonly traceparent: string | null;
-  /** Set when the row did not come as a signed provider delivery (migration 0006). */
+  /** Set when the row did not come as a signed provider delivery. */
   readonly receivedVia?: 'replay_token' | 'api_replay' | 'api_reconcile' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
   readonly dedupe?: 'enforce' | 'observe';

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 
 /**
- * The per-minute delivery counts behind `stats`' duplicate rate (migration 0006) go with the
+ * The per-minute delivery counts behind `stats`' duplicate rate go with the
  * inbox window: the rate is only ever read over windows the inbox still covers. Bounded
  * statements, oldest first, through the primary key's leading columns.
  */

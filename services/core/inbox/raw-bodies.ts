@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
 
-// Every statement on hookgate.inbox_raw (migration 0020): the provider's original bytes and
+// Every statement on hookgate.inbox_raw: the provider's original bytes and
 // pass-through headers of events whose endpoint has a `body: raw` destination. The claim writes
 // them in its own statement or transaction (claim-sql.ts and claim.ts embed what is here), the
 // destination relay's claim reads them (services/core/destinations/deliveries.ts embeds

@@ -4,7 +4,7 @@ import type { Queryable } from '../db/pool.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { WAKEUP_CHANNEL } from '../queue/wakeup.ts';
 
-// Pausing an endpoint (hookgate.endpoint_state, migrations/0013_operations.sql): the one owner
+// Pausing an endpoint (hookgate.endpoint_state, migrations/0001_baseline.sql): the one owner
 // of the table's SQL. A paused endpoint's events are held: workers fetch none of its jobs, and an
 // apply transaction that started anyway (its worker had not seen the pause yet) hands its events
 // back unapplied, charged nothing. The gateway keeps accepting.

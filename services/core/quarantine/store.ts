@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
 import type { HeaderBag } from '../providers/types.ts';
 
-// Quarantine (hookgate.quarantine, migrations/0017_quarantine.sql): verified deliveries that
+// Quarantine (hookgate.quarantine, migrations/0001_baseline.sql): verified deliveries that
 // cannot become inbox events, kept and acknowledged (DESIGN.md promise 8). The one owner of the
 // table's SQL with ./actions.ts; batch-first, so a caller storing several pays one statement.
 

@@ -19,7 +19,7 @@ export const LATENCY_IN_WINDOW = `
      AND ($2::text IS NULL OR endpoint = $2)
    GROUP BY endpoint`;
 
-/** Deliveries answered 200 in the window, from the claim's per-minute counts (migration 0006). */
+/** Deliveries answered 200 in the window, from the claim's per-minute counts. */
 export const DELIVERIES_IN_WINDOW = `
   SELECT endpoint, sum(accepted)::bigint AS accepted, sum(duplicate)::bigint AS duplicate
     FROM hookgate.delivery_counts

@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.ts';
 
-// hookgate.reconcile_state (migration 0015): every statement on it is here.
+// hookgate.reconcile_state: every statement on it is here.
 
 /**
  * Takes the endpoint's lease when nobody holds it or its holder let it expire (a run that died),
