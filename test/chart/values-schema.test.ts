@@ -104,7 +104,7 @@ describe('values.schema.json: every bounded duration and size, at and past its b
       expect.arrayContaining([
         'endpoints.stripe.tolerance',
         'server.requestTimeout',
-        'worker.deadJobRetention',
+        'worker.completedJobRetention',
         'relay.expireIn',
         'server.maxBufferedBytes',
         'claim.maxBatchBytes',

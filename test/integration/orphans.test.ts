@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweepOrphans } from '../../services/core/inbox/orphans.ts';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
 import { Claimer, workerConfig } from '../support/worker-harness.ts';
 
@@ -126,20 +126,5 @@ describe('orphans', () => {
     const again = await sweep();
     expect(again.redispatched).toEqual([]);
     expect(again.ended).toEqual([]);
-  });
-
-  it('a row claimed before dispatch jobs existed is found by the job id derived from the event', async () => {
-    await claimer.claim('orph', [{ eventId: 'legacy_live' }, { eventId: 'legacy_gone' }]);
-    const legacy = jobIdFor('orph', 'legacy_live');
-    await db.pool.query(
-      `INSERT INTO pgboss.job (id, name, data) VALUES ($1, $2, jsonb_build_object('endpoint', 'orph', 'eventId', 'legacy_live'))`,
-      [legacy, applyQueue('orph')],
-    );
-    await db.pool.query(
-      `UPDATE hookgate.inbox SET dispatch_job = NULL WHERE endpoint = 'orph' AND event_id IN ('legacy_live', 'legacy_gone')`,
-    );
-    const result = await sweep();
-    expect(result.redispatched).toEqual(['legacy_gone']);
-    expect((await row('legacy_live')).dispatch_job).toBeNull();
   });
 });

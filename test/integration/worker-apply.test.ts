@@ -69,7 +69,7 @@ async function extraJobs(endpoint: string, eventId: string, n: number): Promise<
   const ids = Array.from({ length: n }, () => randomUUID());
   await claimer.boss.insert(
     applyQueue(endpoint),
-    ids.map((id) => ({ id, data: { endpoint, eventId } })),
+    ids.map((id) => ({ id, data: { endpoint, eventIds: [eventId] } })),
   );
   return ids;
 }

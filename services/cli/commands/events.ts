@@ -5,7 +5,7 @@ import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
-import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
+import { applyQueue } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
 import {
   type Delivery,
@@ -194,10 +194,12 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   }
   const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
     .rows;
-  // Rows claimed before dispatch jobs existed name none: theirs was the one derived from the event.
-  const jobId = event.dispatch_job ?? jobIdFor(endpoint, eventId);
+  // Sync-mode rows were applied in their claim's transaction: no job.
   const job =
-    (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
+    event.dispatch_job === null
+      ? null
+      : ((await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), event.dispatch_job]))
+          .rows[0] ?? null);
   const actions = await actionsOnEvent(pool, endpoint, eventId);
   const attempts = await attemptsOf(pool, endpoint, eventId);
   return { event, deliveries, job, actions, attempts };

@@ -189,8 +189,8 @@ export async function applyEvents(
   const ended: Ended[] = [];
   for (const [eventId, given] of targets) {
     const row = found.get(eventId);
-    // Only the job the row names may apply it (null: claimed before dispatch_job existed).
-    const target = row && given.find((t) => row.dispatch_job === null || row.dispatch_job === t.job);
+    // Only the job the row names may apply it.
+    const target = row && given.find((t) => row.dispatch_job === t.job);
     if (!row) skip(eventId, row, 'missing');
     else if (row.status !== 'pending') skip(eventId, row, 'already_settled');
     else if (!target) skip(eventId, row, 'superseded');

@@ -377,11 +377,6 @@ export const configSchema = z
          */
         completedJobRetention: completedJobRetention(),
         /**
-         * Unused since apply jobs carry batches (there is no apply dead-letter queue any more);
-         * accepted so that configurations written for earlier versions still load.
-         */
-        deadJobRetention: deadJobRetention(14),
-        /**
          * How often one worker looks for pending events whose job is finished or gone, and sends
          * them again (or ends those with no attempt left). Also how long a dispatch must be old
          * before it is looked at.

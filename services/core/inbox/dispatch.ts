@@ -36,8 +36,7 @@ const DISPATCH_ROWS = `
          next_attempt_at = CASE WHEN $3::float8 > 0 THEN now() + make_interval(secs => $3::float8) END
     FROM unnest($4::text[], $5::int[], $6::boolean[], $7::uuid[]) AS u(event_id, attempts, checked, from_job)
    WHERE i.endpoint = $1 AND i.event_id = u.event_id AND i.status = 'pending'
-     -- A row claimed before dispatch jobs existed names none: its job was the one derived from it.
-     AND (NOT u.checked OR i.dispatch_job IS NOT DISTINCT FROM u.from_job OR i.dispatch_job IS NULL)
+     AND (NOT u.checked OR i.dispatch_job IS NOT DISTINCT FROM u.from_job)
   RETURNING i.event_id`;
 
 export interface DispatchOptions {

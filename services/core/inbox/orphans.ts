@@ -2,13 +2,12 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../apply/failure.ts';
 import { jobsById, LIVE_JOB_STATES } from '../queue/job-rows.ts';
-import { applyQueue, jobIdFor } from '../queue/names.ts';
+import { applyQueue } from '../queue/names.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { type Ended, settleBatch } from './rows.ts';
 
 // Orphans: pending rows whose job is finished or gone (pg-boss ran out of tries for a batch whose
-// transaction kept failing, retention deleted it, an earlier version's dead letter failed, an
-// operator's mistake). Nothing would ever apply them, so the sweeper (worker/sweeper.ts, and
+// transaction kept failing, retention deleted it, an operator's mistake). Nothing would ever apply them, so the sweeper (worker/sweeper.ts, and
 // `hookgate requeue --orphans`) sends them again, or ends those that have no attempt left.
 
 /**
@@ -64,8 +63,7 @@ const WORKER_LOST =
 
 /**
  * Finds one endpoint's orphans in the caller's transaction and sends each again in a new job
- * (attempts carried over), or ends it when it has no attempt left. Rows claimed before dispatch
- * jobs existed carry none: their job is the one derived from the event.
+ * (attempts carried over), or ends it when it has no attempt left.
  */
 export async function sweepOrphans(
   client: pg.ClientBase,
@@ -91,13 +89,13 @@ export async function sweepOrphans(
     if (rows.length === 0) return { redispatched, ended, cursor: null };
     const last = rows[rows.length - 1]!;
     cursor = { receivedAt: last.received_at, eventId: last.event_id };
-    const jobOf = (row: PendingRow) => row.dispatch_job ?? jobIdFor(endpoint, row.event_id);
-    const jobs = await jobsById(client, queue, [...new Set(rows.map(jobOf))]);
+    const ids = rows.map((row) => row.dispatch_job).filter((id): id is string => id !== null);
+    const jobs = await jobsById(client, queue, [...new Set(ids)]);
     const byId = new Map(jobs.map((job) => [job.id, job]));
     const again: { eventId: string; attempts: number; fromJob: string | null }[] = [];
     const over: Ended[] = [];
     for (const row of rows) {
-      const job = byId.get(jobOf(row));
+      const job = row.dispatch_job === null ? undefined : byId.get(row.dispatch_job);
       if (job && LIVE_JOB_STATES.has(job.state)) continue;
       // A job that ran out of tries counted them; the row may not have (a lost worker writes nothing).
       const attempts = Math.max(row.attempts, job ? row.dispatched_attempts + job.retry_count + 1 : 0);

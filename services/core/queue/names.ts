@@ -7,11 +7,7 @@ export function applyQueue(endpoint: string): string {
   return `hookgate.apply.${endpoint}`;
 }
 
-/**
- * A deterministic UUID for a key: outbox jobs use it (a re-run apply cannot queue an effect
- * twice), and apply jobs sent before batch dispatch carried it (one job per event, its id from
- * the endpoint and event id; rows claimed then have no dispatch_job and are found by it).
- */
+/** A deterministic UUID for a key: outbox jobs use it (a re-run apply cannot queue an effect twice). */
 export function jobIdFor(endpoint: string, eventId: string): string {
   // One-shot hash: the same bytes as hashing the three parts in turn, without a Hash object
   // per call (this runs for every delivery the gateway claims).
@@ -29,13 +25,11 @@ export interface ApplyJobData {
   readonly eventIds: readonly string[];
 }
 
-/** The events a fetched apply job carries: the batch shape, or one event (jobs sent before it). */
+/** The events a fetched apply job carries. */
 export function eventIdsOf(data: unknown): string[] {
-  const value = data as { eventIds?: unknown; eventId?: unknown } | null;
-  if (Array.isArray(value?.eventIds))
-    return value.eventIds.filter((id): id is string => typeof id === 'string');
-  if (typeof value?.eventId === 'string') return [value.eventId];
-  return [];
+  const value = data as { eventIds?: unknown } | null;
+  if (!Array.isArray(value?.eventIds)) return [];
+  return value.eventIds.filter((id): id is string => typeof id === 'string');
 }
 
 /** Downstream effects queued by handlers, one queue per kind (`forward`, `notify`, ...). */

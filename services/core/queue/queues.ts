@@ -9,10 +9,8 @@ export interface RetryPolicy {
   readonly retryDelayMaxSeconds: number;
   /** A job still active after this long is taken to be lost and retried (a counted attempt). */
   readonly expireInSeconds: number;
-  /** Finished apply jobs (completed, or failed and dead-lettered) are deleted this long after. */
+  /** Finished apply jobs are deleted this long after. */
   readonly deleteAfterSeconds: number;
-  /** Finished dead-letter jobs are deleted this long after. */
-  readonly deadLetterDeleteAfterSeconds: number;
   /**
    * A job whose heartbeat (refreshed by its live worker) is older than this is taken to be lost
    * and retried; null: none (expireIn alone bounds the attempt).
@@ -29,7 +27,6 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = {
   retryDelayMaxSeconds: 600,
   expireInSeconds: 120,
   deleteAfterSeconds: 1_800,
-  deadLetterDeleteAfterSeconds: 14 * 86_400,
   heartbeatSeconds: 10,
 };
 
@@ -41,7 +38,6 @@ export function retryPolicyFrom(worker: Config['worker']): RetryPolicy {
     retryDelayMaxSeconds: Math.max(1, Math.round(worker.retryDelayMax / 1000)),
     expireInSeconds: Math.max(1, Math.ceil(worker.expireIn / 1000)),
     deleteAfterSeconds: Math.max(1, Math.round(worker.completedJobRetention / 1000)),
-    deadLetterDeleteAfterSeconds: Math.max(1, Math.round(worker.deadJobRetention / 1000)),
     heartbeatSeconds: heartbeatSecondsFrom(worker),
   };
 }
@@ -195,11 +191,7 @@ export async function ensureApplyQueues(
       ...options,
       ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
     });
-    // deadLetter: null takes the link to the dead-letter queue of earlier versions off the queue.
-    await boss.updateQueue(applyQueue(endpoint), {
-      ...options,
-      heartbeatSeconds: heartbeat,
-      deadLetter: null,
-    });
+    // A queue made before keeps its options until updated: the configuration may have changed.
+    await boss.updateQueue(applyQueue(endpoint), { ...options, heartbeatSeconds: heartbeat });
   }
 }
