@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
+.PHONY: run test check lint format typecheck unit bench chaos release install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -129,6 +129,13 @@ chaos: $(DEPS) postgres-15 pgbouncer fault-tools
 	node test/chaos/main.ts
 	CATCHUP_EVENTS=100000 CATCHUP_DRAIN_MS=600000 vitest run test/e2e/recovery-backlog.test.ts
 	node test/chaos/db-tier-main.ts
+
+## release: tags the release VERSION (make release VERSION=0.1.0) after checking that the working
+## tree is clean, that package.json, the chart's version and appVersion, the docs' image tags and
+## CHANGELOG.md all say VERSION; records the tagged commit in release/releases (docs/releases.md)
+release: $(DEPS)
+	@if [ -z "$(VERSION)" ]; then echo "make release VERSION=x.y.z (the version package.json says)" >&2; exit 2; fi
+	node release/release.ts $(VERSION)
 
 clean:
 	rm -rf node_modules .hookgate bench/results

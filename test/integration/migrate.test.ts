@@ -9,12 +9,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   migrate,
-  migrationName,
   newerSchemaNotice,
   pendingMigrations,
-  readMigrations,
   unappliedMigrations,
 } from '../../services/core/db/migrate.ts';
+import { migrationName, readMigrations } from '../../services/core/db/migration-files.ts';
 import { HOOKGATE_VERSION } from '../../services/core/version.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { describeSchema } from '../support/schema-catalog.ts';

@@ -29,14 +29,19 @@ export interface RunningProcess {
   exited(): Promise<number | string>;
 }
 
+export interface HookgateOptions {
+  readonly env?: Record<string, string | undefined>;
+  readonly cwd?: string;
+  /** The checkout whose hookgate runs (another release's, for upgrade tests); this one by default. */
+  readonly root?: string;
+}
+
 /** Starts `hookgate <args>` as a real process on the pinned Node.js. */
-export function startHookgate(
-  args: readonly string[],
-  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
-): RunningProcess {
+export function startHookgate(args: readonly string[], options: HookgateOptions = {}): RunningProcess {
   const env: Record<string, string | undefined> = { ...process.env, LOG_LEVEL: 'info', ...options.env };
-  const child = spawn(process.execPath, [CLI, ...args], {
-    cwd: options.cwd ?? ROOT,
+  const root = options.root ?? ROOT;
+  const child = spawn(process.execPath, [join(root, 'services/cli/main.ts'), ...args], {
+    cwd: options.cwd ?? root,
     env: env as NodeJS.ProcessEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -94,7 +99,7 @@ export function startHookgate(
 /** Runs a hookgate command to completion. */
 export async function runHookgate(
   args: readonly string[],
-  options: { env?: Record<string, string | undefined>; cwd?: string } = {},
+  options: HookgateOptions = {},
 ): Promise<{ code: number | string; output: string }> {
   const running = startHookgate(args, options);
   const code = await running.exited();

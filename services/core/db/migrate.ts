@@ -1,15 +1,11 @@
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
 import { HookgateError } from '../errors.ts';
 import { ensureInboxPartitions } from '../inbox/partitions.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
 import { compareVersions, HOOKGATE_VERSION } from '../version.ts';
+import { type Migration, migrationName, readMigrations } from './migration-files.ts';
 import { applyRoles } from './roles.ts';
-
-export const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), '../../../migrations');
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
@@ -50,11 +46,6 @@ const RECORD_VERSION = `
  * statements must be safe to run again (IF NOT EXISTS): a run that stops halfway is repeated.
  */
 const NO_TRANSACTION = /^-- hookgate: no transaction\b/;
-/**
- * A contract step (docs/releases.md) names the release whose code stopped using what it removes:
- * that release and later ones run on the schema it leaves; earlier ones do not.
- */
-const CONTRACT = /^-- hookgate: contract, unused since (\d+\.\d+\.\d+)\b/m;
 const CONCURRENT_INDEX =
   /^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+(\w+)\s+ON\s+(?:ONLY\s+)?(\w+)\./i;
 /** An index a stopped CREATE INDEX CONCURRENTLY left behind: present, never valid, still paid for by every write. */
@@ -101,34 +92,6 @@ async function lock(client: pg.Client): Promise<void> {
     if (rows[0]?.locked) return;
     await new Promise((resolve) => setTimeout(resolve, LOCK_RETRY_MS));
   }
-}
-
-export interface Migration {
-  readonly version: number;
-  readonly name: string;
-  readonly sql: string;
-  /** A contract step's release that stopped using what it removes; null for the others. */
-  readonly compatibleFrom: string | null;
-}
-
-export function readMigrations(dir: string = MIGRATIONS_DIR): Migration[] {
-  return readdirSync(dir)
-    .filter((file) => /^\d{4}_[a-z0-9_]+\.sql$/.test(file))
-    .sort()
-    .map((file) => {
-      const sql = readFileSync(join(dir, file), 'utf8');
-      return {
-        version: Number(file.slice(0, 4)),
-        name: file.slice(5, -4),
-        sql,
-        compatibleFrom: CONTRACT.exec(sql)?.[1] ?? null,
-      };
-    });
-}
-
-/** A migration as operators see it everywhere (`0001_baseline`): its file name without `.sql`. */
-export function migrationName(migration: Pick<Migration, 'version' | 'name'>): string {
-  return `${String(migration.version).padStart(4, '0')}_${migration.name}`;
 }
 
 interface LedgerRow {
