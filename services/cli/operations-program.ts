@@ -12,7 +12,7 @@ import {
 } from './commands/quarantine.ts';
 import { addConfigOption } from './support/options.ts';
 
-// The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
+// The operations commands (audit, discard, pause, resume), registered from one file so
 // program.ts gains one line for them.
 
 const examples = (lines: readonly string[]) =>

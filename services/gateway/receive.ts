@@ -54,9 +54,9 @@ export interface ReceiveDeps {
   /** Counts wrong replay tokens per source; absent, guessing is only counted, not limited. */
   readonly replayLimiter?: ReplayTokenLimiter;
   /**
-   * Keeps a verified delivery that cannot become an event (DESIGN.md promise 8); resolves once
-   * the row has committed, with `full` when the endpoint's quarantine is at its cap (nothing
-   * stored). Absent (unit harnesses), such a delivery is refused as before.
+   * Keeps a verified delivery that cannot become an event (promise 8, docs/architecture.md);
+   * resolves once the row has committed, with `full` when the endpoint's quarantine is at its cap
+   * (nothing stored). Absent (unit harnesses), such a delivery is refused as before.
    */
   readonly quarantine?: (entry: QuarantineEntry) => Promise<StoreOutcome>;
 }

@@ -9,7 +9,7 @@ import { post, standardWebhook } from '../support/deliveries.ts';
 import { type RunningProcess, runHookgate, startHookgate } from '../support/process.ts';
 import { waitFor, workerConfigDocument } from '../support/worker-harness.ts';
 
-// Issue 23's quarantine test with real processes: a gateway `serve` process quarantines an
+// Quarantine (promise 8) with real processes: a gateway `serve` process quarantines an
 // authentic delivery it cannot make an event of (the Standard Webhooks spec's example body, no
 // `type`), answers 200, and is SIGKILLed right after the answer. The row is there (the 200 came
 // after its commit), and `hookgate quarantine release` with a fixed config, run as its own

@@ -17,8 +17,8 @@ import {
 // Property-based fuzzing of every provider's endpoint through the real Express app, the real
 // group committer and a real PostgreSQL: every generated delivery is hostile or defective, so
 // every one must get a 4xx with a known code or — a correctly signed one whose id or body cannot
-// become an event (DESIGN.md promise 8) — 200 quarantined; none may reach the inbox, no forgery
-// may be quarantined, none may be a 5xx, and the gateway must keep serving. Deliveries go in concurrent batches to keep the run short.
+// become an event (promise 8, docs/architecture.md) — 200 quarantined; none may reach the inbox,
+// no forgery may be quarantined, none may be a 5xx, and the gateway must keep serving. Deliveries go in concurrent batches to keep the run short.
 const PROVIDERS: readonly FuzzProvider[] = [
   'standard-webhooks',
   'svix',

@@ -5,7 +5,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 
-// Quarantine is bounded (issue 23): a cap on held rows per endpoint (quarantine.maxHeldPerEndpoint)
+// Quarantine is bounded (promise 7): a cap on held rows per endpoint (quarantine.maxHeldPerEndpoint)
 // answered 503 quarantine_full once reached, so a verified delivery is refused retryably rather
 // than acknowledged and lost; a gauge of held rows per endpoint and reason that falls when rows
 // leave; retention for released and dropped rows through `hookgate prune`.

@@ -17,8 +17,8 @@ import {
   writeConfigFile,
 } from '../support/worker-harness.ts';
 
-// DESIGN.md promise 8: a verified delivery that cannot become an inbox event is kept in
-// hookgate.quarantine and acknowledged; an unverified one is still refused and kept nowhere.
+// Promise 8 (docs/architecture.md): a verified delivery that cannot become an inbox event is kept
+// in hookgate.quarantine and acknowledged; an unverified one is still refused and kept nowhere.
 let db: TestDatabase;
 let gateway: TestGateway;
 let worker: TestWorker | undefined;

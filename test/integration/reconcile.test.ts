@@ -368,7 +368,7 @@ describe('reconcile: GitHub', () => {
     expect(lists).toHaveLength(2);
     expect(details).toHaveLength(missing - firstPage + 1);
     expect(report.apiCalls).toBe(github.requests.length);
-    // 135 received + 14 reconciled, the made-up-id copy still the only row of issue 50.
+    // 135 received + 14 reconciled, the made-up-id copy still the only row of the repository's issue #50.
     expect(await inbox('gh')).toEqual({ total: 150, reconciled: 14 });
     const fifty = await db.pool.query(
       `SELECT event_id, received_via FROM hookgate.inbox WHERE endpoint = 'gh' AND (payload #>> '{issue,number}')::int = 50`,

@@ -75,7 +75,7 @@ describe('make release', () => {
     writeFileSync(join(repo, 'notes.txt'), 'uncommitted\n');
     const dirty = makeRelease('0.2.0');
     expect(dirty.code).toBe(1);
-    expect(dirty.output).toMatch(/Not releasing 0\.2\.0:\n- the working tree is not clean[^]*notes\.txt/);
+    expect(dirty.output).toMatch(/Not releasing 0\.2\.0:\n- the working tree is not clean[\s\S]*notes\.txt/);
     rmSync(join(repo, 'notes.txt'));
 
     const other = makeRelease('0.3.0');

@@ -10,8 +10,9 @@ import { queryFailure } from './errors.ts';
 import { decodeTimeId, encodeTimeId, queryText } from './keyset.ts';
 import { BODY_SHOWN_BYTES, rawBody } from './raw-body.ts';
 
-// /quarantine: verified deliveries held because they cannot become events (DESIGN.md promise 8),
-// read through services/core/quarantine/actions.ts (the functions behind `hookgate quarantine`).
+// /quarantine: verified deliveries held because they cannot become events (promise 8,
+// docs/architecture.md), read through services/core/quarantine/actions.ts (the functions behind
+// `hookgate quarantine`).
 
 function row(held: QuarantinedRow): Html {
   return html`<tr>

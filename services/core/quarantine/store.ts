@@ -3,8 +3,9 @@ import type { Queryable } from '../db/pool.ts';
 import type { HeaderBag } from '../providers/types.ts';
 
 // Quarantine (hookgate.quarantine, migrations/0001_baseline.sql): verified deliveries that
-// cannot become inbox events, kept and acknowledged (DESIGN.md promise 8). The one owner of the
-// table's SQL with ./actions.ts; batch-first, so a caller storing several pays one statement.
+// cannot become inbox events, kept and acknowledged (promise 8, docs/architecture.md). The one
+// owner of the table's SQL with ./actions.ts; batch-first, so a caller storing several pays one
+// statement.
 
 /** The refusals of a verified delivery that quarantine keeps instead of refusing. */
 export const QUARANTINE_REASONS = [
