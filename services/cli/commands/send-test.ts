@@ -5,7 +5,7 @@ import type { EndpointConfig } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { TEST_EVENT_TYPE } from '../../core/handlers/test-event.ts';
 import { eventStatus } from '../../core/inbox/rows.ts';
-import { STUCK_STATUSES } from '../../core/inbox/status.ts';
+import { isSettled, STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createProvider } from '../../core/providers/index.ts';
 import { withCommandPool } from '../database.ts';
 import { type SampleDelivery, sampleDelivery } from '../sample-delivery.ts';
@@ -32,7 +32,6 @@ const optionsSchema = z.object({
     }),
 });
 
-const SETTLED_OK = new Set(['processed', 'ignored', 'stale']);
 const SETTLED_FAILED: ReadonlySet<string> = new Set(STUCK_STATUSES);
 
 /** Polls the inbox (DATABASE_URL) until the event is settled; refuses parked, dead and timeouts. */
@@ -43,7 +42,7 @@ async function waitUntilSettled(endpoint: string, eventId: string, timeoutMs: nu
     while (Date.now() < deadline) {
       const row = await eventStatus(pool, endpoint, eventId);
       status = row?.status ?? 'missing';
-      if (SETTLED_OK.has(status)) {
+      if (isSettled(status)) {
         writeOut(`event ${eventId}: ${status}\n`);
         return;
       }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { isSettled } from '../../core/inbox/status.ts';
 import {
   ACKED_EVENTS,
   ENDPOINTS_WITH_LEDGER,
@@ -10,7 +11,6 @@ import {
 } from '../../core/read-models/verify-sql.ts';
 import type { SentFile } from './sent-file.ts';
 
-export const SETTLED = new Set(['processed', 'ignored', 'stale']);
 const CHUNK = 5_000;
 /** Violations kept in full; the rest are counted. */
 const KEPT = 100;
@@ -148,7 +148,7 @@ export async function verifyRun(pool: pg.Pool, sent: SentFile, roles: EndpointRo
         continue;
       }
       if (row.status === 'pending') pendingAcked.push({ endpoint: row.endpoint, eventId: row.event_id });
-      if (!SETTLED.has(row.status)) {
+      if (!isSettled(row.status)) {
         violate({
           kind: row.status as ViolationKind,
           endpoint: row.endpoint,

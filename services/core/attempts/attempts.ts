@@ -1,6 +1,11 @@
 import { hostname } from 'node:os';
 import type pg from 'pg';
-import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
+import {
+  type PruneCounts,
+  type PruneOptions,
+  pruneInBatches,
+  retentionStatements,
+} from '../db/batched-delete.ts';
 import type { Queryable } from '../db/pool.ts';
 
 // The per-attempt history (hookgate.apply_attempts, migrations/0001_baseline.sql): one row per
@@ -91,27 +96,9 @@ export async function attemptsOf(db: Queryable, endpoint: string, eventId: strin
   return (await db.query<AttemptRow>(EVENT_ATTEMPTS, [endpoint, eventId])).rows;
 }
 
-/** Retention's batch (batched-delete.ts's cursor walk), through apply_attempts_at_idx. */
-const PRUNE_ATTEMPTS_BATCH = `
-  WITH gone AS (
-    DELETE FROM hookgate.apply_attempts
-     WHERE ctid = ANY (ARRAY(
-             SELECT ctid FROM hookgate.apply_attempts
-              WHERE at >= $1::timestamptz AND at < $2::timestamptz
-              ORDER BY at
-              LIMIT $3))
-    RETURNING at
-  )
-  SELECT count(*)::int AS deleted, max(at)::text AS last FROM gone`;
-
-const COUNT_PRUNABLE_ATTEMPTS = `
-  SELECT count(*)::int AS rows FROM hookgate.apply_attempts WHERE at < $1::timestamptz`;
+/** Retention (batched-delete.ts's cursor walk), through apply_attempts_at_idx. */
+const RETENTION = retentionStatements({ table: 'hookgate.apply_attempts', age: 'at' });
 
 export function pruneAttempts(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
-  return pruneInBatches(
-    db,
-    'apply_attempts',
-    { batch: PRUNE_ATTEMPTS_BATCH, count: COUNT_PRUNABLE_ATTEMPTS },
-    options,
-  );
+  return pruneInBatches(db, 'apply_attempts', RETENTION, options);
 }

@@ -1,5 +1,10 @@
 import type pg from 'pg';
-import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
+import {
+  type PruneCounts,
+  type PruneOptions,
+  pruneInBatches,
+  retentionStatements,
+} from '../db/batched-delete.ts';
 import type { Queryable } from '../db/pool.ts';
 
 // The operators' audit trail (hookgate.audit, migrations/0001_baseline.sql): every action an
@@ -124,22 +129,10 @@ export async function actionsOnEvent(db: Queryable, endpoint: string, eventId: s
   return (await db.query<AuditRow>(ACTIONS_ON_EVENT, [endpoint, eventId])).rows;
 }
 
-/** Retention's batch (batched-delete.ts's cursor walk), through audit_at_idx. */
-const PRUNE_AUDIT_BATCH = `
-  WITH gone AS (
-    DELETE FROM hookgate.audit
-     WHERE ctid = ANY (ARRAY(
-             SELECT ctid FROM hookgate.audit
-              WHERE at >= $1::timestamptz AND at < $2::timestamptz
-              ORDER BY at
-              LIMIT $3))
-    RETURNING at
-  )
-  SELECT count(*)::int AS deleted, max(at)::text AS last FROM gone`;
-
-const COUNT_PRUNABLE_AUDIT = `SELECT count(*)::int AS rows FROM hookgate.audit WHERE at < $1::timestamptz`;
+/** Retention (batched-delete.ts's cursor walk), through audit_at_idx. */
+const RETENTION = retentionStatements({ table: 'hookgate.audit', age: 'at' });
 
 /** Deletes audit rows older than the window (`hookgate prune --audit-older-than`). */
 export function pruneAudit(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
-  return pruneInBatches(db, 'audit', { batch: PRUNE_AUDIT_BATCH, count: COUNT_PRUNABLE_AUDIT }, options);
+  return pruneInBatches(db, 'audit', RETENTION, options);
 }

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
 
-// Retention's batch walk, shared by the inbox and the delivery records: bounded statements, each
-// its own short transaction, from a cursor on the index that orders what is deleted.
+// Retention's batch walk, shared by every table pruned row by row: bounded statements, each its
+// own short transaction, from a cursor on the index that orders what is deleted.
 
 const CUTOFF = `SELECT now() - make_interval(secs => $1::double precision) AS cutoff`;
 
@@ -47,6 +47,44 @@ export interface PruneCounts {
 /** The cutoff as the database's clock sees it: now() minus the window. */
 export async function cutoffFor(db: pg.Pool, olderThanMs: number): Promise<Date> {
   return (await db.query<{ cutoff: Date }>(CUTOFF, [olderThanMs / 1000])).rows[0]!.cutoff;
+}
+
+/** A table's retention, as its owner describes it (constants of the owner's, never input). */
+export interface RetentionSpec {
+  /** The table, schema-qualified (`hookgate.audit`): its owner names it, this module does not. */
+  readonly table: string;
+  /** What orders the rows and is compared with the cutoff (an indexed column or expression). */
+  readonly age: string;
+  /** A condition every deleted row must meet besides its age; `r` names the row. */
+  readonly where?: string;
+  /** Checked again by the DELETE itself: for a condition a concurrent update can make false. */
+  readonly recheck?: boolean;
+}
+
+/**
+ * The owner's batch and count statements for pruneInBatches: a batch of ctids read from a cursor
+ * through the index on `age`, oldest first, deleted in the same statement; the count for a dry run.
+ */
+export function retentionStatements(spec: RetentionSpec): { readonly batch: string; readonly count: string } {
+  const where = spec.where ? `\n                AND ${spec.where}` : '';
+  const recheck = spec.where && spec.recheck ? `\n       AND ${spec.where}` : '';
+  // `r` names the row in the batch's read and in the DELETE alike (the inner one shadows the outer).
+  return {
+    batch: `
+  WITH gone AS (
+    DELETE FROM ${spec.table} r
+     WHERE r.ctid = ANY (ARRAY(
+             SELECT r.ctid FROM ${spec.table} r
+              WHERE ${spec.age} >= $1::timestamptz AND ${spec.age} < $2::timestamptz${where}
+              ORDER BY ${spec.age}
+              LIMIT $3))${recheck}
+    RETURNING ${spec.age} AS aged
+  )
+  SELECT count(*)::int AS deleted, max(aged)::text AS last FROM gone`,
+    count: `
+  SELECT count(*)::int AS rows FROM ${spec.table} r
+   WHERE ${spec.age} < $1::timestamptz${where}`,
+  };
 }
 
 interface BatchRow {

@@ -2,10 +2,9 @@ import { existsSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { HookgateError } from '../errors.ts';
+import { isSettled, SETTLED_STATUSES, sqlList } from '../inbox/status.ts';
 import type { HandlerDeps } from './index.ts';
 import type { ApplyOutcome, Handler } from './types.ts';
-
-const OUTCOMES = new Set<unknown>(['processed', 'ignored', 'stale', undefined, null]);
 
 function invalid(deps: HandlerDeps, spec: string, problem: string, cause?: unknown): HookgateError {
   return new HookgateError(
@@ -68,13 +67,12 @@ export async function createModuleHandler(
     name,
     async apply(context, event): Promise<ApplyOutcome | undefined> {
       const outcome: unknown = await user.apply(context, event);
-      if (!OUTCOMES.has(outcome)) {
-        throw new HookgateError(
-          'handler_result_invalid',
-          `module:${spec} returned ${JSON.stringify(outcome)}; expected 'processed', 'ignored', 'stale' or nothing`,
-        );
-      }
-      return (outcome ?? undefined) as ApplyOutcome | undefined;
+      if (outcome === undefined || outcome === null) return undefined;
+      if (isSettled(outcome)) return outcome;
+      throw new HookgateError(
+        'handler_result_invalid',
+        `module:${spec} returned ${JSON.stringify(outcome)}; expected ${sqlList(SETTLED_STATUSES)} or nothing`,
+      );
     },
   };
 }

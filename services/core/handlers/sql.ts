@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { REFERENCE } from '../config/interpolate.ts';
 import { HookgateError } from '../errors.ts';
+import { isSettled, SETTLED_STATUSES, sqlList } from '../inbox/status.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import type { ApplyOutcome, Handler, InboxEvent } from './types.ts';
@@ -10,7 +11,6 @@ export const sqlOptionsSchema = z.strictObject({});
 
 const TRANSACTION_CONTROL =
   /^\s*(begin|start|commit|end|rollback|abort|savepoint|release|prepare|set\s+transaction)\b/i;
-const OUTCOMES = new Set<string>(['processed', 'ignored', 'stale']);
 
 function invalid(endpoint: string, problem: string): HookgateError {
   return new HookgateError('handler_spec_invalid', `${endpoint}.handler (sql:): ${problem}`);
@@ -145,10 +145,10 @@ export function createSqlHandler(
       const result = await tx.query({ text, values, rowMode: 'array' });
       const value: unknown = (result.rows[0] as unknown[] | undefined)?.[0];
       if (value === undefined || value === null || value === '') return undefined;
-      if (typeof value === 'string' && OUTCOMES.has(value)) return value as ApplyOutcome;
+      if (isSettled(value)) return value;
       throw new HookgateError(
         'handler_result_invalid',
-        `sql handler of ${deps.endpoint} returned ${JSON.stringify(value)}; expected 'processed', 'ignored', 'stale' or null`,
+        `sql handler of ${deps.endpoint} returned ${JSON.stringify(value)}; expected ${sqlList(SETTLED_STATUSES)} or null`,
       );
     },
   };

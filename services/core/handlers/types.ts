@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import { HookgateError } from '../errors.ts';
+import type { SettledStatus } from '../inbox/status.ts';
 import type { Logger } from '../logging.ts';
 
 /** A claimed event as the worker reads it back from the inbox. */
@@ -20,8 +21,8 @@ export interface InboxEvent {
   readonly traceparent: string | null;
 }
 
-/** How an applied event settles its inbox row. */
-export type ApplyOutcome = 'processed' | 'ignored' | 'stale';
+/** How an applied event settles its inbox row: one of the settled statuses. */
+export type ApplyOutcome = SettledStatus;
 
 /** A downstream effect queued in the apply transaction; it exists only if the apply commits. */
 export interface OutboxMessage {

@@ -3,35 +3,22 @@
 import type pg from 'pg';
 import { recordAction } from '../audit/audit.ts';
 import { withTransaction } from '../db/transaction.ts';
-
-/** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */
-const DISCARD_FILTER = `($3::text[] IS NULL OR event_id = ANY($3::text[]))
-       AND ($5::text IS NULL OR event_type = $5)
-       AND ($6::timestamptz IS NULL OR received_at >= $6)
-       AND ($7::timestamptz IS NULL OR received_at < $7)`;
-
-/** What a discard would settle, for `--dry-run` (no locks, nothing changed). */
-const PREVIEW_DISCARD = `
-  SELECT event_id, event_type, status, attempts, last_error, received_at
-    FROM hookgate.inbox
-   WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${DISCARD_FILTER}
-   ORDER BY received_at, event_id
-   LIMIT $4`;
+import {
+  type EventSelection,
+  PICK_SELECTED,
+  PREVIEW_SELECTED,
+  type SelectedEvent,
+  selectionFilters,
+  selectionParams,
+} from './selection.ts';
 
 /**
  * Locks the matching rows, then settles them. A row a concurrent requeue moved to pending while
- * this waited for its lock no longer matches (READ COMMITTED re-checks the WHERE of a row it
- * waited for) and is left alone: each event ends in exactly one of the two actions.
+ * this waited for its lock no longer matches and is left alone: each event ends in exactly one of
+ * the two actions.
  */
 const DISCARD_ROWS = `
-  WITH picked AS (
-    SELECT endpoint, event_id
-      FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${DISCARD_FILTER}
-     ORDER BY received_at, event_id
-     LIMIT $4
-     FOR UPDATE
-  )
+  WITH ${PICK_SELECTED}
   UPDATE hookgate.inbox i
      SET status = 'discarded', discarded_at = now(), discarded_by = $8, discard_reason = $9,
          next_attempt_at = NULL
@@ -39,14 +26,8 @@ const DISCARD_ROWS = `
    WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
   RETURNING i.event_id`;
 
-export interface DiscardRequest {
-  readonly endpoint: string;
+export interface DiscardRequest extends EventSelection {
   readonly statuses: readonly ('parked' | 'dead')[];
-  /** Only these events (none: any). */
-  readonly eventIds?: readonly string[] | undefined;
-  readonly eventType?: string | undefined;
-  readonly since?: Date | undefined;
-  readonly until?: Date | undefined;
   /** Most events settled in one run (one transaction). */
   readonly limit: number;
   readonly reason: string;
@@ -54,14 +35,7 @@ export interface DiscardRequest {
   readonly dryRun?: boolean | undefined;
 }
 
-export interface DiscardCandidate {
-  readonly event_id: string;
-  readonly event_type: string;
-  readonly status: string;
-  readonly attempts: number;
-  readonly last_error: string | null;
-  readonly received_at: Date;
-}
+export type DiscardCandidate = SelectedEvent;
 
 export interface DiscardSummary {
   readonly endpoint: string;
@@ -75,27 +49,8 @@ export interface DiscardSummary {
   readonly notDiscarded: string[];
 }
 
-function params(request: DiscardRequest): unknown[] {
-  return [
-    request.endpoint,
-    request.statuses,
-    request.eventIds && request.eventIds.length > 0 ? request.eventIds : null,
-    request.limit,
-    request.eventType ?? null,
-    request.since ?? null,
-    request.until ?? null,
-  ];
-}
-
 function filtersOf(request: DiscardRequest): Record<string, unknown> {
-  return {
-    statuses: request.statuses,
-    ...(request.eventIds && request.eventIds.length > 0 ? { ids: request.eventIds } : {}),
-    ...(request.eventType ? { type: request.eventType } : {}),
-    ...(request.since ? { since: request.since.toISOString() } : {}),
-    ...(request.until ? { until: request.until.toISOString() } : {}),
-    limit: request.limit,
-  };
+  return { ...selectionFilters(request), limit: request.limit };
 }
 
 /**
@@ -116,7 +71,9 @@ export async function discard(pool: pg.Pool, request: DiscardRequest): Promise<D
     });
   const missing = (ids: readonly string[]) => (request.eventIds ?? []).filter((id) => !ids.includes(id));
   if (request.dryRun) {
-    const candidates = (await pool.query<DiscardCandidate>(PREVIEW_DISCARD, params(request))).rows;
+    const candidates = (
+      await pool.query<DiscardCandidate>(PREVIEW_SELECTED, selectionParams(request, request.limit))
+    ).rows;
     const ids = candidates.map((candidate) => candidate.event_id);
     await audit(pool, ids, true);
     return {
@@ -130,7 +87,7 @@ export async function discard(pool: pg.Pool, request: DiscardRequest): Promise<D
   }
   const ids = await withTransaction(pool, async (client) => {
     const result = await client.query<{ event_id: string }>(DISCARD_ROWS, [
-      ...params(request),
+      ...selectionParams(request, request.limit),
       request.actor,
       request.reason,
     ]);

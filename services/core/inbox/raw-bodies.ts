@@ -1,5 +1,10 @@
 import type pg from 'pg';
-import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batched-delete.ts';
+import {
+  type PruneCounts,
+  type PruneOptions,
+  pruneInBatches,
+  retentionStatements,
+} from '../db/batched-delete.ts';
 
 // Every statement on hookgate.inbox_raw: the provider's original bytes and
 // pass-through headers of events whose endpoint has a `body: raw` destination. The claim writes
@@ -61,27 +66,13 @@ export const RAW_OF_DELIVERY = `
  * batches from a cursor through inbox_raw_received_at_idx. Endpoints without a raw destination
  * have no rows here, so they pay one empty index probe per run.
  */
-const PRUNE_RAW_BATCH = `
-  WITH gone AS (
-    DELETE FROM hookgate.inbox_raw
-     WHERE ctid = ANY (ARRAY(
-             SELECT r.ctid
-               FROM hookgate.inbox_raw r
-              WHERE r.received_at >= $1::timestamptz AND r.received_at < $2::timestamptz
-                AND NOT EXISTS (SELECT 1 FROM hookgate.inbox i
-                                 WHERE i.endpoint = r.endpoint AND i.event_id = r.event_id)
-              ORDER BY r.received_at
-              LIMIT $3))
-    RETURNING received_at
-  )
-  SELECT count(*)::int AS deleted, max(received_at)::text AS last FROM gone`;
-
-const COUNT_PRUNABLE_RAW = `
-  SELECT count(*)::int AS rows
-    FROM hookgate.inbox_raw r
-   WHERE r.received_at < $1::timestamptz
-     AND NOT EXISTS (SELECT 1 FROM hookgate.inbox i WHERE i.endpoint = r.endpoint AND i.event_id = r.event_id)`;
+const RETENTION = retentionStatements({
+  table: 'hookgate.inbox_raw',
+  age: 'received_at',
+  where:
+    'NOT EXISTS (SELECT 1 FROM hookgate.inbox i WHERE i.endpoint = r.endpoint AND i.event_id = r.event_id)',
+});
 
 export function pruneRawBodies(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
-  return pruneInBatches(db, 'inbox_raw', { batch: PRUNE_RAW_BATCH, count: COUNT_PRUNABLE_RAW }, options);
+  return pruneInBatches(db, 'inbox_raw', RETENTION, options);
 }

@@ -6,27 +6,20 @@ import { recordAction } from '../audit/audit.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { dispatchEvents } from './dispatch.ts';
 import { type SweepPolicy, sweepOrphans } from './orphans.ts';
-
-/** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */
-const REQUEUE_FILTER = `($3::text[] IS NULL OR event_id = ANY($3::text[]))
-       AND ($5::text IS NULL OR event_type = $5)
-       AND ($6::timestamptz IS NULL OR received_at >= $6)
-       AND ($7::timestamptz IS NULL OR received_at < $7)`;
-
-/** What a requeue would move, for `--dry-run` (no locks, nothing changed). */
-const PREVIEW_REQUEUE = `
-  SELECT event_id, event_type, status, attempts, last_error, received_at
-    FROM hookgate.inbox
-   WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
-   ORDER BY received_at, event_id
-   LIMIT $4`;
+import {
+  type EventSelection,
+  PICK_SELECTED,
+  PREVIEW_SELECTED,
+  SELECTED,
+  type SelectedEvent,
+  selectionFilters,
+  selectionParams,
+} from './selection.ts';
 
 /** How many events a requeue would move now (the progress bar's total). */
 const COUNT_REQUEUE = `
   SELECT count(*)::bigint AS n FROM (
-    SELECT 1 FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
-     LIMIT $4
+    SELECT 1 FROM hookgate.inbox WHERE ${SELECTED} LIMIT $4
   ) matching`;
 
 /**
@@ -35,14 +28,7 @@ const COUNT_REQUEUE = `
  * move one event.
  */
 const REQUEUE_ROWS = `
-  WITH picked AS (
-    SELECT endpoint, event_id
-      FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
-     ORDER BY received_at, event_id
-     LIMIT $4
-     FOR UPDATE
-  )
+  WITH ${PICK_SELECTED}
   UPDATE hookgate.inbox i
      SET status = 'pending', processed_at = NULL,
          discarded_at = NULL, discarded_by = NULL, discard_reason = NULL
@@ -50,15 +36,9 @@ const REQUEUE_ROWS = `
    WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
   RETURNING i.event_id, i.attempts`;
 
-export interface RequeueRequest {
-  readonly endpoint: string;
+export interface RequeueRequest extends EventSelection {
   /** `discarded` only when the operator asks for it (`--status discarded`). */
   readonly statuses: readonly ('parked' | 'dead' | 'discarded')[];
-  /** Only these events (none: any). */
-  readonly eventIds?: readonly string[] | undefined;
-  readonly eventType?: string | undefined;
-  readonly since?: Date | undefined;
-  readonly until?: Date | undefined;
   /** Most events moved in all (default: no limit). */
   readonly limit?: number | undefined;
   /** Rows per transaction. */
@@ -72,46 +52,21 @@ export interface RequeueRequest {
 /** The filters an audit row records for a requeue. */
 export function requeueFilters(request: RequeueRequest): Record<string, unknown> {
   return {
-    statuses: request.statuses,
-    ...(request.eventIds && request.eventIds.length > 0 ? { ids: request.eventIds } : {}),
-    ...(request.eventType ? { type: request.eventType } : {}),
-    ...(request.since ? { since: request.since.toISOString() } : {}),
-    ...(request.until ? { until: request.until.toISOString() } : {}),
+    ...selectionFilters(request),
     ...(request.limit !== undefined ? { limit: request.limit } : {}),
   };
 }
 
-function requeueParams(request: RequeueRequest, limit: number): unknown[] {
-  return [
-    request.endpoint,
-    request.statuses,
-    request.eventIds && request.eventIds.length > 0 ? request.eventIds : null,
-    limit,
-    request.eventType ?? null,
-    request.since ?? null,
-    request.until ?? null,
-  ];
-}
-
-export interface RequeueCandidate {
-  readonly event_id: string;
-  readonly event_type: string;
-  readonly status: string;
-  readonly attempts: number;
-  readonly last_error: string | null;
-  readonly received_at: Date;
-}
-
 export async function countRequeue(pool: pg.Pool, request: RequeueRequest): Promise<number> {
   const limit = request.limit ?? 1_000_000;
-  const result = await pool.query<{ n: string }>(COUNT_REQUEUE, requeueParams(request, limit));
+  const result = await pool.query<{ n: string }>(COUNT_REQUEUE, selectionParams(request, limit));
   return Number(result.rows[0]?.n ?? 0);
 }
 
 /** The events `requeue` would move now, oldest first; changes nothing. */
-export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Promise<RequeueCandidate[]> {
+export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Promise<SelectedEvent[]> {
   const limit = request.limit ?? 1_000_000;
-  return (await pool.query<RequeueCandidate>(PREVIEW_REQUEUE, requeueParams(request, limit))).rows;
+  return (await pool.query<SelectedEvent>(PREVIEW_SELECTED, selectionParams(request, limit))).rows;
 }
 
 /**
@@ -141,7 +96,7 @@ async function requeueChunks(pool: pg.Pool, boss: PgBoss, request: RequeueReques
     const ids = await withTransaction(pool, async (client) => {
       const result = await client.query<{ event_id: string; attempts: number }>(
         REQUEUE_ROWS,
-        requeueParams(request, remaining),
+        selectionParams(request, remaining),
       );
       await dispatchEvents(
         boss,

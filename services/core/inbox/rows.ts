@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import { type AttemptBatch, attemptParams, recordAttemptsCte } from '../attempts/attempts.ts';
-import type { ApplyOutcome } from '../handlers/types.ts';
-import { SETTLED_SQL, STUCK_SQL } from './status.ts';
+import { SETTLED_SQL, type SettledStatus, STUCK_SQL } from './status.ts';
 
 // The inbox rows after their claim: locking them for an apply, and writing how the attempt
 // ended. Every statement takes a whole batch (unnest arrays); callers pass typed rows. Rows are
@@ -56,7 +55,7 @@ export async function lockForApply(
 /** An event applied: how its row settles. */
 export interface Applied {
   readonly eventId: string;
-  readonly status: ApplyOutcome;
+  readonly status: SettledStatus;
   readonly attempts: number;
 }
 

@@ -13,6 +13,12 @@ export const INBOX_STATUSES = [
 
 /** Applied: the event's effect (or its decision not to have one) has committed. Final. */
 export const SETTLED_STATUSES = ['processed', 'ignored', 'stale'] as const;
+export type SettledStatus = (typeof SETTLED_STATUSES)[number];
+
+/** Whether a status (or a handler's outcome) is one of the settled ones. */
+export function isSettled(status: unknown): status is SettledStatus {
+  return (SETTLED_STATUSES as readonly unknown[]).includes(status);
+}
 
 /** Stopped, waiting for an operator: out of attempts (`parked`: missing context; `dead`: failed). */
 export const STUCK_STATUSES = ['parked', 'dead'] as const;

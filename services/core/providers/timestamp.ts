@@ -1,4 +1,5 @@
 import { reject } from './rejection.ts';
+import { parseRfc3339 } from './rfc3339.ts';
 import type { Rejection } from './types.ts';
 
 export type ParsedTimestamp = { readonly ok: true; readonly seconds: number } | Rejection;
@@ -14,8 +15,6 @@ export type ParsedInstant =
 // 12 digits reach year 33658; longer is garbage and could overflow a safe integer.
 const UNIX_SECONDS = /^[0-9]{1,12}$/;
 const UNIX_MILLISECONDS = /^[0-9]{1,15}$/;
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d{1,9})?(?:[Zz]|([+-])(\d{2}):(\d{2}))$/;
 
 /** Parses unix seconds strictly: `Number()` would accept `1e9`, ` 12`, `0x10` and friends. */
 export function parseUnixSeconds(raw: string | undefined, source: string): ParsedTimestamp {
@@ -24,36 +23,6 @@ export function parseUnixSeconds(raw: string | undefined, source: string): Parse
     return reject('timestamp_invalid', `The ${source} is not a whole number of unix seconds.`);
   }
   return { ok: true, seconds: Number(raw) };
-}
-
-/**
- * Whole seconds of an RFC 3339 date-time (Twitch, Box, Zendesk). The fraction is dropped, as
- * the providers' own checks compare whole seconds.
- */
-function rfc3339Seconds(raw: string): number | null {
-  const m = RFC3339.exec(raw);
-  if (m === null) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
-  const date = new Date(0);
-  date.setUTCFullYear(year, month - 1, day);
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return null;
-  date.setUTCHours(hour, minute, second, 0);
-  let offset = 0;
-  if (m[7] !== undefined) {
-    const hours = Number(m[8]);
-    const minutes = Number(m[9]);
-    if (hours > 23 || minutes > 59) return null;
-    offset = (m[7] === '-' ? -1 : 1) * (hours * 3600 + minutes * 60);
-  }
-  return date.getTime() / 1000 - offset;
 }
 
 /** Parses a timestamp in a scheme's unit; `source` names it in the rejection. */
@@ -73,9 +42,11 @@ export function parseTimestamp(raw: unknown, unit: TimestampUnit, source: string
       return reject('timestamp_invalid', `The ${source} is not a whole number of unix milliseconds.`);
     return { ok: true, value: Number(text), unit: 'milliseconds' };
   }
-  const seconds = rfc3339Seconds(text);
-  if (seconds === null) return reject('timestamp_invalid', `The ${source} is not an RFC 3339 date-time.`);
-  return { ok: true, value: seconds, unit: 'seconds' };
+  // Whole seconds (Twitch, Box, Zendesk): the fraction is dropped, as the providers' own checks
+  // compare whole seconds.
+  const instant = parseRfc3339(text, { spaceSeparator: false });
+  if (instant === null) return reject('timestamp_invalid', `The ${source} is not an RFC 3339 date-time.`);
+  return { ok: true, value: instant.seconds, unit: 'seconds' };
 }
 
 /** `300`, `1.5`: a number of seconds as a person reads it. */

@@ -1,12 +1,11 @@
 import { reject } from './rejection.ts';
+import { parseRfc3339 } from './rfc3339.ts';
 import type { Rejection } from './types.ts';
 
 export type VersionResult = { readonly ok: true; readonly version: string } | Rejection;
 
 const BIGINT_MAX = 9223372036854775807n;
 const DIGITS = /^[0-9]+$/;
-const RFC3339 =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/;
 
 function invalid(where: string, detail: string): Rejection {
   return reject('version_invalid', `The entity version at ${where} ${detail}.`);
@@ -14,34 +13,10 @@ function invalid(where: string, detail: string): Rejection {
 
 /** Microseconds since the epoch, exactly: Date.parse would round away the sub-millisecond digits. */
 function rfc3339Micros(text: string): bigint | null {
-  const m = RFC3339.exec(text);
-  if (m === null) return null;
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  // Leap second 60 is refused: it has no epoch representation to order by.
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return null;
-  const date = new Date(0);
-  // setUTCFullYear, unlike Date.UTC, does not map years 0–99 to 1900–1999.
-  date.setUTCFullYear(year, month - 1, day);
-  if (date.getUTCMonth() !== month - 1 || date.getUTCDate() !== day) return null;
-  date.setUTCHours(hour, minute, second, 0);
+  const instant = parseRfc3339(text, { spaceSeparator: true });
+  if (instant === null) return null;
   // Nanosecond digits are truncated: refusing them would refuse every event from such a sender.
-  const fraction = BigInt((m[7] ?? '').slice(0, 6).padEnd(6, '0'));
-  let offsetMinutes = 0;
-  if (m[8] === undefined) {
-    const offsetHours = Number(m[10]);
-    const offsetMins = Number(m[11]);
-    if (offsetHours > 23 || offsetMins > 59) return null;
-    offsetMinutes = (m[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMins);
-  }
-  // Local time = UTC + offset, so UTC = local - offset.
-  return BigInt(date.getTime()) * 1000n + fraction - BigInt(offsetMinutes) * 60_000_000n;
+  return BigInt(instant.seconds) * 1_000_000n + BigInt(instant.fraction.slice(0, 6).padEnd(6, '0'));
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { Queryable } from '../db/pool.ts';
-import { STUCK_STATUSES } from '../inbox/status.ts';
+import { STUCK_SQL, STUCK_STATUSES } from '../inbox/status.ts';
 import { scrapeReading } from '../scrape-reading.ts';
 
 /** The unsettled statuses the backlog gauges report. */
@@ -20,7 +20,7 @@ export const BACKLOG_BY_ENDPOINT = `
   SELECT endpoint, status, count(*)::bigint AS events,
          COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(received_at)), 0)::float8 AS oldest_age_seconds
     FROM hookgate.inbox
-   WHERE status IN ('parked', 'dead')
+   WHERE status IN (${STUCK_SQL})
    GROUP BY endpoint, status`;
 
 export interface BacklogRow {

@@ -1,3 +1,5 @@
+import { DISCARDED_STATUS, SETTLED_SQL } from '../inbox/status.ts';
+
 /**
  * Settled (and discarded) rows received in the window, by endpoint and status (received_at index), test events
  * ($3, settled `ignored` by every handler) apart from the rest.
@@ -5,7 +7,7 @@
 export const SETTLED_IN_WINDOW = `
   SELECT endpoint, status, event_type = $3 AS test, count(*)::bigint AS events
     FROM hookgate.inbox
-   WHERE received_at >= $1 AND status IN ('processed', 'ignored', 'stale', 'discarded')
+   WHERE received_at >= $1 AND status IN (${SETTLED_SQL}, '${DISCARDED_STATUS}')
      AND ($2::text IS NULL OR endpoint = $2)
    GROUP BY endpoint, status, event_type = $3`;
 
