@@ -64,7 +64,11 @@ export async function fillConsoleInbox(
   rows: number,
   onChunk?: (done: number) => void,
 ): Promise<void> {
-  const indexes = (await client.query<{ def: string }>(SEARCH_INDEXES)).rows.map((row) => row.def);
+  // pg_get_indexdef spells a partitioned table's index `ON ONLY` the parent: built so, it would
+  // cover no partition.
+  const indexes = (await client.query<{ def: string }>(SEARCH_INDEXES)).rows.map((row) =>
+    row.def.replace(' ON ONLY ', ' ON '),
+  );
   await client.query('DROP INDEX hookgate.inbox_payload_path_idx, hookgate.inbox_entity_idx');
   const chunk = 100_000;
   for (let from = 1; from <= rows; from += chunk) {
