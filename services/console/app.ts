@@ -14,6 +14,7 @@ import { quarantinedPage, quarantinePage } from './pages/quarantine.ts';
 import type { ConsoleAuth } from './security/auth.ts';
 import { cspReports } from './security/csp-reports.ts';
 import { securityHeaders } from './security/headers.ts';
+import { hostCheck } from './security/host-check.ts';
 
 const STYLESHEET = readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'assets/console.css'), 'utf8');
 
@@ -33,6 +34,7 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(securityHeaders);
+  app.use(hostCheck(auth.settings));
   const form = express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 50 });
   const page =
     (handler: Handler) =>

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { sourceOf } from '../../core/client-source.ts';
 import type { ConsoleSettings } from '../settings.ts';
+import { hostAllowed } from './host-check.ts';
 import { LoginLimiter } from './login-limiter.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import {
@@ -192,7 +193,10 @@ export class ConsoleAuth {
       } catch {
         host = null;
       }
-      if (host !== req.headers.host) return 'the request came from another origin';
+      // The origin must be this console's by its own right, not merely the Host the page's
+      // request carries (a rebinding page chooses both alike).
+      if (host !== req.headers.host || !hostAllowed(this.settings, host ?? undefined))
+        return 'the request came from another origin';
     } else if (origin === 'null') {
       return 'the request came from an opaque origin';
     }
