@@ -11,6 +11,7 @@ import {
   interpolateEnv,
   markFileReferences,
   resolveFileReferences,
+  resolveReferences,
 } from './interpolate.ts';
 import { keepRelayUrlsAsWritten, RELAY_URL_OPTIONS } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
@@ -90,6 +91,70 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
 
 const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
 
+/** A string the environment or a file filled in: as written, as resolved, and each value it took. */
+interface Interpolated {
+  readonly path: string;
+  readonly written: string;
+  readonly resolved: string;
+  /** Each value taken in, and the reference it came from (`${NAME}`, `${file:/path}`). */
+  readonly values: ReadonlyMap<string, string>;
+}
+
+function interpolatedStrings(
+  written: unknown,
+  resolved: unknown,
+  env: Readonly<Record<string, string | undefined>>,
+  path: readonly PropertyKey[] = [],
+  out: Interpolated[] = [],
+): Interpolated[] {
+  if (typeof written === 'string') {
+    if (typeof resolved !== 'string' || resolved === written) return out;
+    const values = new Map<string, string>();
+    for (const [name, value] of resolveReferences(written, env).substituted) values.set(value, `\${${name}}`);
+    if (new RegExp(`^${FILE_REFERENCE.source}$`).test(written)) values.set(resolved, written);
+    out.push({ path: formatPath(path), written, resolved, values });
+  } else if (Array.isArray(written)) {
+    written.forEach((item, index) =>
+      interpolatedStrings(
+        item,
+        Array.isArray(resolved) ? resolved[index] : undefined,
+        env,
+        [...path, index],
+        out,
+      ),
+    );
+  } else if (written !== null && typeof written === 'object') {
+    const inner =
+      resolved !== null && typeof resolved === 'object' ? (resolved as Record<string, unknown>) : {};
+    for (const [key, item] of Object.entries(written))
+      interpolatedStrings(item, inner[key], env, [...path, key], out);
+  }
+  return out;
+}
+
+/** Values this short are replaced only in their own key's line (a port, a count); longer ones everywhere. */
+const SHORT_VALUE = 6;
+
+/**
+ * A problem line without the values the environment and files supplied: they may be secrets (a
+ * `${STRIPE_SECRET}` put under a duration key by mistake), so a line names their references
+ * instead. In its own key's line any value is replaced; elsewhere every value of SHORT_VALUE
+ * characters or more.
+ */
+function withoutInterpolatedValues(line: string, strings: readonly Interpolated[]): string {
+  let out = line;
+  for (const string of strings) {
+    const own = [':', '.', '['].some((next) => out.startsWith(`${string.path}${next}`));
+    const pairs: Array<[string, string]> = [...string.values].filter(
+      ([value]) => own || value.length >= SHORT_VALUE,
+    );
+    if (own) pairs.push([string.resolved, string.written], [string.resolved.trim(), string.written.trim()]);
+    pairs.sort((a, b) => b[0].length - a[0].length);
+    for (const [value, reference] of pairs) if (value !== '') out = out.replaceAll(value, reference);
+  }
+  return out;
+}
+
 /**
  * The relay resolves its URL options' references from its own environment when it sends
  * (relay-urls.ts), and a file is not read there: `${file:…}` in those options is refused.
@@ -146,7 +211,9 @@ export function parseConfig(
     }
   }
   if (lines.length > 0 || !result.success) {
-    throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
+    const strings = interpolatedStrings(document, interpolated, env);
+    const shown = lines.map((line) => withoutInterpolatedValues(line, strings));
+    throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${shown.join('\n  ')}`);
   }
   keepRelayUrlsAsWritten(document, result.data);
   return result.data;
