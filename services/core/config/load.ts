@@ -114,15 +114,14 @@ function interpolatedStrings(
     if (new RegExp(`^${FILE_REFERENCE.source}$`).test(written)) values.set(resolved, written);
     out.push({ path: formatPath(path), written, resolved, values });
   } else if (Array.isArray(written)) {
-    written.forEach((item, index) =>
+    for (const [index, item] of written.entries())
       interpolatedStrings(
         item,
         Array.isArray(resolved) ? resolved[index] : undefined,
         env,
         [...path, index],
         out,
-      ),
-    );
+      );
   } else if (written !== null && typeof written === 'object') {
     const inner =
       resolved !== null && typeof resolved === 'object' ? (resolved as Record<string, unknown>) : {};
