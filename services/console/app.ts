@@ -56,7 +56,10 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.type('text/css').send(STYLESHEET);
   });
-  app.post('/csp-report', cspReports(context.logger));
+  app.post(
+    '/csp-report',
+    cspReports(context.logger, (req) => auth.source(req)),
+  );
 
   app.get('/login', (req, res) => loginPage(auth, req, res));
   app.post('/login', form, (req, res, next) => {
