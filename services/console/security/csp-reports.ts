@@ -1,8 +1,15 @@
 import express, { type Request, type Response } from 'express';
 import type { Logger } from '../../core/logging.ts';
 
+export interface ReportLimits {
+  readonly overall: number;
+  readonly perSource: number;
+  readonly windowMs: number;
+  readonly maxSources: number;
+}
+
 /** Reports logged a minute, from all sources together and from any one source. */
-export const CSP_REPORT_LIMITS = { overall: 20, perSource: 5, windowMs: 60_000, maxSources: 1_000 } as const;
+export const CSP_REPORT_LIMITS: ReportLimits = { overall: 20, perSource: 5, windowMs: 60_000, maxSources: 1_000 };
 
 /**
  * How many policy reports are logged. Anyone who reaches the console can post reports (browsers
@@ -17,9 +24,9 @@ export class ReportBudget {
   private dropped = 0;
   private readonly bySource = new Map<string, number>();
 
-  private readonly limits: typeof CSP_REPORT_LIMITS;
+  private readonly limits: ReportLimits;
 
-  constructor(limits: typeof CSP_REPORT_LIMITS = CSP_REPORT_LIMITS) {
+  constructor(limits: ReportLimits = CSP_REPORT_LIMITS) {
     this.limits = limits;
   }
 

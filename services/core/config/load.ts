@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { connectionBoundProblem } from './connection-bound.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
   FILE_REFERENCE,
@@ -199,6 +200,8 @@ export function parseConfig(
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
   lines.push(...fileReferencesInRelayUrls(document));
   const result = configSchema.safeParse(interpolated);
+  const bound = result.success ? connectionBoundProblem(result.data) : null;
+  if (bound) lines.push(bound);
   if (!result.success) {
     for (const issue of result.error.issues) {
       const line = describeIssue(issue, interpolated);
