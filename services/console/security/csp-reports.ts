@@ -9,7 +9,12 @@ export interface ReportLimits {
 }
 
 /** Reports logged a minute, from all sources together and from any one source. */
-export const CSP_REPORT_LIMITS: ReportLimits = { overall: 20, perSource: 5, windowMs: 60_000, maxSources: 1_000 };
+export const CSP_REPORT_LIMITS: ReportLimits = {
+  overall: 20,
+  perSource: 5,
+  windowMs: 60_000,
+  maxSources: 1_000,
+};
 
 /**
  * How many policy reports are logged. Anyone who reaches the console can post reports (browsers
