@@ -69,7 +69,11 @@ async function deliver(endpoint: string, event: string, payload: unknown) {
 
 describe("providers' own test events", () => {
   it("GitHub's ping settles ignored on every handler; a real event on the same endpoint does not", async () => {
-    const ping = { zen: 'Keep it logically awesome.', hook_id: 1, hook: { type: 'Repository', events: ['push'] } };
+    const ping = {
+      zen: 'Keep it logically awesome.',
+      hook_id: 1,
+      hook: { type: 'Repository', events: ['push'] },
+    };
     for (const endpoint of ['proj', 'bill', 'rec']) await deliver(endpoint, 'ping', ping);
     // A real event a projection cannot key still ends as it always did: only test events are exempt.
     await deliver('proj', 'issues', { action: 'opened', issue: { number: 1 } });

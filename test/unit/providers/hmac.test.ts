@@ -166,7 +166,10 @@ describe('hmac identify without its configured type', () => {
     });
     // With the header present, the type is read as before.
     expect(
-      identify(byHeader, request(BODY, { 'X-Signature': sign(BODY), 'X-Event-Type': 'order.paid' }, [SECRET])),
+      identify(
+        byHeader,
+        request(BODY, { 'X-Signature': sign(BODY), 'X-Event-Type': 'order.paid' }, [SECRET]),
+      ),
     ).toMatchObject({ ok: true, event: { eventType: 'order.paid' } });
   });
 });
