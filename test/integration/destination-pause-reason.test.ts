@@ -42,12 +42,16 @@ describe('destination pause --reason', () => {
 
     const stats = await runCliInProcess(['stats'], env);
     expect(stats.code, stats.output).toBe(0);
-    expect(stats.stdout).toMatch(/pay\s+ledger\s+.*closed\s+\S+ by alice: ledger API maintenance until 14:00/);
+    expect(stats.stdout).toMatch(
+      /pay\s+ledger\s+.*closed\s+\S+ by alice: ledger API maintenance until 14:00/,
+    );
     expect(stats.stdout).toMatch(/pay\s+crm\s+.*closed\s+-/);
     const json = JSON.parse((await runCliInProcess(['stats', '--json'], env)).stdout) as {
       destinations: { destination: string; paused: { by: string; reason: string | null } | null }[];
     };
-    expect(json.destinations.map((d) => [d.destination, d.paused?.by ?? null, d.paused?.reason ?? null])).toEqual([
+    expect(
+      json.destinations.map((d) => [d.destination, d.paused?.by ?? null, d.paused?.reason ?? null]),
+    ).toEqual([
       ['crm', null, null],
       ['ledger', 'alice', 'ledger API maintenance until 14:00'],
     ]);
@@ -60,7 +64,9 @@ describe('destination pause --reason', () => {
     const list = await runCliInProcess(['deliveries', 'list', '--destination', 'ledger'], env);
     expect(list.code, list.output).toBe(0);
     expect(list.stdout).toContain('pay/ledger is paused (');
-    expect(list.stdout).toContain('ago by alice: ledger API maintenance until 14:00); its deliveries are held');
+    expect(list.stdout).toContain(
+      'ago by alice: ledger API maintenance until 14:00); its deliveries are held',
+    );
 
     const audit = await db.pool.query(
       `SELECT command, actor, reason FROM hookgate.audit WHERE command LIKE 'destination %' ORDER BY id`,

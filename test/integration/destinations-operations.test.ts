@@ -220,9 +220,7 @@ describe('destination operations', () => {
 
     const dry = await runCliInProcess(['redeliver', '--destination', 'refusing', '--dry-run'], env);
     expect(dry.code, dry.output).toBe(0);
-    expect(dry.stdout).toContain(
-      'Would redeliver 2 deliveries to pay/refusing (dry run, nothing changed).',
-    );
+    expect(dry.stdout).toContain('Would redeliver 2 deliveries to pay/refusing (dry run, nothing changed).');
     const run = await runCliInProcess(['redeliver', '--destination', 'refusing', '--json'], env);
     expect(run.code, run.output).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ count: 2, endpoint: 'pay', destination: 'refusing' });
@@ -254,7 +252,9 @@ describe('destination operations', () => {
       })),
     );
     const text = await runCliInProcess(['stats'], env);
-    expect(text.stdout).toMatch(/ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER\s+PAUSED/);
+    expect(text.stdout).toMatch(
+      /ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER\s+PAUSED/,
+    );
     expect(text.stdout).toMatch(/pay\s+refusing\s+0\s+0\s+0\s+3\s+\S+\s+closed/);
 
     const unknown = await runCliInProcess(['destination', 'pause', 'nosuch'], env);
