@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
+import { describeVersion } from '../../core/providers/version.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
 import { formatTime, layout } from '../html/layout.ts';
@@ -121,7 +122,7 @@ function detail(
     event.entity_id
       ? html`<a href="${consolePath(['events'], { entity_id: event.entity_id })}">${visible(event.entity_id)}</a>`
       : ''
-  }${event.entity_version ? html` v${event.entity_version}` : ''}</dd>
+  }${event.entity_version ? html` ${describeVersion(event.entity_version)}` : ''}</dd>
   <dt>Received</dt><dd>${formatTime(event.received_at)}${event.received_via ? html` <span class="muted">via ${visible(event.received_via)}</span>` : ''}</dd>
   <dt>Settled</dt><dd>${formatTime(event.processed_at)}</dd>
   <dt>Trace</dt><dd class="mono">${visible(event.traceparent ?? '-')}</dd>
