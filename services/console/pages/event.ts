@@ -5,7 +5,7 @@ import { type EventDestination, eventDestinations } from '../../core/destination
 import { describeVersion } from '../../core/providers/version.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
-import { formatTime, layout } from '../html/layout.ts';
+import { formatMs, formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible, visibleBlock } from '../html/visible-text.ts';
 import { type EventView, loadEvent } from '../read-models/event.ts';
@@ -37,7 +37,7 @@ function attemptRows(attempts: readonly AttemptRow[]) {
   if (attempts.length === 0) return html`<p class="muted">No apply attempt recorded yet.</p>`;
   return html`<table class="events"><thead><tr><th>#</th><th>At</th><th>Worker</th><th>Outcome</th><th>Duration</th><th>Error</th></tr></thead><tbody>${attempts.map(
     (attempt) =>
-      html`<tr><td>${attempt.attempt}</td><td class="mono">${formatTime(attempt.at)}</td><td class="mono">${visible(attempt.worker)}</td><td>${statusBadge(attempt.outcome)}</td><td>${attempt.duration_ms} ms</td><td class="mono">${attempt.error_code ? html`${visible(attempt.error_code)}: ` : ''}${visible(attempt.error_message ?? '')}</td></tr>`,
+      html`<tr><td>${attempt.attempt}</td><td class="mono">${formatTime(attempt.at)}</td><td class="mono">${visible(attempt.worker)}</td><td>${statusBadge(attempt.outcome)}</td><td>${formatMs(attempt.duration_ms)}</td><td class="mono">${attempt.error_code ? html`${visible(attempt.error_code)}: ` : ''}${visible(attempt.error_message ?? '')}</td></tr>`,
   )}</tbody></table>`;
 }
 
