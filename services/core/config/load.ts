@@ -119,6 +119,7 @@ function kindOf(value: unknown): string {
 
 /** What a missing key holds, for the keys a new configuration most often forgets. */
 const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, shown as the user writes it
   secrets: ': the endpoint\'s signing secrets, newest first, e.g. ["${STRIPE_WEBHOOK_SECRET}"]',
   provider: ': who signs the deliveries (stripe, github, standard-webhooks, …; docs/providers.md)',
   url: ': the http(s) URL to deliver to',

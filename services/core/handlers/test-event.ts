@@ -26,8 +26,3 @@ export function isTestEvent(event: Pick<InboxEvent, 'eventType'> & { readonly pr
   if (event.provider === undefined) return false;
   return PROVIDER_TEST_EVENTS[event.provider]?.includes(event.eventType) ?? false;
 }
-
-/** The provider test events, for the docs' table (docs/handlers.md). */
-export function providerTestEvents(): Readonly<Record<string, readonly string[]>> {
-  return PROVIDER_TEST_EVENTS;
-}
