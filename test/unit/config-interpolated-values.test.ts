@@ -37,12 +37,17 @@ describe('configuration problems never print an interpolated value', () => {
       endpoint({ bodyLimit: '${STRIPE_SECRET}' }),
       { endpoints: { shop: { provider: '${STRIPE_SECRET}', secrets: ['x'] } } },
       endpoint({ tolerance: 'prefix-${STRIPE_SECRET}-suffix' }),
+      // A number's key: "must be a number, not text (…)" quotes what it holds, truncated.
+      { database: { poolSize: '${STRIPE_SECRET}${STRIPE_SECRET}' }, ...endpoint({}) },
     ];
     for (const document of cases) {
       const message = problem(document, env);
       expect(message).not.toContain(SECRET);
+      expect(message.slice(0, 200)).not.toContain(SECRET.slice(0, 20));
       expect(message).toContain('${STRIPE_SECRET}');
     }
+    // A handler that is none of the handlers: said without quoting it.
+    expect(problem(endpoint({ handler: '${STRIPE_SECRET}' }), env)).not.toContain(SECRET.slice(0, 12));
   });
 
   it('names the file instead of its content', () => {

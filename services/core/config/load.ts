@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { NAMED_HANDLERS } from '../handlers/registry.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
@@ -68,7 +69,11 @@ function describeBound(issue: z.core.$ZodIssue, value: unknown): string | undefi
   return undefined;
 }
 
-function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
+/**
+ * `shown`: the document with every string the environment or a file filled in as written
+ * (`${NAME}`), for the parts of a message that quote a value as it stands.
+ */
+function describeIssue(issue: z.core.$ZodIssue, document: unknown, shown: unknown = document): string {
   const path = formatPath(issue.path);
   const bound = describeBound(issue, valueAt(document, issue.path));
   if (bound) return `${path}: ${bound}`;
@@ -81,14 +86,50 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
   }
   if (issue.code === 'invalid_value' && issue.path.at(-1) === 'provider') {
     const values = issue.values.map(String);
-    const input = valueAt(document, issue.path);
+    const input = valueAt(shown, issue.path);
     const given = typeof input === 'string' ? input : undefined;
     const meant = given === undefined ? undefined : closest(given, values);
     const named = given === undefined ? '' : ` "${given}"${meant ? ` (did you mean "${meant}"?)` : ''}`;
     return `${path}: unknown provider${named}; use one of ${values.join(', ')}`;
   }
+  if (issue.code === 'invalid_type') {
+    const input = valueAt(document, issue.path);
+    if (input === undefined) return `${path}: is required${REQUIRED_HINTS[String(issue.path.at(-1))] ?? ''}`;
+    return `${path}: must be ${KINDS[issue.expected] ?? issue.expected}, not ${kindOf(valueAt(shown, issue.path))}`;
+  }
+  if (issue.code === 'invalid_format' && issue.path.at(-1) === 'handler' && issue.path[0] === 'endpoints') {
+    const input = valueAt(shown, issue.path);
+    const meant = typeof input === 'string' ? closest(input, Object.keys(NAMED_HANDLERS)) : undefined;
+    return `${path}: ${meant ? `unknown handler "${String(input)}" (did you mean "${meant}"?); ` : ''}${issue.message}`;
+  }
   return `${path}: ${issue.message}`;
 }
+
+/** The validator's type names in the words of a YAML file. */
+const KINDS: Readonly<Record<string, string>> = {
+  array: 'a list',
+  object: 'a map of keys',
+  string: 'text',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+};
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'empty (null)';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a map of keys';
+  if (typeof value === 'string') return `text ("${value.length > 40 ? `${value.slice(0, 40)}…` : value}")`;
+  return typeof value === 'number' ? `the number ${value}` : String(value);
+}
+
+/** What a missing key holds, for the keys a new configuration most often forgets. */
+const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, shown as the user writes it
+  secrets: ': the endpoint\'s signing secrets, newest first, e.g. ["${STRIPE_WEBHOOK_SECRET}"]',
+  provider: ': who signs the deliveries (stripe, github, standard-webhooks, …; docs/providers.md)',
+  url: ': the http(s) URL to deliver to',
+};
 
 const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
 
@@ -130,6 +171,22 @@ function interpolatedStrings(
       interpolatedStrings(item, inner[key], env, [...path, key], out);
   }
   return out;
+}
+
+/** `resolved` with each string the environment or a file filled in put back as `written` has it. */
+function asWritten(resolved: unknown, written: unknown): unknown {
+  if (typeof resolved === 'string') return typeof written === 'string' ? written : resolved;
+  if (Array.isArray(resolved))
+    return resolved.map((item, index) =>
+      asWritten(item, Array.isArray(written) ? written[index] : undefined),
+    );
+  if (resolved !== null && typeof resolved === 'object') {
+    const inner = written !== null && typeof written === 'object' ? (written as Record<string, unknown>) : {};
+    return Object.fromEntries(
+      Object.entries(resolved).map(([key, item]) => [key, asWritten(item, inner[key])]),
+    );
+  }
+  return resolved;
 }
 
 /** Values this short are replaced only in their own key's line (a port, a count); longer ones everywhere. */
@@ -203,8 +260,9 @@ export function parseConfig(
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);
   if (!result.success) {
+    const shown = asWritten(interpolated, document);
     for (const issue of result.error.issues) {
-      const line = describeIssue(issue, interpolated);
+      const line = describeIssue(issue, interpolated, shown);
       // An unset variable already explains the empty string it left behind.
       const explained = [...problems, ...fileProblems].some((problem) =>
         line.startsWith(`${formatPath(problem.path)}:`),
