@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readReleases } from '../../release/releases.ts';
+import { readMigrations } from '../../services/core/db/migration-files.ts';
 import { ROOT } from '../support/process.ts';
 
 let repo: string;
@@ -59,8 +60,9 @@ describe('make release', () => {
     expect(run.output).toContain(`Tagged ${head} as v0.2.0`);
     expect(git('cat-file', '-t', 'v0.2.0')).toBe('tag');
     expect(git('rev-parse', 'v0.2.0^{commit}')).toBe(head);
+    const newest = Math.max(...readMigrations().map((migration) => migration.version));
     expect(readReleases(repo)).toEqual([
-      { version: '0.2.0', commit: head, date: '2027-01-15', lastMigration: 1 },
+      { version: '0.2.0', commit: head, date: '2027-01-15', lastMigration: newest },
     ]);
     // The record is committed on top of the tag: the tree is clean again.
     expect(git('status', '--porcelain')).toBe('');
