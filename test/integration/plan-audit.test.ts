@@ -234,9 +234,10 @@ async function grow(client: pg.ClientBase): Promise<void> {
        FROM generate_series(1, $1::int) AS n`,
     [GROWN],
   );
-  // The inbox is partitioned: these rows, received over the last 30 days, land
-  // in the partition that holds now, as live traffic does; the weeks made ahead are empty (their
-  // scans cost nothing, and their statements are planned again once they fill: test/support/plans.ts).
+  // The inbox is partitioned: these rows, received over the last 30 days, land in the week that
+  // holds now (from the day the database was migrated) and, before it, in the default partition;
+  // the weeks made ahead are empty (their scans cost nothing, and their statements are planned
+  // again once they fill: test/support/plans.ts).
   await client.query(
     `INSERT INTO pgboss.job (id, name, data, state, completed_on)
      SELECT gen_random_uuid(), (ARRAY[$2, $3, $4])[1 + n % 3], jsonb_build_object('n', n), 'completed', now()
