@@ -187,6 +187,7 @@ function run(endpoint: string, options: { dryRun?: boolean; since?: Date } = {})
   return reconcileEndpoint(claimer.pool, options.dryRun ? null : claimer.boss, endpoint, settings, source, {
     ...options,
     now: () => NOW,
+    horizonMs: config.dedupe.horizon,
   });
 }
 
