@@ -63,6 +63,8 @@ describe('hookgate prune and destination deliveries', () => {
       inboxPartitions: 0,
       inboxPartitionsLeft: [],
       inboxRows: 0,
+      inboxRowsInPartitions: 0,
+      inboxKeys: 0,
       deliveries: 0,
       destinationDeliveries: 1,
       attempts: 0,

@@ -465,7 +465,11 @@ describe('hookgate migrate converts a populated inbox online', () => {
     try {
       await claimers.waitForClaims(200);
       const run = await migrateToEnd(db);
-      expect(run.applied).toEqual(['0021_inbox_partitions', 'inbox partitioned (online conversion)']);
+      expect(run.applied).toEqual([
+        '0021_inbox_partitions',
+        '0024_owner_actions',
+        'inbox partitioned (online conversion)',
+      ]);
       const before = claimers.claims.length;
       await claimers.waitForClaims(before + 200);
       await claimers.stop();
@@ -537,6 +541,7 @@ describe('hookgate migrate converts a populated inbox online', () => {
     );
     expect((await migrate(client, db.url)).applied).toEqual([
       '0021_inbox_partitions',
+      '0024_owner_actions',
       'inbox partitioned (online conversion)',
     ]);
     const shape = async () =>
@@ -585,7 +590,11 @@ describe('hookgate migrate behind a long reader of the inbox', () => {
     // Longer than the 2 s the statement waits, shorter than the switch's retries.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     await reader.query('COMMIT');
-    expect((await run).applied).toEqual(['0021_inbox_partitions', 'inbox partitioned (online conversion)']);
+    expect((await run).applied).toEqual([
+      '0021_inbox_partitions',
+      '0024_owner_actions',
+      'inbox partitioned (online conversion)',
+    ]);
     expect(await inboxIsPartitioned(db.pool)).toBe(true);
   });
 });

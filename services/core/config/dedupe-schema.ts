@@ -58,7 +58,7 @@ export function reconcileHorizonIssues(
   ) {
     issues.push({
       path: ['reconcile', 'lookback'],
-      message: `is ${formatDuration(lookback)}: with every (${formatDuration(every)}) and settle (${formatDuration(settle)}) a run lists from ${formatDuration(lookback + every + settle)} ago, not under dedupe.horizon (${horizon}), where events whose keys may be gone would be claimed again; lower it, or raise dedupe.horizon`,
+      message: `is ${formatDuration(lookback)}: with every and settle a run lists from up to ${formatDuration(lookback)} + ${formatDuration(every)} + ${formatDuration(settle)} ago, not under dedupe.horizon (${horizon}), where events whose keys may be gone would be claimed again; lower it, or raise dedupe.horizon`,
     });
   }
   return issues;
