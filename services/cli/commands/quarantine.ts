@@ -9,7 +9,7 @@ import {
   showQuarantined,
 } from '../../core/quarantine/actions.ts';
 import { withCommandPool } from '../database.ts';
-import { printJson, table } from '../support/format.ts';
+import { plural, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName } from '../support/options.ts';
 import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
 
@@ -149,6 +149,8 @@ export async function quarantineDropCommand(rawIds: unknown, raw: unknown): Prom
       if (settled) throw new HookgateError('quarantine_settled', settled.message);
       throw new HookgateError('nothing_changed', 'No held quarantined delivery has those ids.');
     }
-    writeOut(`Dropped ${dropped.length}: ${dropped.join(', ')}.\n`);
+    writeOut(
+      `Dropped ${plural(dropped.length, 'quarantined delivery', 'quarantined deliveries')} (id ${dropped.join(', ')}).\n`,
+    );
   });
 }
