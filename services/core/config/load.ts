@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
   FILE_REFERENCE,
@@ -149,6 +150,7 @@ export function parseConfig(
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
   }
   keepRelayUrlsAsWritten(document, result.data);
+  noteDestinationSecrets(document, result.data.endpoints, env, readFile);
   return result.data;
 }
 
