@@ -367,5 +367,15 @@ describe('destinations whose receivers answer bytes a text column cannot hold', 
     expect(controlsIn(html)).toEqual([]);
     expect(html).toContain('HTTP 503: upstream\\x00failed\\x00');
     expect(html).toContain('&lt;title&gt;Service Unavailable&lt;/title&gt;');
+    // The destinations page shows their figures (it shows no receiver text): each failing one dead 3.
+    const listing = await fetch(new URL('/destinations', consoleServer.url), {
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
+    const rowsHtml = (await listing.text()).replace(/\s*\n\s*/g, '');
+    expect(listing.status).toBe(200);
+    for (const name of Object.keys(HOSTILE)) {
+      const row = rowsHtml.split('<tr ').find((line) => line.includes(`aria-label="pay/${name}"`)) ?? '';
+      expect(row, name).toContain(`<span class="status status-dead">${EVENTS.length}</span>`);
+    }
   });
 });
