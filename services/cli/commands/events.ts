@@ -4,6 +4,7 @@ import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { describeVersion } from '../../core/providers/version.ts';
 import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
@@ -251,7 +252,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       `event      ${event.event_id}`,
       `endpoint   ${event.endpoint} (${event.provider})`,
       `type       ${event.event_type}`,
-      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` v${event.entity_version}` : ''}`,
+      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` ${describeVersion(event.entity_version)}` : ''}`,
       `status     ${event.status}`,
       `attempts   ${event.attempts}${event.requeued_attempts ? ` (${event.requeued_attempts} before the last requeue)` : ''}`,
       `last error ${event.last_error ?? '-'}`,

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
+import { NAMED_HANDLERS } from '../handlers/registry.ts';
 import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
@@ -86,8 +87,44 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
     const named = given === undefined ? '' : ` "${given}"${meant ? ` (did you mean "${meant}"?)` : ''}`;
     return `${path}: unknown provider${named}; use one of ${values.join(', ')}`;
   }
+  if (issue.code === 'invalid_type') {
+    const input = valueAt(document, issue.path);
+    if (input === undefined) return `${path}: is required${REQUIRED_HINTS[String(issue.path.at(-1))] ?? ''}`;
+    return `${path}: must be ${KINDS[issue.expected] ?? issue.expected}, not ${kindOf(input)}`;
+  }
+  if (issue.code === 'invalid_format' && issue.path.at(-1) === 'handler' && issue.path[0] === 'endpoints') {
+    const input = valueAt(document, issue.path);
+    const meant = typeof input === 'string' ? closest(input, Object.keys(NAMED_HANDLERS)) : undefined;
+    return `${path}: ${meant ? `unknown handler "${String(input)}" (did you mean "${meant}"?); ` : ''}${issue.message}`;
+  }
   return `${path}: ${issue.message}`;
 }
+
+/** The validator's type names in the words of a YAML file. */
+const KINDS: Readonly<Record<string, string>> = {
+  array: 'a list',
+  object: 'a map of keys',
+  string: 'text',
+  number: 'a number',
+  int: 'a whole number',
+  boolean: 'true or false',
+};
+
+function kindOf(value: unknown): string {
+  if (value === null) return 'empty (null)';
+  if (Array.isArray(value)) return 'a list';
+  if (typeof value === 'object') return 'a map of keys';
+  if (typeof value === 'string') return `text ("${value.length > 40 ? `${value.slice(0, 40)}…` : value}")`;
+  return typeof value === 'number' ? `the number ${value}` : String(value);
+}
+
+/** What a missing key holds, for the keys a new configuration most often forgets. */
+const REQUIRED_HINTS: Readonly<Record<string, string>> = {
+  // biome-ignore lint/suspicious/noTemplateCurlyInString: a ${NAME} reference, shown as the user writes it
+  secrets: ': the endpoint\'s signing secrets, newest first, e.g. ["${STRIPE_WEBHOOK_SECRET}"]',
+  provider: ': who signs the deliveries (stripe, github, standard-webhooks, …; docs/providers.md)',
+  url: ': the http(s) URL to deliver to',
+};
 
 const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
 

@@ -55,7 +55,11 @@ export function createHmacProvider(options: HmacOptions, overrides?: ExtractOver
         {
           eventId: source(options.eventIdHeader, overrides?.eventId, 'eventId'),
           eventType: source(options.eventTypeHeader, overrides?.eventType, 'eventType'),
-          eventTypeFallback: 'unknown',
+          // `unknown` only where no type source is configured: a configured header or pointer that
+          // is absent is a delivery that cannot become an event (quarantined, event_type_missing).
+          ...(options.eventTypeHeader === undefined && overrides?.eventType === undefined
+            ? { eventTypeFallback: 'unknown' }
+            : {}),
           headers: keepHeaders(
             headers,
             options.eventTypeHeader === undefined ? [] : [options.eventTypeHeader],
