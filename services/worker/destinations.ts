@@ -113,7 +113,8 @@ function isUnwell(outcome: AttemptOutcome): boolean {
 /** What one pass claimed: the breaker's gate, the deliveries to send and those ended `dead` (spent). */
 interface ClaimResult extends Claimed {
   readonly gate: Gate | null;
-  readonly tokenWaitMs: number | null;
+  /** Set when the breaker or the rate limit, not the backlog, stopped the claim: the wait. */
+  readonly waitMs: number | null;
 }
 
 /** The claim, the send and the record of one attempt, shared by the loops and by `runOnce`. */
@@ -167,14 +168,14 @@ function relayParts(options: DestinationRelayOptions) {
       );
       gate = opened.gate;
       if (gate === 'open' || gate === 'half_open')
-        return { gate, ...none, tokenWaitMs: opened.waitSeconds * 1000 };
+        return { gate, ...none, waitMs: opened.waitSeconds * 1000 };
       if (gate === 'probe') {
         logger.info(labelsOf(route), 'destination relay: breaker half-open; probing');
         free = 1;
       }
     }
     const limit = route.settings.rateLimit;
-    if (!limit) return { gate, ...(await claimDue(pool, { ...request, limit: free })), tokenWaitMs: null };
+    if (!limit) return { gate, ...(await claimDue(pool, { ...request, limit: free })), waitMs: null };
     return withTransaction(pool, async (tx) => {
       const tokens = await refillTokens(tx, route.endpoint, route.name, limit, request.now);
       const allowed = Math.min(free, Math.floor(tokens));
@@ -184,7 +185,7 @@ function relayParts(options: DestinationRelayOptions) {
       return {
         gate,
         ...claimed,
-        tokenWaitMs: tokenWaitMs({
+        waitMs: tokenWaitMs({
           tokens,
           allowed,
           rows: claimed.toSend.length + claimed.spent.length,
@@ -379,8 +380,11 @@ export interface PassResult {
   }[];
   /** Deliveries the claim ended `dead`, unsent: their retries were spent. */
   readonly spent: readonly string[];
-  /** With a rate limit that stopped the claim: how long until the next token. */
-  readonly tokenWaitMs: number | null;
+  /**
+   * When the breaker (open, or its probe out) or the rate limit stopped the claim: how long until
+   * its cooldown or probe lease ends, or until the bucket's next token. Null otherwise.
+   */
+  readonly waitMs: number | null;
 }
 
 export interface DestinationSender {
@@ -422,7 +426,7 @@ export function createDestinationSender(options: DestinationRelayOptions): Desti
         gate: claimed.gate,
         attempts,
         spent: claimed.spent.map((delivery) => delivery.id),
-        tokenWaitMs: claimed.tokenWaitMs,
+        waitMs: claimed.waitMs,
       };
     },
     async close() {
@@ -476,7 +480,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
           parts.spentDead(route, result.spent);
           claimed = result.toSend;
           taken = result.toSend.length + result.spent.length;
-          waitMs = result.tokenWaitMs;
+          waitMs = result.waitMs;
         } catch (error) {
           logger.error(
             { endpoint: route.endpoint, destination: route.name, err: error },

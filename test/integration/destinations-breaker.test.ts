@@ -114,7 +114,10 @@ describe('a destination breaker', () => {
     // Open: nothing is sent, every delivery due, until the cooldown's last millisecond.
     for (const after of [0, 1, COOLDOWN_MS / 2, COOLDOWN_MS - 1]) {
       clock.setTo(opened, after);
-      expect(await pass(), `${after} ms after it opened`).toMatchObject({ gate: 'open', attempts: [] });
+      const closed = await pass();
+      expect(closed, `${after} ms after it opened`).toMatchObject({ gate: 'open', attempts: [] });
+      // The relay's loop sleeps until the cooldown ends (or its polling interval, if sooner).
+      expect(closed.waitMs).toBeCloseTo(COOLDOWN_MS - after, 3);
     }
     expect(sent()).toBe(3);
 

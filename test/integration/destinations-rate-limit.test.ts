@@ -70,7 +70,7 @@ const sent = () => downstream.requests.filter((r) => r.path === '/limited').leng
 /** Both relays at once, at the same instant of the clock: what each started, and its token wait. */
 async function bothPass(): Promise<{ started: number[]; waits: (number | null)[] }> {
   const results = await Promise.all(senders.map((sender) => sender.runOnce('pay', 'limited')));
-  return { started: results.map((r) => r.attempts.length), waits: results.map((r) => r.tokenWaitMs) };
+  return { started: results.map((r) => r.attempts.length), waits: results.map((r) => r.waitMs) };
 }
 
 const total = (started: number[]) => started.reduce((a, b) => a + b, 0);
