@@ -1,3 +1,4 @@
+import { jsonText } from '../../core/json-text.ts';
 import { terminalJson, terminalText } from './terminal-text.ts';
 
 /** `3m12s`, `2h05m`, `4d03h`, `850ms`: an age an operator reads at a glance. */
@@ -51,9 +52,12 @@ export function table(headers: readonly string[], rawRows: readonly (readonly st
   return `${[line(headers, true), ...rows.map((row) => line(row))].join('\n')}\n`;
 }
 
-/** One value on stdout for scripts: pretty enough to read, valid for `jq`. */
+/**
+ * One value on stdout for scripts: pretty enough to read, valid for `jq`, whatever a payload in it
+ * holds (nested deeper than JSON.stringify can write: json-text.ts).
+ */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${terminalJson(JSON.stringify(value, null, 2))}\n`);
+  process.stdout.write(`${terminalJson(jsonText(value))}\n`);
 }
 
 /** `1 delivery`, `3 deliveries`: a count in words an operator reads, not `delivery(ies)`. */

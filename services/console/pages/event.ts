@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
+import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
 import { describeVersion } from '../../core/providers/version.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
@@ -87,7 +88,9 @@ function detail(
   canRedeliver: boolean,
 ) {
   const { event, deliveries, timeline } = view;
-  const payload = JSON.stringify(event.payload, null, 2);
+  // Any stored payload, however deep (json-text.ts): JSON.stringify overflows past some thousands of levels.
+  const payload = jsonText(event.payload);
+  const depth = jsonDepth(event.payload);
   return html`<h1 class="mono">${visible(event.event_id)}</h1>
 <div class="actions">
   <a class="button secondary" href="${consolePath(['events'], { endpoint: event.endpoint })}">← ${visible(event.endpoint)} events</a>
@@ -152,7 +155,7 @@ ${
 }
 <h2>Headers kept</h2>
 ${headerRows(event.headers)}
-<h2>Payload <span class="muted">(${event.payload_bytes} bytes stored)</span></h2>
+<h2>Payload <span class="muted">(${event.payload_bytes} bytes stored${depth > INDENTED_DEPTH ? `; nested ${depth} levels deep, levels past ${INDENTED_DEPTH} shown on one line` : ''})</span></h2>
 <pre class="block">${visibleBlock(payload)}</pre>`;
 }
 
