@@ -1,8 +1,10 @@
-// The compatibility rule's mechanical part (docs/releases.md, "The rule"): every migration after
-// the baseline is expand-then-contract. A statement that removes or narrows what exists (a
-// contract step) is allowed only in a migration whose header names a release that is out
-// (release/releases) and that came after that release; a no-transaction migration's statements
-// can run again. Run by test/unit/migration-rules.test.ts and by `make release`.
+// The compatibility rule's mechanical part (docs/releases.md, "The rule"): every migration after a
+// release is expand-then-contract against that release. A statement that removes or narrows what
+// exists (a contract step) is allowed in a migration newer than the newest release only when its
+// header names a release that is out (release/releases) and that the migration came after; a
+// no-transaction migration's statements can run again. Before the first release, every migration
+// ships in it and has no release to keep working: only the header, numbering and no-transaction
+// rules apply. Run by test/unit/migration-rules.test.ts and by `make release`.
 import { type Migration, migrationName } from '../services/core/db/migration-files.ts';
 import type { Release } from './releases.ts';
 
@@ -65,6 +67,8 @@ export function migrationProblems(migrations: readonly Migration[], releases: re
   }
   const baseline = migrations.find((m) => m.version === BASELINE_VERSION);
   if (baseline?.name !== 'baseline') problems.push('migrations/0001_baseline.sql is missing');
+  // What the newest release already had: released, checked when it was new, never edited since.
+  const released = releases.length === 0 ? null : Math.max(...releases.map((r) => r.lastMigration));
   for (const migration of migrations.filter((m) => m.version > BASELINE_VERSION)) {
     const name = migrationName(migration);
     const contract = contractStatements(migration.sql);
@@ -79,7 +83,7 @@ export function migrationProblems(migrations: readonly Migration[], releases: re
         problems.push(
           `${name} was part of ${since} itself (its newest migration was ${String(release.lastMigration).padStart(4, '0')}): a contract step comes in a later release than the one that stopped using what it removes`,
         );
-    } else if (contract.length > 0) {
+    } else if (contract.length > 0 && released !== null && migration.version > released) {
       problems.push(
         `${name} removes or narrows what the previous release may use, with no "-- hookgate: contract, unused since X.Y.Z" header naming the release that stopped using it (docs/releases.md):\n    ${contract.join('\n    ')}`,
       );

@@ -69,6 +69,10 @@ describe('the rule, on examples', () => {
     ]);
     const problems = migrationProblems([baseline, contract], RELEASED);
     expect(problems).toHaveLength(1);
+    // Before the first release it ships in that release: no earlier release to keep working.
+    expect(migrationProblems([baseline, contract], [])).toEqual([]);
+    // Once released, it is history: the release it shipped in already had it.
+    expect(migrationProblems([baseline, contract], [{ ...RELEASED[0]!, lastMigration: 22 }])).toEqual([]);
     expect(problems[0]).toMatch(
       /^0022_contract removes or narrows what the previous release may use, with no "-- hookgate: contract, unused since X\.Y\.Z" header/,
     );

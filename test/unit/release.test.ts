@@ -93,22 +93,24 @@ describe('make release', () => {
     expect(unlisted.code).toBe(1);
     expect(unlisted.output).toContain('CHANGELOG.md has no "## [0.2.0] - YYYY-MM-DD" entry');
 
-    // A migration that breaks the compatibility rule.
+    // After a release (0.1.0, recorded), a migration that breaks the compatibility rule.
     writeFileSync(join(repo, 'CHANGELOG.md'), '# Changelog\n\n## [0.2.0] - 2027-01-15\n');
     writeFileSync(
-      join(repo, 'migrations/0022_drop.sql'),
+      join(repo, 'release/releases'),
+      `${readFileSync(join(repo, 'release/releases'), 'utf8')}0.1.0 ${'a'.repeat(40)} 2026-12-04 0027\n`,
+    );
+    writeFileSync(
+      join(repo, 'migrations/0099_drop.sql'),
       'ALTER TABLE hookgate.inbox DROP COLUMN traceparent;\n',
     );
     git('add', '-A');
     git('commit', '--quiet', '-m', 'a contract step without its header');
     expect(makeRelease('0.2.0').output).toMatch(
-      /0022_drop removes or narrows what the previous release may use/,
+      /0099_drop removes or narrows what the previous release may use/,
     );
 
     expect(makeRelease('v0.2').output).toContain('is not of the form MAJOR.MINOR.PATCH');
     expect(git('tag', '--list')).toBe('');
-    expect(readFileSync(join(repo, 'release/releases'), 'utf8')).toBe(
-      readFileSync(join(ROOT, 'release/releases'), 'utf8'),
-    );
+    expect(readReleases(repo).map((release) => release.version)).toEqual(['0.1.0']);
   });
 });

@@ -5,7 +5,6 @@ import { recordAction } from '../audit/audit.ts';
 import { withTransaction } from '../db/transaction.ts';
 import {
   type EventSelection,
-  PICK_SELECTED,
   PREVIEW_SELECTED,
   type SelectedEvent,
   selectionFilters,
@@ -13,18 +12,16 @@ import {
 } from './selection.ts';
 
 /**
- * Locks the matching rows, then settles them. A row a concurrent requeue moved to pending while
- * this waited for its lock no longer matches and is left alone: each event ends in exactly one of
- * the two actions.
+ * Locks the matching rows, then settles them: migration 0024's SECURITY DEFINER function, the one
+ * way the console's role (and the CLI) discards, which takes parked and dead rows only. A row a
+ * concurrent requeue moved to pending while this waited for its lock no longer matches (READ
+ * COMMITTED re-checks the WHERE of a row it waited for) and is left alone: each event ends in
+ * exactly one of the two actions.
  */
 const DISCARD_ROWS = `
-  WITH ${PICK_SELECTED}
-  UPDATE hookgate.inbox i
-     SET status = 'discarded', discarded_at = now(), discarded_by = $8, discard_reason = $9,
-         next_attempt_at = NULL
-    FROM picked
-   WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
-  RETURNING i.event_id`;
+  SELECT event_id
+    FROM hookgate.discard_events($1::text, $2::text[], $3::text[], $5::text, $6::timestamptz, $7::timestamptz,
+                                 $4::int, $8::text, $9::text)`;
 
 export interface DiscardRequest extends EventSelection {
   readonly statuses: readonly ('parked' | 'dead')[];

@@ -1,6 +1,8 @@
 // What `requeue` and `discard` act on: one endpoint's rows in some statuses, narrowed by optional
 // filters (ids, type, a window of received_at), oldest first. One spelling of the filter, the
-// dry run's read and the locked pick, for both actions (and for the console's forms of them).
+// dry run's read, the parameters and the audit's record of them, for both actions (and the
+// console's forms of them); the actions themselves are the SECURITY DEFINER functions
+// requeue_events and discard_events, which take the same parameters.
 
 /** An operator's selection of one endpoint's events. */
 export interface EventSelection {
@@ -41,21 +43,7 @@ export const PREVIEW_SELECTED = `
    ORDER BY received_at, event_id
    LIMIT $4`;
 
-/**
- * The `picked` CTE of an action's UPDATE: the selected rows, locked, oldest first. A row another
- * action changed while this one waited for its lock no longer matches (READ COMMITTED re-checks
- * the WHERE of a row it waited for) and is left alone, so each event goes one way.
- */
-export const PICK_SELECTED = `picked AS (
-    SELECT endpoint, event_id
-      FROM hookgate.inbox
-     WHERE ${SELECTED}
-     ORDER BY received_at, event_id
-     LIMIT $4
-     FOR UPDATE
-  )`;
-
-/** $1 to $7 of the statements above. */
+/** $1 to $7 of the statements above (and of the actions' function calls). */
 export function selectionParams(selection: EventSelection, limit: number): unknown[] {
   return [
     selection.endpoint,
