@@ -7,10 +7,12 @@ import { type AttemptOutcome, type ClaimedDelivery, claimDue } from '../core/des
 import { refillTokens, takeTokens } from '../core/destinations/rate.ts';
 import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
+import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
 import { createFinisher } from './destination-finisher.ts';
+import { postOnce } from './destination-http.ts';
 import { requestHeaders, retryDelayMs } from './destination-request.ts';
+import { endUnconfigured } from './destination-sweep.ts';
 import { guardedDispatcher } from './guarded-dispatcher.ts';
-import { postOnce } from './relay-http.ts';
 
 // The destinations' relay: per destination, loops that claim due deliveries from
 // hookgate.destination_deliveries, send them, and record each attempt. Each destination has its
@@ -81,6 +83,15 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
   for (const routes of options.routes.values()) {
     for (const route of routes) loops.push(run(route));
   }
+  // Rows naming a destination this configuration lacks are claimed by none of these loops.
+  const swept = endUnconfigured({
+    pool,
+    routes: options.routes,
+    logger,
+    metrics: options.metrics ?? null,
+  }).catch((error: unknown) =>
+    logger.error({ err: error }, 'destination relay: could not end deliveries to unconfigured destinations'),
+  );
   if (loops.length > 0) logger.info({ destinations: loops.length }, 'destination relay started');
 
   function sleep(ms: number, wakeOn: readonly Promise<unknown>[]): Promise<void> {
@@ -227,26 +238,41 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       };
     } else {
       const body = raw && delivery.raw_body ? delivery.raw_body : delivery.body;
-      const sent = await postOnce({
-        url: route.settings.url,
-        headers: requestHeaders(
-          route.settings,
-          {
-            endpoint: route.endpoint,
-            destination: route.name,
-            eventId: delivery.event_id,
-            eventType: delivery.event_type,
-            webhookId: delivery.webhook_id,
-            body,
-            keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
-          },
-          Date.now(),
-        ),
-        body,
-        timeoutMs: route.settings.timeout,
-        signal: aborting.signal,
-        ...(dispatcher ? { dispatcher } : {}),
+      // webhook.deliver continues the event's trace (the claim span its inbox row names).
+      const attributes = spanAttributes({
+        ...labels,
+        event_id: delivery.event_id,
+        attempt: delivery.attempts,
       });
+      const sent = await inSpan(
+        'webhook.deliver',
+        attributes,
+        async (span) => {
+          const result = await postOnce({
+            url: route.settings.url,
+            headers: requestHeaders(
+              route.settings,
+              {
+                endpoint: route.endpoint,
+                destination: route.name,
+                eventId: delivery.event_id,
+                eventType: delivery.event_type,
+                webhookId: delivery.webhook_id,
+                body,
+                keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
+              },
+              Date.now(),
+            ),
+            body,
+            timeoutMs: route.settings.timeout,
+            signal: aborting.signal,
+            ...(dispatcher ? { dispatcher } : {}),
+          });
+          setOutcome(span, result.outcome, result.outcome === 'delivered' ? undefined : result.error);
+          return result;
+        },
+        contextFromTraceparent(delivery.traceparent),
+      );
       const durationMs = performance.now() - started;
       options.metrics?.attemptSeconds.observe(labels, durationMs / 1000);
       const common = { startedAt, durationMs, httpStatus: sent.status };
@@ -326,6 +352,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       const drained = Promise.allSettled(loops);
       if ((await Promise.race([drained, late])) === 'late') aborting.abort();
       await drained;
+      await swept;
       clearTimeout(timer);
       await dispatcher?.close();
     },

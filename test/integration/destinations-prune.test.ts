@@ -60,7 +60,6 @@ describe('hookgate prune and destination deliveries', () => {
       inboxPartitions: 0,
       inboxPartitionsLeft: [],
       inboxRows: 0,
-      deliveries: 0,
       destinationDeliveries: 1,
       attempts: 0,
       audit: 0,

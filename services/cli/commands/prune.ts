@@ -18,7 +18,7 @@ const MIN_WINDOW = 3 * DAY;
 export const pruneOptionsSchema = z
   .strictObject({
     olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
-    outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
+    deliveriesOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     auditOlderThan: durationMs.pipe(z.number().min(86_400_000, 'must be at least 1d')).optional(),
     quarantineOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')).optional(),
     batch: z.coerce.number().int().min(100).max(100_000),
@@ -32,7 +32,7 @@ export const pruneOptionsSchema = z
   })
   .superRefine((options, ctx) => {
     if (options.force) return;
-    for (const key of ['olderThan', 'outboxOlderThan'] as const) {
+    for (const key of ['olderThan', 'deliveriesOlderThan'] as const) {
       if (options[key] < MIN_WINDOW)
         ctx.addIssue({
           code: 'custom',
@@ -44,15 +44,15 @@ export const pruneOptionsSchema = z
   });
 
 /**
- * `hookgate prune`: retention for settled inbox rows and delivered downstream effects. Pending,
- * parked and dead rows are never deleted, whatever their age.
+ * `hookgate prune`: retention for settled inbox rows and delivered destination deliveries.
+ * Pending, parked and dead rows are never deleted, whatever their age.
  */
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
   await withCommandPool('prune', 300_000, async (pool) => {
     const windows = {
       inboxOlderThanMs: options.olderThan,
-      deliveriesOlderThanMs: options.outboxOlderThan,
+      deliveriesOlderThanMs: options.deliveriesOlderThan,
       auditOlderThanMs: options.auditOlderThan,
       quarantineOlderThanMs: options.quarantineOlderThan,
     };
@@ -70,7 +70,6 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         printJson({
           dry_run: true,
           inbox_rows: would.inboxRows,
-          deliveries: would.deliveries,
           attempts: would.attempts,
           audit: would.audit,
           quarantine: would.quarantine,
@@ -79,7 +78,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
         );
       return;
     }
@@ -87,12 +86,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
       progress.total(
-        total.inboxRows +
-          total.attempts +
-          total.deliveries +
-          total.destinationDeliveries +
-          total.audit +
-          total.quarantine,
+        total.inboxRows + total.attempts + total.destinationDeliveries + total.audit + total.quarantine,
       );
     }
     let report: Awaited<ReturnType<typeof prune>>;
@@ -129,7 +123,6 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           reason: p.left,
           ...(p.kept === undefined ? {} : { unsettled_rows: p.kept }),
         })),
-        deliveries: report.deliveries,
         attempts: report.attempts,
         audit: report.audit,
         quarantine: report.quarantine,
@@ -148,7 +141,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
             : `Kept inbox partition ${left.name} for now: other sessions held the inbox for more than a second; the next prune drops it.\n`,
         );
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
       );
     }
   });

@@ -4,15 +4,14 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
+import { forwardProblems, withoutForward } from './forward-refused.ts';
 import {
-  FILE_REFERENCE,
   type FileReferenceProblem,
   type InterpolationProblem,
   interpolateEnv,
   markFileReferences,
   resolveFileReferences,
 } from './interpolate.ts';
-import { keepRelayUrlsAsWritten, RELAY_URL_OPTIONS } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
 import { closest } from './suggest.ts';
 
@@ -90,29 +89,6 @@ function describeIssue(issue: z.core.$ZodIssue, document: unknown): string {
 
 const readSecretFile = (file: string): string => readFileSync(file, 'utf8');
 
-/**
- * The relay resolves its URL options' references from its own environment when it sends
- * (relay-urls.ts), and a file is not read there: `${file:…}` in those options is refused.
- */
-function fileReferencesInRelayUrls(document: unknown): string[] {
-  const endpoints = (
-    document as {
-      endpoints?: Record<string, { handler?: unknown; options?: Record<string, unknown> }>;
-    } | null
-  )?.endpoints;
-  const lines: string[] = [];
-  for (const [name, endpoint] of Object.entries(endpoints ?? {})) {
-    const handler = typeof endpoint?.handler === 'string' ? endpoint.handler : '';
-    const key = Object.hasOwn(RELAY_URL_OPTIONS, handler) ? RELAY_URL_OPTIONS[handler] : undefined;
-    const text = key === undefined ? undefined : endpoint.options?.[key];
-    if (typeof text === 'string' && new RegExp(FILE_REFERENCE.source).test(text.replaceAll('$${', '')))
-      lines.push(
-        `endpoints.${name}.options.${key}: \${file:…} is not read here (the relay resolves this URL's references from its environment when it sends); use \${NAME}`,
-      );
-  }
-  return lines;
-}
-
 /** Validates an already parsed document; every problem is reported with the path of its key. */
 export function parseConfig(
   document: unknown,
@@ -133,8 +109,8 @@ export function parseConfig(
   );
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
-  lines.push(...fileReferencesInRelayUrls(document));
-  const result = configSchema.safeParse(interpolated);
+  lines.push(...forwardProblems(document));
+  const result = configSchema.safeParse(withoutForward(interpolated));
   if (!result.success) {
     for (const issue of result.error.issues) {
       const line = describeIssue(issue, interpolated);
@@ -148,7 +124,6 @@ export function parseConfig(
   if (lines.length > 0 || !result.success) {
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${lines.join('\n  ')}`);
   }
-  keepRelayUrlsAsWritten(document, result.data);
   return result.data;
 }
 

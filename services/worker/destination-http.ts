@@ -4,12 +4,12 @@ import { AddressRefusedError } from './guarded-dispatcher.ts';
 // undici's own fetch, not Node's global one: a dispatcher of the undici package (the address
 // guard, guarded-dispatcher.ts) works only with the fetch of the same version.
 
-/** How one POST to a downstream ended, classified for the relay's retry decision. */
+/** How one POST to a destination ended, classified for the relay's retry decision. */
 export type SendResult =
   | { readonly outcome: 'delivered'; readonly status: number }
   /**
-   * 5xx, 429, 408, a timeout or a network failure: pg-boss retries it with backoff, and no
-   * sooner than `retryAfterSeconds` when a 429 or 503 said so (its Retry-After header).
+   * 5xx, 429, 408, a timeout or a network failure: retried with the destination's backoff, and
+   * no sooner than `retryAfterSeconds` when a 429 or 503 said so (its Retry-After header).
    */
   | {
       readonly outcome: 'retry';
@@ -25,15 +25,10 @@ export type SendResult =
 
 export interface SendRequest {
   readonly url: string;
-  /**
-   * Applied to every error text: `url` may carry values of the environment (a token), and fetch
-   * puts the whole URL in some of its messages, as a downstream may echo its path.
-   */
-  readonly redact?: (text: string) => string;
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string | Buffer;
   readonly timeoutMs: number;
-  /** Aborts the request when the job is cancelled or the relay stops. */
+  /** Aborts the request when the relay stops. */
   readonly signal?: AbortSignal;
   /** Opens the connections (the address guard of relay.allowedDestinations); default: undici's. */
   readonly dispatcher?: Dispatcher;
@@ -86,12 +81,6 @@ function isRetryableStatus(status: number): boolean {
 
 /** POSTs once. Never throws: every ending is a SendResult. */
 export async function postOnce(request: SendRequest): Promise<SendResult> {
-  const result = await postUnredacted(request);
-  if (result.outcome === 'delivered' || !request.redact) return result;
-  return { ...result, error: request.redact(result.error) };
-}
-
-async function postUnredacted(request: SendRequest): Promise<SendResult> {
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([timeout, request.signal]) : timeout;
   // Built apart from the send: what fetch refuses here (a header value, credentials in the URL)
@@ -126,7 +115,7 @@ async function postUnredacted(request: SendRequest): Promise<SendResult> {
       return { outcome: 'retry', status: null, error: `timed out after ${request.timeoutMs} ms` };
     }
     if (request.signal?.aborted) {
-      return { outcome: 'retry', status: null, error: 'aborted: the relay stopped or the job expired' };
+      return { outcome: 'retry', status: null, error: 'aborted: the relay stopped' };
     }
     const cause = (error as { cause?: { code?: string; message?: string } }).cause;
     const detail = cause?.code ?? cause?.message ?? (error as Error).message;
