@@ -29,8 +29,9 @@ import { type ApplyMetrics, appliedOutcome } from './metrics.ts';
 import { collectingRouter } from './routing.ts';
 
 // The apply engine: the one implementation of lock → skip what is settled or not this job's →
-// apply → settle → destination deliveries, inside the caller's transaction. The worker calls it for the rows its
-// jobs carry, sync mode for the rows its claim has just inserted, and the tests through both.
+// apply → settle → deliveries to destinations, inside the caller's transaction. The worker calls
+// it for the rows its jobs carry, sync mode for the rows its claim has just inserted, and the
+// tests through both.
 
 /** One event a caller asks to apply, and the dispatch it comes with. */
 export interface ApplyTarget {

@@ -394,7 +394,8 @@ export const configSchema = z
         concurrency: z.number().int().min(1).max(16).default(2),
         /**
          * Connections per worker process for apply transactions. Unset: what the worker's loops
-         * need (endpoints × concurrency + 2 + the destination relay's), so no configuration starts short.
+         * need (endpoints × concurrency + 2 + the destination relay's), so no configuration
+         * starts short.
          */
         poolSize: z.number().int().min(2).max(200).optional(),
         /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
@@ -445,8 +446,8 @@ export const configSchema = z
         /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
         pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
         /**
-         * The relay's connections to destinations may go only to these: CIDRs (`10.0.0.0/8`), IP addresses,
-         * host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
+         * The relay's connections to destinations may go only to these: CIDRs (`10.0.0.0/8`), IP
+         * addresses, host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
          * metadata addresses only by a CIDR entry covering them, checked on the address each
          * connection goes to (docs/destinations.md#address-safety). Unset: no restriction.
          */
