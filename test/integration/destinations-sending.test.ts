@@ -385,8 +385,10 @@ describe('a destination sends', () => {
     await claimer.claim('out', [{ eventId: 'evt_once', eventType: 'once.one' }]);
     const first = await settled('once', 'evt_once');
     expect(first).toMatchObject({ status: 'delivered', attempts: 1 });
-    // Pruned, then received again (a provider's late retry, a replay): applied again.
+    // Pruned, and its key gone past the dedupe horizon, then received again (a provider's very late
+    // retry, a forced replay): applied again.
     await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'out' AND event_id = 'evt_once'`);
+    await db.pool.query(`DELETE FROM hookgate.inbox_keys WHERE endpoint = 'out' AND event_id = 'evt_once'`);
     await claimer.claim('out', [{ eventId: 'evt_once', eventType: 'once.one' }]);
     await waitFor('evt_once applied again', async () => {
       const { rows } = await db.pool.query(
