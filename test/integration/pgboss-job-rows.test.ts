@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PgBoss } from 'pg-boss';
@@ -6,11 +6,11 @@ import type { PgBoss } from 'pg-boss';
 import { insertJobs } from 'pg-boss/dist/plans.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSERT_JOB_ROWS, PGBOSS_JOB_ROWS_VERSION } from '../../services/core/queue/job-rows.ts';
-import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
-import { DEFAULT_RETRY_POLICY, ensureQueues, outboxPolicyFrom } from '../../services/core/queue/queues.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
+import { DEFAULT_RETRY_POLICY, ensureQueues } from '../../services/core/queue/queues.ts';
 import { startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { REPO_ROOT, workerConfig } from '../support/worker-harness.ts';
+import { REPO_ROOT } from '../support/worker-harness.ts';
 
 // The claim writes pg-boss's job rows with its own SQL (services/core/queue/job-rows.ts), a copy
 // of what pg-boss 12.38.0's insert does for jobs with an id and data. These tests fail loudly if
@@ -26,12 +26,7 @@ const QUEUE = applyQueue(ENDPOINT);
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(
-    boss,
-    [ENDPOINT],
-    DEFAULT_RETRY_POLICY,
-    outboxPolicyFrom(workerConfig({ [ENDPOINT]: { handler: 'record' } }).relay),
-  );
+  await ensureQueues(boss, [ENDPOINT], DEFAULT_RETRY_POLICY);
 });
 
 afterAll(async () => {
@@ -116,8 +111,8 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
   });
 
   it("writes, for hookgate's apply queue, the row pg-boss's own insert writes", async () => {
-    const theirs = jobIdFor(ENDPOINT, 'theirs');
-    const ours = jobIdFor(ENDPOINT, 'ours');
+    const theirs = randomUUID();
+    const ours = randomUUID();
     expect(
       await boss.insert(QUEUE, [{ id: theirs, data: { endpoint: ENDPOINT, eventId: 'theirs' } }], {
         returnId: true,
@@ -145,8 +140,8 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
   });
 
   it("writes, through migration 0024's insert_apply_jobs (requeue and quarantine release), the row pg-boss writes", async () => {
-    const theirs = jobIdFor(ENDPOINT, 'theirs_definer');
-    const ours = jobIdFor(ENDPOINT, 'ours_definer');
+    const theirs = randomUUID();
+    const ours = randomUUID();
     await boss.insert(QUEUE, [{ id: theirs, data: { endpoint: ENDPOINT, eventIds: ['a'] } }]);
     await db.pool.query(`SELECT hookgate.insert_apply_jobs($1, ARRAY[$2::uuid], ARRAY['["b"]'::jsonb])`, [
       ENDPOINT,
@@ -169,7 +164,7 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
   });
 
   it('skips an id already held, returning nothing for it (what the claim detects and falls back on)', async () => {
-    const id = jobIdFor(ENDPOINT, 'held');
+    const id = randomUUID();
     expect(await insertOurs(QUEUE, [{ id, data: { endpoint: ENDPOINT, eventId: 'held' } }])).toEqual([id]);
     expect(await insertOurs(QUEUE, [{ id, data: { endpoint: ENDPOINT, eventId: 'held' } }])).toEqual([]);
     // pg-boss behaves the same way for its own insert.
@@ -177,7 +172,7 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
   });
 
   it('a job written this way is fetched, completed and failed by pg-boss like its own', async () => {
-    const id = jobIdFor(ENDPOINT, 'lifecycle');
+    const id = randomUUID();
     await insertOurs(QUEUE, [{ id, data: { endpoint: ENDPOINT, eventId: 'lifecycle' } }]);
     const fetched = await boss.fetch<{ eventId: string }>(QUEUE, { batchSize: 10 });
     const job = fetched.find((j) => j.id === id);

@@ -44,11 +44,6 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/console/read-models/',
     'services/core/db/roles.ts',
   ],
-  'hookgate.outbox_deliveries': [
-    'services/core/outbox/',
-    'services/core/read-models/',
-    'services/console/read-models/',
-  ],
   // Destinations: the claim and the statistics join their state tables.
   'hookgate.destination_deliveries': [
     'services/core/destinations/',
