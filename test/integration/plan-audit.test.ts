@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditCommand } from '../../services/cli/commands/audit.ts';
 import { eventsListCommand, eventsShowCommand } from '../../services/cli/commands/events.ts';
 import { pruneCommand } from '../../services/cli/commands/prune.ts';
-import { collectStats } from '../../services/cli/commands/stats.ts';
 import { listActions } from '../../services/core/audit/audit.ts';
 import {
   destinationStats,
@@ -25,6 +24,7 @@ import { registerQuarantineMetrics } from '../../services/core/quarantine/metric
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
 import { registerBacklogMetrics } from '../../services/core/read-models/backlog.ts';
+import { collectStats } from '../../services/core/read-models/stats.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
 import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
 import { startRelays } from '../../services/worker/relay.ts';
