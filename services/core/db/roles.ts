@@ -16,7 +16,8 @@ import type pg from 'pg';
  *   columns of the inbox (never its payload, no DELETE); pause and resume; a quarantine release's
  *   claim (inbox, raw bytes, delivery counts, the pg-boss job) and the quarantine's settle
  *   columns; a destination's pause state, and its deliveries' status and retry budget (pause,
- *   resume, redeliver). No DDL, no TRUNCATE, no DELETE anywhere.
+ *   resume, redeliver); the API's own two tables (idempotency keys, tokens' last use). No DDL, no
+ *   TRUNCATE, no DELETE anywhere but those two.
  *
  * All are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
@@ -111,6 +112,11 @@ export const GRANT_ROLES = `
       FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass LOOP
         EXECUTE format('GRANT INSERT ON %s TO hookgate_console', part);
       END LOOP;
+      -- The management API (migration 0026, services/core/api/): an action's answer by
+      -- Idempotency-Key (claimed, completed, deleted when it expires) and each token's last use.
+      IF to_regclass('hookgate.api_idempotency') IS NOT NULL THEN
+        GRANT INSERT, UPDATE, DELETE ON hookgate.api_idempotency, hookgate.api_token_use TO hookgate_console;
+      END IF;
       -- Every pg-boss client registers, refreshes and removes its own instance row.
       IF to_regclass('pgboss.instance') IS NOT NULL THEN
         GRANT INSERT, UPDATE, DELETE ON pgboss.instance TO hookgate_console;

@@ -122,13 +122,18 @@ export function timeline(
     .map(({ entry }) => ({ at: entry.at ? entry.at.toISOString() : null, what: entry.what }));
 }
 
-/** One event and every record of it `events show` prints (outbox deliveries, its job, actions, attempts). */
-export async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
-  const found = await pool.query<ShownEvent>(SHOW_EVENT, [endpoint, eventId]);
-  const event = found.rows[0];
+/** The inbox row of one event (a primary-key look-up); `event_unknown` when there is none. */
+export async function readEvent(pool: pg.Pool, endpoint: string, eventId: string): Promise<ShownEvent> {
+  const event = (await pool.query<ShownEvent>(SHOW_EVENT, [endpoint, eventId])).rows[0];
   if (!event) {
     throw new HookgateError('event_unknown', `No event "${eventId}" on endpoint ${endpoint}.`);
   }
+  return event;
+}
+
+/** One event and every record of it `events show` prints (outbox deliveries, its job, actions, attempts). */
+export async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
+  const event = await readEvent(pool, endpoint, eventId);
   const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
     .rows;
   // Rows claimed before dispatch jobs existed name none: theirs was the one derived from the event.
