@@ -7,13 +7,25 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
+.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean api-schema
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: $(DEPS)
+
+# The management API's type generator (openapi-typescript) lives apart in tools/openapi/: it needs
+# TypeScript 5's compiler API, and the project's TypeScript is 7. Pinned in its own lock file.
+API_TOOLS := tools/openapi/node_modules/.installed
+$(API_TOOLS): tools/openapi/package.json tools/openapi/package-lock.json
+	npm ci --prefix tools/openapi --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## api-schema: services/console/api/schema.ts, the API's TypeScript types (the server's answers and
+## the tests' openapi-fetch client are typed with them), from services/console/api/openapi.yaml
+api-schema: $(DEPS) $(API_TOOLS)
+	node tools/openapi/generate.mjs
 
 ## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
 ## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT)
@@ -104,10 +116,14 @@ CHECK_INTEGRATION := test/integration/migrate.test.ts test/integration/gateway-c
 check: $(DEPS) chart-tools
 	vitest run --project unit --project chart --project integration test/unit/ test/chart/ $(CHECK_INTEGRATION)
 
-lint: $(DEPS)
+lint: $(DEPS) $(API_TOOLS)
 	biome check .
 	# Unused files, exports and dependencies (knip.json: the entry points).
 	knip
+	# The management API's OpenAPI document, under Redocly's strict recommended rules (redocly.yaml;
+	# offline), and the types generated from it current (else: make api-schema).
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true redocly lint
+	node tools/openapi/generate.mjs --check
 
 format: $(DEPS)
 	biome check --write .
