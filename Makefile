@@ -7,7 +7,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean api-schema
+.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools clean api-schema
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -37,7 +37,7 @@ run: $(DEPS)
 ## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
 ## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
 ## `go install` into .tools/
-tools: chart-tools postgres-15 pgbouncer fault-tools chromium
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -76,6 +76,14 @@ chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+
+# docs/api.md's walk-through is run verbatim by its test (test/integration/api-walkthrough.test.ts):
+# curl, jq and openssl, as an operator's shell has them.
+shell-tools:
+	@if ! command -v curl >/dev/null || ! command -v jq >/dev/null || ! command -v openssl >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl jq openssl; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`
