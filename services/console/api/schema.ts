@@ -919,7 +919,7 @@ export interface components {
              * @description Most events changed by this call, oldest first.
              * @default 10000
              */
-            limit: number;
+            limit?: number;
         };
         /** @description Which events (every filter given must hold), and why. */
         DiscardRequest: {
@@ -939,7 +939,7 @@ export interface components {
              * @description Most events changed by this call, oldest first.
              * @default 10000
              */
-            limit: number;
+            limit?: number;
         };
         RedeliverRequest: {
             /** @description These deliveries (dead or delivered); without, every dead one of the destination. */
