@@ -23,7 +23,8 @@ import { writeConfigFile } from '../support/worker-harness.ts';
 let db: TestDatabase;
 let boss: PgBoss;
 let running: RunningConsole;
-let clock = Date.parse('2026-12-01T10:00:00.000Z');
+// Now, to the minute (a console with the real clock, the demo's, prunes by the real time).
+let clock = Math.floor(Date.now() / 60_000) * 60_000;
 let viewerToken: string;
 let operatorToken: string;
 let configFile: string;
@@ -166,6 +167,35 @@ describe('what the API keeps', () => {
     );
     expect(cli.stdout).not.toContain(viewerToken);
     expect(cli.stdout).not.toMatch(/[0-9a-f]{64}/);
+  });
+
+  it('answers the embedded demo on loopback without a token, as its console signs nobody in', async () => {
+    const demo = await startConsole({
+      config: parseConfig(
+        {
+          endpoints: { shop: { provider: 'standard-webhooks', secrets: [SW_SECRET] } },
+          console: { port: 0 },
+        },
+        {},
+      ),
+      databaseUrl: db.url,
+      boss,
+      logger: silentLogger,
+      embedded: true,
+      env: {},
+    });
+    try {
+      expect(demo.demo).toBe(true);
+      expect((await apiClient(demo.url, null).GET('/me')).data).toEqual({
+        name: 'demo',
+        role: 'operator',
+        via: 'demo',
+      });
+      // A token it does not know is still refused: the demo opens the API only to requests that send none.
+      expect((await apiClient(demo.url, 'not-a-token-of-this-console').GET('/me')).response.status).toBe(401);
+    } finally {
+      await demo.stop();
+    }
   });
 
   it('forgets the last use of a token the configuration no longer names, when a console starts', async () => {
