@@ -252,7 +252,7 @@ function actionCases(): ActionCase[] {
     {
       path: '/destinations/{endpoint}/{destination}/pause',
       params: { endpoint: 'shop', destination: 'ledger' },
-      body: {},
+      body: { reason: 'ledger deploy' },
       ifMatch: true,
       unknown: { endpoint: 'shop', destination: 'nope' },
     },
@@ -598,6 +598,7 @@ describe('the management API against its OpenAPI document', () => {
       expect([command, rows.some((r) => r.command === command && r.dry_run)]).toEqual([command, true]);
       expect([command, rows.some((r) => r.command === command && !r.dry_run)]).toEqual([command, true]);
     }
+    expect(rows.find((r) => r.command === 'destination pause' && !r.dry_run)?.reason).toBe('ledger deploy');
     // What the actions did, read back.
     const requeued = await ops.GET('/events/{endpoint}/{event_id}', {
       params: { path: { endpoint: 'shop', event_id: 'evt_dead_1' } },

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
+import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
+import { describeVersion } from '../../core/providers/version.ts';
 import { loadEvent, timeline } from '../../core/read-models/event-detail.ts';
 import { LIST_EVENTS, type ListedEvent } from '../../core/read-models/events-sql.ts';
 import { withCommandPool } from '../database.ts';
@@ -81,6 +83,17 @@ function destinationLines(destinations: readonly EventDestination[]): string[] {
   ];
 }
 
+/** The payload as printed: any depth (json-text.ts), saying so when it is deeper than is indented. */
+function payloadLines(payload: unknown): string[] {
+  const depth = jsonDepth(payload);
+  return [
+    ...(depth > INDENTED_DEPTH
+      ? [`(nested ${depth} levels deep: levels past ${INDENTED_DEPTH} are printed on one line)`]
+      : []),
+    ...jsonText(payload).split('\n'),
+  ];
+}
+
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
 export async function eventsShowCommand(raw: unknown): Promise<void> {
   const options = eventsShowOptionsSchema.parse(raw);
@@ -109,7 +122,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       `event      ${event.event_id}`,
       `endpoint   ${event.endpoint} (${event.provider})`,
       `type       ${event.event_type}`,
-      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` v${event.entity_version}` : ''}`,
+      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` ${describeVersion(event.entity_version)}` : ''}`,
       `status     ${event.status}`,
       `attempts   ${event.attempts}${event.requeued_attempts ? ` (${event.requeued_attempts} before the last requeue)` : ''}`,
       `last error ${event.last_error ?? '-'}`,
@@ -126,7 +139,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),
       '',
       'payload',
-      ...JSON.stringify(event.payload, null, 2).split('\n'),
+      ...payloadLines(event.payload),
     ];
     // Line by line: a newline inside a field (a last error, a type) is printed as \n.
     writeOut(`${lines.map(terminalText).join('\n')}\n`);

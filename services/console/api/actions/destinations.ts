@@ -37,10 +37,12 @@ async function target(call: ActionCall<unknown>) {
   return { ...named, paused: state?.paused === true, by: state?.changed_by ?? null, stats };
 }
 
-function setPausedAction(paused: boolean): ApiAction<Record<string, never>> {
+const reasonBody = z.strictObject({ reason: z.string().trim().min(1).max(1_000).optional() });
+
+function setPausedAction(paused: boolean): ApiAction<z.output<typeof reasonBody>> {
   const action = paused ? 'destination pause' : 'destination resume';
   return {
-    body: empty,
+    body: reasonBody,
     async run(call) {
       const { endpoint, destination, stats, ...state } = await target(call);
       const name = `${endpoint}/${destination}`;
@@ -54,6 +56,7 @@ function setPausedAction(paused: boolean): ApiAction<Record<string, never>> {
           filters: { destination, was_paused: state.paused },
           count,
           dryRun: true,
+          reason: call.body.reason,
         });
         return {
           result: {
@@ -69,7 +72,7 @@ function setPausedAction(paused: boolean): ApiAction<Record<string, never>> {
           },
         };
       }
-      const request = { endpoint, destination, actor: call.actor };
+      const request = { endpoint, destination, actor: call.actor, reason: call.body.reason };
       const summary = paused
         ? await pauseDestination(call.pool, call.config, request)
         : await resumeDestination(call.pool, call.config, request);

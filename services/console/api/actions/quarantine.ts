@@ -30,7 +30,10 @@ async function quarantined(call: ActionCall<unknown>): Promise<QuarantinedDelive
 
 const held = (row: QuarantinedDelivery) => !row.released_at && !row.dropped_at;
 
-async function dryRun(call: ActionCall<{ readonly reason?: string | undefined }>, command: string) {
+async function dryRun(
+  call: ActionCall<{ readonly reason?: string | undefined }>,
+  command: 'quarantine release' | 'quarantine drop',
+) {
   const row = await quarantined(call);
   const count = held(row) ? 1 : 0;
   await recordAction(call.pool, {

@@ -42,6 +42,7 @@ export async function listDestinations(context: ApiContext, req: Request, res: R
         paused: state?.paused === true,
         changed_by: state?.changed_by ?? null,
         changed_at: iso(state?.changed_at),
+        pause_reason: state?.paused ? state.reason : null,
         breaker: row.breaker as Schemas['Destination']['breaker'],
         waiting: row.waiting,
         held: row.held,

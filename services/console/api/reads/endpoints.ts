@@ -63,8 +63,17 @@ export async function getStats(context: ApiContext, req: Request, res: Response)
     since: report.since,
     endpoints: report.endpoints,
     destinations: destinations.map((row) => ({
-      ...row,
+      endpoint: row.endpoint,
+      destination: row.destination,
+      waiting: row.waiting,
+      held: row.held,
+      dead: row.dead,
+      delivered: row.delivered,
+      p99_seconds: row.p99_seconds,
       breaker: row.breaker as Schemas['DestinationStats']['breaker'],
+      paused: row.paused
+        ? { since: iso(row.paused.since), by: row.paused.by, reason: row.paused.reason }
+        : null,
     })),
     reconcile: report.reconcile,
   };
