@@ -313,6 +313,10 @@ ${examples([
       .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
       .option('--until <when>', 'end of the window (default now)')
       .option('--dry-run', 'count what is missing; store nothing')
+      .option(
+        '--force',
+        'allow a window starting before the dedupe horizon (events whose keys are gone are stored and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(replay)
@@ -338,6 +342,10 @@ ${examples([
       .option('--endpoint <name>', 'endpoint to reconcile (its reconcile and replay settings say how)')
       .option('--since <when>', 'list from here instead of the watermark minus lookback')
       .option('--dry-run', 'count what is missing; store nothing, move nothing')
+      .option(
+        '--force',
+        'allow a listing starting before the dedupe horizon (events whose keys are gone are filled and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(reconcile)
@@ -372,7 +380,7 @@ ${examples([
         '0',
       )
       .option('--dry-run', 'count what would be deleted; delete nothing')
-      .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
+      .option('--force', 'allow a window under 3 days (payloads gone before the providers stop retrying)')
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(prune)

@@ -50,6 +50,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
       // An operator's run (queued by the API) is audited as theirs, as `hookgate reconcile` is.
       const report = await reconcileEndpoint(pool, boss, endpointName, endpoint, source, {
         signal: stopping.signal,
+        horizonMs: config.dedupe.horizon,
         ...(actor !== undefined ? { actor } : {}),
         ...(since !== undefined ? { since: new Date(since) } : {}),
       });

@@ -82,6 +82,17 @@ export function problemOf(
       headers: {},
     };
   }
+  if (pgCode === '42501') {
+    context.logger.warn({ err: error }, "api: the console's database role may not do this");
+    return {
+      body: problemBody(
+        'database_unavailable',
+        'The console\'s database role may not do this (docs/console.md, "Database role"): run it with hookgate\'s command instead.',
+        instance,
+      ),
+      headers: {},
+    };
+  }
   if (typeof pgCode === 'string' && pgCode.startsWith('22')) {
     return {
       body: problemBody(

@@ -5,6 +5,7 @@ import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { NAMED_HANDLERS } from '../handlers/registry.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
+import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import {
   FILE_REFERENCE,
@@ -276,6 +277,7 @@ export function parseConfig(
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${shown.join('\n  ')}`);
   }
   keepRelayUrlsAsWritten(document, result.data);
+  noteDestinationSecrets(document, result.data.endpoints, env, readFile);
   return result.data;
 }
 
