@@ -49,7 +49,7 @@ async function runRequeue(call: ActionCall<unknown>, request: RequeueRequest): P
       },
     };
   }
-  const ids = await requeue(call.pool, call.boss, request);
+  const ids = await requeue(call.pool, request);
   return {
     result: {
       action: 'requeue',

@@ -66,7 +66,7 @@ export const releaseQuarantinedAction: ApiAction<z.output<typeof releaseBody>> =
       };
     }
     const row = await quarantined(call);
-    const outcomes = await releaseQuarantined(call.pool, call.boss, call.config, {
+    const outcomes = await releaseQuarantined(call.pool, call.config, {
       ids: [row.id],
       actor: call.actor,
       reason: call.body.reason,
@@ -115,7 +115,7 @@ export const dropQuarantinedAction: ApiAction<z.output<typeof dropBody>> = {
       };
     }
     const row = await quarantined(call);
-    const dropped = await dropQuarantined(call.pool, {
+    const { dropped, notDropped } = await dropQuarantined(call.pool, {
       ids: [row.id],
       actor: call.actor,
       reason: call.body.reason,
@@ -129,7 +129,7 @@ export const dropQuarantinedAction: ApiAction<z.output<typeof dropBody>> = {
         message:
           dropped.length > 0
             ? `Dropped delivery ${row.id} for good: ${call.body.reason}.`
-            : `Nothing was dropped: delivery ${row.id} is not held now.`,
+            : (notDropped[0]?.message ?? `Nothing was dropped: delivery ${row.id} is not held now.`),
       },
     };
   },
