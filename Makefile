@@ -7,13 +7,25 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 
-.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
+.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools clean api-schema
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: $(DEPS)
+
+# The management API's type generator (openapi-typescript) lives apart in tools/openapi/: it needs
+# TypeScript 5's compiler API, and the project's TypeScript is 7. Pinned in its own lock file.
+API_TOOLS := tools/openapi/node_modules/.installed
+$(API_TOOLS): tools/openapi/package.json tools/openapi/package-lock.json
+	npm ci --prefix tools/openapi --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## api-schema: services/console/api/schema.ts, the API's TypeScript types (the server's answers and
+## the tests' openapi-fetch client are typed with them), from services/console/api/openapi.yaml
+api-schema: $(DEPS) $(API_TOOLS)
+	node tools/openapi/generate.mjs
 
 ## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
 ## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT);
@@ -26,7 +38,7 @@ run: $(DEPS)
 ## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
 ## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
 ## `go install` into .tools/
-tools: chart-tools postgres-15 pgbouncer fault-tools chromium
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -67,6 +79,14 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
 	fi
 
+# docs/api.md's walk-through is run verbatim by its test (test/integration/api-walkthrough.test.ts):
+# curl, jq and openssl, as an operator's shell has them.
+shell-tools:
+	@if ! command -v curl >/dev/null || ! command -v jq >/dev/null || ! command -v openssl >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl jq openssl; \
+	fi
+
 # Each tool is built into a directory named after its pinned version, so a second `make tools`
 # finds it and does nothing, and bumping a version builds the new one beside the old.
 # The tests run them through the stable links in .tools/bin/.
@@ -105,10 +125,14 @@ CHECK_INTEGRATION := test/integration/migrate.test.ts test/integration/gateway-c
 check: $(DEPS) chart-tools
 	vitest run --project unit --project chart --project integration test/unit/ test/chart/ $(CHECK_INTEGRATION)
 
-lint: $(DEPS)
+lint: $(DEPS) $(API_TOOLS)
 	biome check .
 	# Unused files, exports and dependencies (knip.json: the entry points).
 	knip
+	# The management API's OpenAPI document, under Redocly's strict recommended rules (redocly.yaml;
+	# offline), and the types generated from it current (else: make api-schema).
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true redocly lint
+	node tools/openapi/generate.mjs --check
 
 format: $(DEPS)
 	biome check --write .

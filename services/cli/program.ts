@@ -5,6 +5,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { hashPasswordCommand } from '../console/hash-password.ts';
 import { HookgateError } from '../core/errors.ts';
 import { configCheckCommand } from './commands/config-check.ts';
+import { newTokenCommand, tokensCommand } from './commands/console-tokens.ts';
 import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
 import { migrateCommand } from './commands/migrate.ts';
 import { pruneCommand } from './commands/prune.ts';
@@ -116,6 +117,31 @@ ${examples([
       ]),
     )
     .action(() => hashPasswordCommand());
+  consoleCommand
+    .command('new-token')
+    .description('make an access token for scripts and the API; prints it once, and its console.tokens entry')
+    .requiredOption('--name <name>', "the token's name (the audit trail records its actions as api:<name>)")
+    .addOption(
+      new Option('--role <role>', 'viewer (reads) or operator (reads and acts)')
+        .choices(['viewer', 'operator'])
+        .default('operator'),
+    )
+    .option('--json', 'print name, role, sha256 and the token as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate console new-token --name ci',
+        'hookgate console new-token --name dashboard --role viewer',
+      ]),
+    )
+    .action((options: unknown) => newTokenCommand(options));
+  addConfigOption(
+    consoleCommand
+      .command('tokens')
+      .description('the configured access tokens: name, role and last use (never a token or its hash)')
+      .option('--json', 'print them as JSON')
+      .addHelpText('after', examples(['hookgate console tokens --config hookgate.yaml'])),
+  ).action((options: unknown) => tokensCommand(options));
 
   addConfigOption(
     program

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { timeline } from '../../services/cli/commands/events.ts';
 import type { ApplyJobTimes } from '../../services/core/queue/job-rows.ts';
+import { timeline } from '../../services/core/read-models/event-detail.ts';
 import type { ShownEvent } from '../../services/core/read-models/events-sql.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, seconds));

@@ -10,6 +10,7 @@ import { formatMs, formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible, visibleBlock } from '../html/visible-text.ts';
 import { type EventView, loadEvent } from '../read-models/event.ts';
+import { canAct } from '../security/roles.ts';
 import { viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 import { statusBadge } from './events.ts';
@@ -199,9 +200,9 @@ export async function eventPage(context: ConsoleContext, req: Request, res: Resp
           view,
           history,
           viewer.csrf,
-          context.actions.get('requeue') !== undefined,
-          context.actions.get('discard') !== undefined,
-          context.actions.get('redeliver') !== undefined,
+          canAct(viewer) && context.actions.get('requeue') !== undefined,
+          canAct(viewer) && context.actions.get('discard') !== undefined,
+          canAct(viewer) && context.actions.get('redeliver') !== undefined,
         ),
         done,
       ),
