@@ -81,8 +81,9 @@ export function timeline(
         what: `attempt ${attempt + 1} due (attempt ${attempt} failed${lastError})`,
       });
     if (job.state === 'active') entries.push({ at: null, what: `attempt ${attempt} is running now` });
-  } else if (event.status === 'pending' && event.attempts > 0) {
-    // A failed attempt was sent again in a new job, waiting for its backoff.
+  } else if (event.status === 'pending' && event.attempts > event.requeued_attempts) {
+    // A failed attempt was sent again in a new job, waiting for its backoff (a requeued event not
+    // tried since waits for its first fresh attempt, not for a retry).
     entries.push({
       at: event.next_attempt_at,
       what: `attempt ${event.attempts + 1} due (attempt ${event.attempts} failed${lastError})`,
