@@ -40,6 +40,10 @@ export function timeline(
   // The latest requeue the audit trail has: the one that gave the event its fresh budget of
   // attempts, so the budget is told there, at its time, not apart as a time not kept.
   const lastRequeue = actions.filter((action) => action.command === 'requeue').at(-1);
+  // The requeue's own time is its job's while that job is the current one (the audit row is
+  // written just after the requeue commits, a worker may start before it).
+  const requeuedNow = event.requeued_attempts > 0 && event.requeued_attempts === event.dispatched_attempts;
+  const requeueJobAt = requeuedNow && job && job.created_on > event.received_at ? job.created_on : null;
   // The operator actions that named this event (hookgate.audit): who, and why when they said.
   for (const action of actions) {
     const budget =
@@ -47,16 +51,15 @@ export function timeline(
         ? ` after ${event.requeued_attempts} attempt(s), with a fresh job`
         : '';
     entries.push({
-      at: action.at,
+      at: budget ? (requeueJobAt ?? action.at) : action.at,
       what: `${ACTION_VERBS[action.command] ?? action.command} by ${action.actor}${budget}${action.reason ? `: ${action.reason}` : ''}`,
     });
   }
   // A requeue the audit trail does not have (a settled duplicate under `dedupe: observe`, or an
   // audit row pruned): its time is known while its job is the current one.
-  const requeuedNow = event.requeued_attempts > 0 && event.requeued_attempts === event.dispatched_attempts;
   if (event.requeued_attempts > 0 && lastRequeue === undefined) {
     entries.push({
-      at: requeuedNow && job && job.created_on > event.received_at ? job.created_on : null,
+      at: requeueJobAt,
       what: `requeued after ${event.requeued_attempts} attempt(s), with a fresh job`,
     });
   }
