@@ -1,16 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
-import { auditCommand } from './commands/audit.ts';
-import { discardCommand } from './commands/discard.ts';
-import { pauseCommand, resumeCommand } from './commands/pause.ts';
-import {
-  quarantineDropCommand,
-  quarantineListCommand,
-  quarantineReleaseCommand,
-  quarantineShowCommand,
-} from './commands/quarantine.ts';
-import { addConfigOption } from './support/options.ts';
+import { addConfigOption } from './support/config-option.ts';
 
 // The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
 // program.ts gains one line for them.
@@ -41,7 +32,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate audit --since 24h', 'hookgate audit --endpoint stripe --command discard --json']),
     )
-    .action((options: unknown) => auditCommand(options));
+    .action(async (options: unknown) => (await import('./commands/audit.ts')).auditCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -67,7 +58,7 @@ export function addOperationsCommands(program: Command): void {
         'hookgate discard --endpoint github --id 5f1c… --reason "projection_unkeyed: no entity in this event kind"',
       ]),
     )
-    .action((options: unknown) => discardCommand(options));
+    .action(async (options: unknown) => (await import('./commands/discard.ts')).discardCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -85,7 +76,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate pause --endpoint stripe --reason "deploying the billing handler fix"']),
     )
-    .action((options: unknown) => pauseCommand(options));
+    .action(async (options: unknown) => (await import('./commands/pause.ts')).pauseCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -98,7 +89,7 @@ export function addOperationsCommands(program: Command): void {
     ),
   )
     .addHelpText('after', examples(['hookgate resume --endpoint stripe']))
-    .action((options: unknown) => resumeCommand(options));
+    .action(async (options: unknown) => (await import('./commands/pause.ts')).resumeCommand(options));
 
   const quarantine = program
     .command('quarantine')
@@ -111,14 +102,18 @@ export function addOperationsCommands(program: Command): void {
       .option('--all', 'released and dropped ones too')
       .option('--limit <n>', 'at most this many rows', '100')
       .option('--json', 'print the rows as JSON'),
-  ).action((options: unknown) => quarantineListCommand(options));
+  ).action(async (options: unknown) =>
+    (await import('./commands/quarantine.ts')).quarantineListCommand(options),
+  );
   addConfigOption(
     quarantine
       .command('show')
       .description('the deliveries, their kept headers and bodies')
       .argument('<id...>', 'quarantine ids')
       .option('--json', 'print them as JSON'),
-  ).action((ids: unknown, options: unknown) => quarantineShowCommand(ids, options));
+  ).action(async (ids: unknown, options: unknown) =>
+    (await import('./commands/quarantine.ts')).quarantineShowCommand(ids, options),
+  );
   addConfigOption(
     addActorOption(
       quarantine
@@ -132,7 +127,9 @@ export function addOperationsCommands(program: Command): void {
     ),
   )
     .addHelpText('after', examples(['hookgate quarantine release 12 13 --reason "added extract.eventType"']))
-    .action((ids: unknown, options: unknown) => quarantineReleaseCommand(ids, options));
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineReleaseCommand(ids, options),
+    );
   addConfigOption(
     addActorOption(
       quarantine
@@ -147,5 +144,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate quarantine drop 12 --reason "test traffic from the provider console"']),
     )
-    .action((ids: unknown, options: unknown) => quarantineDropCommand(ids, options));
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineDropCommand(ids, options),
+    );
 }

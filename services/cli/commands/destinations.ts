@@ -11,14 +11,13 @@ import {
 } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
+import { DELIVERY_STATUSES } from '../support/choices.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
 import { writeOut } from '../support/terminal-text.ts';
 
 // `hookgate deliveries list|show`, `hookgate redeliver`, `hookgate destination pause|resume`:
 // thin over services/core/destinations/actions.ts, which the console calls too.
-
-export const DELIVERY_STATUSES = ['pending', 'sending', 'retrying', 'held', 'delivered', 'dead'] as const;
 
 const destinationName = z.string().regex(DESTINATION_NAME, 'is not a destination name');
 
