@@ -24,7 +24,8 @@ RUN --mount=type=cache,target=/root/.npm \
 # Node.js and the shared libraries it links, and nothing else: no shell, no package manager,
 # no npm. ldd names the libraries for whatever architecture the base is.
 FROM node:24-bookworm-slim AS runtime
-RUN mkdir -p /runtime/tmp && chmod 1777 /runtime/tmp \
+RUN mkdir -p /runtime/tmp /runtime/app/.compile-cache && chmod 1777 /runtime/tmp \
+    && chown 10001:10001 /runtime/app/.compile-cache \
     && cp --parents -L /usr/local/bin/node /etc/ld.so.cache \
          $(ldd /usr/local/bin/node | grep -o '/[^ ]*') /runtime/
 
@@ -40,6 +41,10 @@ COPY migrations ./migrations
 # root-owned and read-only to it. hookgate writes nothing outside /tmp (an emptyDir in the chart),
 # so the root filesystem can be read-only.
 USER 10001:10001
+# Node.js's compile cache, made now as that user (Node.js keys it by user id) and read-only in the
+# pods: every module type-stripped and compiled once here instead of at each start.
+ENV NODE_COMPILE_CACHE=/app/.compile-cache
+RUN ["node", "services/cli/compile-cache.ts"]
 # 8080: webhooks (LISTEN_ADDRESS, 0.0.0.0 with DATABASE_URL). 9464: /metrics and the worker's
 # probes, on loopback unless METRICS_LISTEN_ADDRESS says otherwise (the chart sets 0.0.0.0).
 EXPOSE 8080 8081 9464

@@ -85,8 +85,8 @@ async function serve(role: string, env: Record<string, string>, readyPort: strin
   const startedAt = Date.parse(
     (await podmanOk(['inspect', '--format', '{{.State.StartedAt}}', name])).trim().replace(/ \+0000 UTC$/, 'Z'),
   );
-  const first = JSON.parse((await logs(name)).split('\n')[0] as string) as { time: number };
-  return { name, firstLogMs: first.time - startedAt, readyMs: readyAt - startedAt };
+  const first = JSON.parse((await logs(name)).split('\n')[0] as string) as { time: string };
+  return { name, firstLogMs: Date.parse(first.time) - startedAt, readyMs: readyAt - startedAt };
 }
 
 async function stop(name: string): Promise<{ code: number; output: string }> {

@@ -59,6 +59,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- define "hookgate.image" -}}
+{{- if not .Values.image.repository }}
+{{- fail "image.repository is empty: no public hookgate image is published. Build one from the repository's Dockerfile (`make image` builds localhost/hookgate:dev with podman; or `docker build -t registry.example.com/hookgate:0.1.0 .`), push it to a registry your cluster pulls from, and set image.repository (and image.tag)." }}
+{{- end }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Builds the Kubernetes server binaries the one-node test cluster runs (kube-apiserver,
-# kube-controller-manager, kube-scheduler, kubelet, kube-proxy) from the Go module proxy, into DIR.
-#   build-kubernetes.sh VERSION DIR
+# Builds the Kubernetes binaries the one-node test cluster runs (kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kube-proxy) and kubectl from the Go module
+# proxy, into DIR; or only the COMMANDs named.
+#   build-kubernetes.sh VERSION DIR [COMMAND...]
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod points its staging modules (k8s.io/api,
 # k8s.io/client-go, ...) at ./staging/src. A throwaway wrapper module requires it and points each of
 # those at the release the proxy serves under the same minor (v1.34.4 -> v0.34.4), with the go and
 # godebug lines of the real go.mod, so the binaries behave as the release's own.
-# About 27 CPU-minutes on two cores, once per version: the Makefile runs it under `nice -n 19`.
+# About 30 CPU-minutes on two cores, once per version: the Makefile runs it under `nice -n 19`.
 set -euo pipefail
-version=${1:?usage: build-kubernetes.sh VERSION DIR}
-dir=${2:?usage: build-kubernetes.sh VERSION DIR}
+version=${1:?usage: build-kubernetes.sh VERSION DIR [COMMAND...]}
+dir=${2:?usage: build-kubernetes.sh VERSION DIR [COMMAND...]}
+shift 2
 staging=v0.${version#v1.}
 minor=${version#v1.}; minor=${minor%%.*}
-commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy)
+commands=("$@")
+((${#commands[@]} > 0)) || commands=(kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl)
 
 mkdir -p "$dir"
 src=$(mktemp -d "$dir/.src.XXXXXX")
