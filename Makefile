@@ -171,7 +171,7 @@ image: $(DEPS) container-tools
 
 ## cluster-up: a one-node Kubernetes on this machine for the chart's tests: the Kubernetes
 ## binaries, CoreDNS and a pause image built once from the Go module proxy into .tools/ (about 35
-## CPU-minutes, under `nice -n 19`), Debian's etcd, containerd, runc and CNI plugins; idempotent.
+## CPU-minutes, under `nice -n 19`), metrics-server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
 ## Its kubeconfig is .k8s/pki/admin.kubeconfig. cluster-down removes every workload, stops every
 ## daemon and undoes what they changed (mounts, network namespaces, iptables, bridge, cgroups,
 ## sysctls); test/k8s/cluster/cluster.sh says how
@@ -180,6 +180,8 @@ COREDNS_VERSION := v1.15.0
 KUBE_DIR := $(TOOLS)/kubernetes-$(KUBERNETES_VERSION)
 KUBE_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
 COREDNS := $(TOOLS)/coredns-$(COREDNS_VERSION)/coredns
+METRICS_SERVER_VERSION := v0.8.1
+METRICS_SERVER := $(TOOLS)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
 # The pause binary is the project's own (test/k8s/tools/pause/main.go): named by its source's hash.
 PAUSE = $(TOOLS)/pause-$(shell sha256sum test/k8s/tools/pause/main.go | cut -c1-12)/pause
 CLUSTER_STATE := $(CURDIR)/.k8s
@@ -203,10 +205,14 @@ $(KUBE_DIR)/%:
 $(COREDNS):
 	nice -n 19 test/k8s/tools/build-go-main.sh test/k8s/tools/coredns $(@D) coredns github.com/coredns/coredns@$(COREDNS_VERSION)
 
+$(METRICS_SERVER):
+	nice -n 19 test/k8s/tools/build-go-module.sh sigs.k8s.io/metrics-server $(METRICS_SERVER_VERSION) $(@D) \
+	  sigs.k8s.io/metrics-server/cmd/metrics-server
+
 $(TOOLS)/pause-%/pause:
 	nice -n 19 test/k8s/tools/build-go-main.sh test/k8s/tools/pause $(@D) pause
 
-cluster-tools: $(addprefix $(KUBE_DIR)/,$(KUBE_BINARIES)) $(COREDNS)
+cluster-tools: $(addprefix $(KUBE_DIR)/,$(KUBE_BINARIES)) $(COREDNS) $(METRICS_SERVER)
 	@$(MAKE) --no-print-directory $(PAUSE)
 	@mkdir -p $(TOOLS)/bin && ln -sfn $(KUBE_DIR)/kubectl $(TOOLS)/bin/kubectl
 
@@ -215,6 +221,8 @@ cluster-images: container-tools cluster-tools
 	@mkdir -p $(CLUSTER_IMAGES)
 	test/k8s/cluster/binary-image.sh $(PAUSE) $(PAUSE_IMAGE) 65535 $(CLUSTER_IMAGES)/pause.tar
 	test/k8s/cluster/binary-image.sh $(COREDNS) $(COREDNS_IMAGE) 65532 $(CLUSTER_IMAGES)/coredns.tar
+	test/k8s/cluster/binary-image.sh $(METRICS_SERVER) localhost/hookgate-test/metrics-server:$(METRICS_SERVER_VERSION) \
+	  65534 $(CLUSTER_IMAGES)/metrics-server.tar
 
 cluster-up: cluster-packages cluster-images
 	IMAGES="$$(ls $(CLUSTER_IMAGES)/*.tar)" $(CLUSTER) up

@@ -83,7 +83,9 @@ async function serve(role: string, env: Record<string, string>, readyPort: strin
   await podmanOk([...runArgs(name, { ...env, LOG_LEVEL: 'info' }, true), 'serve', '--role', role]);
   const readyAt = await waitUntilReady(`http://127.0.0.1:${readyPort}/readyz`, name);
   const startedAt = Date.parse(
-    (await podmanOk(['inspect', '--format', '{{.State.StartedAt}}', name])).trim().replace(/ \+0000 UTC$/, 'Z'),
+    (await podmanOk(['inspect', '--format', '{{.State.StartedAt}}', name]))
+      .trim()
+      .replace(/ \+0000 UTC$/, 'Z'),
   );
   const first = JSON.parse((await logs(name)).split('\n')[0] as string) as { time: string };
   return { name, firstLogMs: Date.parse(first.time) - startedAt, readyMs: readyAt - startedAt };
@@ -131,7 +133,10 @@ describe(`the image ${IMAGE}`, () => {
   });
 
   it('runs migrate, each role of serve, a signed delivery to settled, and drains on SIGTERM', async () => {
-    const migrated = await podman([...runArgs(`hookgate-smoke-migrate-${process.pid}`, {}, false), 'migrate']);
+    const migrated = await podman([
+      ...runArgs(`hookgate-smoke-migrate-${process.pid}`, {}, false),
+      'migrate',
+    ]);
     expect(migrated.code, migrated.stdout + migrated.stderr).toBe(0);
 
     const [gatewayPort, gatewayMetrics, workerMetrics, consolePort, consoleMetrics] = await Promise.all(

@@ -259,7 +259,8 @@ up() {
     --bind-address=127.0.0.1 --secure-port=19706 --leader-elect=false --profiling=false \
     --service-account-private-key-file="$PKI/sa.key" --root-ca-file="$PKI/ca.crt" \
     --use-service-account-credentials=true --cluster-signing-cert-file="$PKI/ca.crt" \
-    --cluster-signing-key-file="$PKI/ca.key" --horizontal-pod-autoscaler-sync-period=5s
+    --cluster-signing-key-file="$PKI/ca.key" --horizontal-pod-autoscaler-sync-period=5s \
+    --horizontal-pod-autoscaler-downscale-stabilization=30s
   start kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$PKI/scheduler.kubeconfig" \
     --authentication-kubeconfig="$PKI/scheduler.kubeconfig" \
     --authorization-kubeconfig="$PKI/scheduler.kubeconfig" \

@@ -31,10 +31,10 @@ export function run(command: string, args: readonly string[], input?: string): P
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout?.on('data', (chunk: Buffer) => {
       stdout += chunk.toString('utf8');
     });
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr?.on('data', (chunk: Buffer) => {
       stderr += chunk.toString('utf8');
     });
     child.on('error', reject);
@@ -53,8 +53,10 @@ async function ok(command: string, args: readonly string[], input?: string): Pro
   return result.stdout;
 }
 
-export const kubectl = (args: readonly string[], input?: string) => run(join(KUBE_BIN, 'kubectl'), args, input);
-export const kubectlOk = (args: readonly string[], input?: string) => ok(join(KUBE_BIN, 'kubectl'), args, input);
+export const kubectl = (args: readonly string[], input?: string) =>
+  run(join(KUBE_BIN, 'kubectl'), args, input);
+export const kubectlOk = (args: readonly string[], input?: string) =>
+  ok(join(KUBE_BIN, 'kubectl'), args, input);
 const HELM = join(ROOT, '.tools/bin/helm');
 export const helm = (args: readonly string[]) => run(HELM, args);
 export const helmOk = (args: readonly string[]) => ok(HELM, args);
@@ -127,7 +129,15 @@ interface PodJson {
 }
 
 export async function pods(namespace: string, selector = ''): Promise<PodState[]> {
-  const text = await kubectlOk(['-n', namespace, 'get', 'pods', '-o', 'json', ...(selector ? ['-l', selector] : [])]);
+  const text = await kubectlOk([
+    '-n',
+    namespace,
+    'get',
+    'pods',
+    '-o',
+    'json',
+    ...(selector ? ['-l', selector] : []),
+  ]);
   return (JSON.parse(text) as { items: PodJson[] }).items.map((pod) => {
     const container = pod.status.containerStatuses?.[0];
     const ready = pod.status.conditions?.find((c) => c.type === 'Ready');
@@ -148,7 +158,11 @@ export async function pods(namespace: string, selector = ''): Promise<PodState[]
 }
 
 /** Waits (up to `seconds`) until `check` holds, polling once a second. */
-export async function until<T>(what: string, seconds: number, check: () => Promise<T | null | false>): Promise<T> {
+export async function until<T>(
+  what: string,
+  seconds: number,
+  check: () => Promise<T | null | false>,
+): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     const value = await check().catch(() => null);
