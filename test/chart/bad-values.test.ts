@@ -55,7 +55,8 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
   {
     name: 'no image repository (no public image is published)',
     set: ['image.repository='],
-    message: /image.repository is empty: no public hookgate image is published\. Build one from the repository's Dockerfile \(`make image`/,
+    message:
+      /image.repository is empty: no public hookgate image is published\. Build one from the repository's Dockerfile \(`make image`/,
     schema: false,
   },
   {
