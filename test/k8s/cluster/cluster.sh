@@ -222,7 +222,7 @@ up() {
   fi
   if [ ! -f "$SAVED_SYSCTLS" ]; then
     for key in "${SYSCTLS[@]}"; do
-      sysctl -n "$key" > /dev/null 2>&1 && echo "$key=$(sysctl -n "$key")"
+      if sysctl -n "$key" > /dev/null 2>&1; then echo "$key=$(sysctl -n "$key")"; fi
     done > "$SAVED_SYSCTLS"
   fi
   : > "$STATE/pids"
@@ -310,6 +310,9 @@ delete_kube_chains() {
 }
 
 down() {
+  # Best effort to the end: every step runs whatever the one before it found, and the last line
+  # says what is left.
+  set +e
   mkdir -p "$LOGS"
   # 1. Workloads away first, so that the kubelet unmounts their volumes, the bridge plugin frees
   #    their addresses and network namespaces, and containerd removes their containers.
