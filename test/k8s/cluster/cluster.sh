@@ -219,6 +219,7 @@ up() {
   if [ -s "$STATE/pids" ]; then
     log "a previous start left processes behind: taking it down first"
     down
+    set -e
   fi
   if [ ! -f "$SAVED_SYSCTLS" ]; then
     for key in "${SYSCTLS[@]}"; do
