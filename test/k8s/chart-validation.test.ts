@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SCENARIOS } from './scenarios.ts';
-import { CHART, helmOk, installCrds, kubectl, restrictedNamespace } from './support/cluster.ts';
+import { CHART, helmOk, installCrds, kubectl, kubectlOk, restrictedNamespace } from './support/cluster.ts';
 
 // Every ci/ scenario as the API server of a real Kubernetes judges it: rendered by Helm for this
 // cluster's version, applied with --dry-run=server and strict field validation (an unknown or
@@ -14,6 +14,9 @@ const NAMESPACE = 'hookgate-validate';
 beforeAll(async () => {
   await installCrds();
   await restrictedNamespace(NAMESPACE);
+  // Admission checks a bare Pod's ServiceAccount exists (the `helm test` Pod's); in an install
+  // the chart's is a hook created before anything else, so it is there when the Pod comes.
+  await kubectlOk(['create', 'serviceaccount', 'hookgate', '--save-config', '--namespace', NAMESPACE]);
 });
 
 describe('every chart scenario is accepted by the API server', () => {

@@ -15,7 +15,7 @@ mkdir -p "$work/root/tmp"
 chmod 1777 "$work/root/tmp"
 cp "$binary" "$@" "$work/root/"
 tar --numeric-owner --owner=0 --group=0 -C "$work/root" -cf "$work/root.tar" .
-podman import --change "ENTRYPOINT [\"/$(basename "$binary")\"]" --change "USER $user:$user" \
+podman import --quiet --change "ENTRYPOINT [\"/$(basename "$binary")\"]" --change "USER $user:$user" \
   "$work/root.tar" "$image" > /dev/null
 rm -f "$archive"
-podman save --format docker-archive --output "$archive" "$image" > /dev/null
+podman save --quiet --format docker-archive --output "$archive" "$image" > /dev/null
