@@ -139,8 +139,10 @@ describe('the default scenario under 200 deliveries/s', () => {
       ]);
       expect(upgraded.code, upgraded.stdout + upgraded.stderr).toBe(0);
       steps.upgradeSeconds = upgraded.seconds;
-      const afterUpgrade = await allReady(NAMESPACE, 'hookgate');
-      expect(afterUpgrade.every((pod) => pod.image.endsWith(':next'))).toBe(true);
+      await until('every pod on the new image', 300, async () => {
+        const list = await allReady(NAMESPACE, 'hookgate');
+        return list.every((pod) => pod.image.endsWith(':next')) ? list : null;
+      });
 
       const rolledBack = await helm([
         'rollback',

@@ -111,18 +111,19 @@ export interface PodState {
   /** ms from the container's start to the pod's Ready condition, when both are known. */
   readonly startToReadyMs: number | null;
   readonly restarts: number;
+  /** The image the pod's spec names (containerd reports one name for tags of the same image). */
   readonly image: string;
 }
 
 interface PodJson {
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { containers: { image: string }[] };
   status: {
     phase: string;
     conditions?: { type: string; status: string; lastTransitionTime: string }[];
     containerStatuses?: {
       ready: boolean;
       restartCount: number;
-      image: string;
       state: { running?: { startedAt: string } };
     }[];
   };
@@ -138,7 +139,11 @@ export async function pods(namespace: string, selector = ''): Promise<PodState[]
     'json',
     ...(selector ? ['-l', selector] : []),
   ]);
-  return (JSON.parse(text) as { items: PodJson[] }).items.map((pod) => {
+  // Pods being deleted are on their way out: not counted.
+  const items = (JSON.parse(text) as { items: PodJson[] }).items.filter(
+    (pod) => !pod.metadata.deletionTimestamp,
+  );
+  return items.map((pod) => {
     const container = pod.status.containerStatuses?.[0];
     const ready = pod.status.conditions?.find((c) => c.type === 'Ready');
     const startedAt = container?.state.running?.startedAt;
@@ -152,7 +157,7 @@ export async function pods(namespace: string, selector = ''): Promise<PodState[]
           ? Date.parse(ready.lastTransitionTime) - Date.parse(startedAt)
           : null,
       restarts: container?.restartCount ?? 0,
-      image: container?.image ?? '',
+      image: pod.spec.containers[0]?.image ?? '',
     };
   });
 }
