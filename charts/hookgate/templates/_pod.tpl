@@ -76,7 +76,7 @@ spec:
         httpGet:
           path: /readyz
           port: {{ .probePort }}
-        periodSeconds: 2
+        periodSeconds: 1
         timeoutSeconds: {{ $ctx.Values.probes.timeoutSeconds }}
         failureThreshold: {{ $ctx.Values.probes.startupFailureThreshold }}
       readinessProbe:
