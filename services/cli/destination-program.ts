@@ -94,13 +94,21 @@ export function addDestinationCommands(program: Command): void {
         )
         .argument('<destination>', 'the destination name')
         .option('--endpoint <name>', 'its endpoint, when several endpoints have a destination of that name')
+        .option('--reason <text>', 'why, shown with the state and kept in the audit trail')
         .option(
           '--actor <name>',
           'who is acting, for the audit trail (default $HOOKGATE_ACTOR, else the OS user)',
         )
         .option('--json', 'print the result as JSON'),
     )
-      .addHelpText('after', examples([`hookgate destination ${verb} ledger`]))
+      .addHelpText(
+        'after',
+        examples([
+          pause
+            ? `hookgate destination pause ledger --reason "ledger API maintenance until 14:00"`
+            : 'hookgate destination resume ledger',
+        ]),
+      )
       .action(async (name: string, options: unknown) =>
         (await import('./commands/destinations.ts')).destinationPauseCommand(name, options, pause),
       );

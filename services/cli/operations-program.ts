@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { AUDITED_COMMANDS } from '../core/audit/audit.ts';
 import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
 import { addConfigOption } from './support/config-option.ts';
 
@@ -21,10 +22,10 @@ export function addOperationsCommands(program: Command): void {
   addConfigOption(
     program
       .command('audit')
-      .description('operator actions (requeue, discard, pause, resume, replay, prune), newest first')
+      .description(`operator actions (${AUDITED_COMMANDS.join(', ')}), newest first`)
       .option('--since <when>', 'only actions at or after: a duration (24h) or a timestamp')
       .option('--endpoint <name>', 'only actions on this endpoint')
-      .option('--command <name>', 'only this command (requeue, discard, …)')
+      .option('--command <name>', `only this command: ${AUDITED_COMMANDS.map((c) => `"${c}"`).join(', ')}`)
       .option('--limit <n>', 'at most this many rows', '100')
       .option('--json', 'print the rows as JSON'),
   )
@@ -102,18 +103,25 @@ export function addOperationsCommands(program: Command): void {
       .option('--all', 'released and dropped ones too')
       .option('--limit <n>', 'at most this many rows', '100')
       .option('--json', 'print the rows as JSON'),
-  ).action(async (options: unknown) =>
-    (await import('./commands/quarantine.ts')).quarantineListCommand(options),
-  );
+  )
+    .addHelpText(
+      'after',
+      examples(['hookgate quarantine list', 'hookgate quarantine list --endpoint stripe --all --json']),
+    )
+    .action(async (options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineListCommand(options),
+    );
   addConfigOption(
     quarantine
       .command('show')
       .description('the deliveries, their kept headers and bodies')
       .argument('<id...>', 'quarantine ids')
       .option('--json', 'print them as JSON'),
-  ).action(async (ids: unknown, options: unknown) =>
-    (await import('./commands/quarantine.ts')).quarantineShowCommand(ids, options),
-  );
+  )
+    .addHelpText('after', examples(['hookgate quarantine show 12', 'hookgate quarantine show 12 13 --json']))
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineShowCommand(ids, options),
+    );
   addConfigOption(
     addActorOption(
       quarantine

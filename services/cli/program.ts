@@ -86,7 +86,7 @@ ${examples([
       'after',
       `
 Environment: PORT (webhooks, default 8080), METRICS_PORT (/metrics, /healthz, /readyz, default
-9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL; the console's CONSOLE_PORT (8081),
+9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL, LOG_FORMAT (json|text); the console's CONSOLE_PORT (8081),
 CONSOLE_LISTEN_ADDRESS (127.0.0.1), CONSOLE_SESSION_SECRET, CONSOLE_USERS_FILE (docs/console.md). SIGTERM and SIGINT stop it cleanly; SIGHUP is
 logged and ignored (the configuration is read at start only: restart to change it).
 ${examples([
@@ -382,6 +382,13 @@ function checkEnvironment(env: NodeJS.ProcessEnv): void {
     throw new HookgateError(
       'env_invalid',
       `LOG_LEVEL="${level}" is not a log level; use one of ${LOG_LEVELS.join(', ')}.`,
+    );
+  }
+  const format = env.LOG_FORMAT?.trim();
+  if (format && format !== 'json' && format !== 'text') {
+    throw new HookgateError(
+      'env_invalid',
+      `LOG_FORMAT="${format}" is not a log format; use json (the default: one JSON object per line) or text (for a terminal).`,
     );
   }
 }

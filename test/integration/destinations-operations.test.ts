@@ -220,9 +220,7 @@ describe('destination operations', () => {
 
     const dry = await runCliInProcess(['redeliver', '--destination', 'refusing', '--dry-run'], env);
     expect(dry.code, dry.output).toBe(0);
-    expect(dry.stdout).toContain(
-      'Would redeliver 2 delivery(ies) to pay/refusing (dry run, nothing changed).',
-    );
+    expect(dry.stdout).toContain('Would redeliver 2 deliveries to pay/refusing (dry run, nothing changed).');
     const run = await runCliInProcess(['redeliver', '--destination', 'refusing', '--json'], env);
     expect(run.code, run.output).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ count: 2, endpoint: 'pay', destination: 'refusing' });
@@ -233,9 +231,9 @@ describe('destination operations', () => {
 
     const pause = await runCliInProcess(['destination', 'pause', 'healthy'], env);
     expect(pause.code, pause.output).toBe(0);
-    expect(pause.stdout).toContain('Paused pay/healthy: 0 delivery(ies) held.');
+    expect(pause.stdout).toContain('Paused pay/healthy: 0 deliveries held.');
     const resume = await runCliInProcess(['destination', 'resume', 'healthy'], env);
-    expect(resume.stdout).toContain('Resumed pay/healthy: 0 held delivery(ies) released.');
+    expect(resume.stdout).toContain('Resumed pay/healthy: 0 held deliveries released.');
 
     const stats = await runCliInProcess(['stats', '--json'], env);
     expect(stats.code, stats.output).toBe(0);
@@ -250,10 +248,13 @@ describe('destination operations', () => {
         delivered: 3,
         p99: 'number',
         breaker: 'closed',
+        paused: null,
       })),
     );
     const text = await runCliInProcess(['stats'], env);
-    expect(text.stdout).toMatch(/ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER/);
+    expect(text.stdout).toMatch(
+      /ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER\s+PAUSED/,
+    );
     expect(text.stdout).toMatch(/pay\s+refusing\s+0\s+0\s+0\s+3\s+\S+\s+closed/);
 
     const unknown = await runCliInProcess(['destination', 'pause', 'nosuch'], env);

@@ -10,7 +10,7 @@ import {
   showQuarantined,
 } from '../../core/quarantine/actions.ts';
 import { withCommandPool, withCommandQueue } from '../database.ts';
-import { printJson, table } from '../support/format.ts';
+import { plural, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName } from '../support/options.ts';
 import { terminalText, writeOut } from '../support/terminal-text.ts';
 
@@ -140,6 +140,8 @@ export async function quarantineDropCommand(rawIds: unknown, raw: unknown): Prom
     if (options.json) return printJson({ dropped });
     if (dropped.length === 0)
       throw new HookgateError('nothing_changed', 'No held quarantined delivery has those ids.');
-    writeOut(`Dropped ${dropped.length}: ${dropped.join(', ')}.\n`);
+    writeOut(
+      `Dropped ${plural(dropped.length, 'quarantined delivery', 'quarantined deliveries')} (id ${dropped.join(', ')}).\n`,
+    );
   });
 }

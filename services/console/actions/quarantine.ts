@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { consoleActor } from '../../core/audit/actor.ts';
-import { recordAction } from '../../core/audit/audit.ts';
+import { type AuditedCommand, recordAction } from '../../core/audit/audit.ts';
 import {
   dropQuarantined,
   type QuarantinedDelivery,
@@ -41,7 +41,7 @@ async function heldRow(context: ActionContext, id: string): Promise<QuarantinedD
 
 async function dryRun(
   context: ActionContext,
-  command: string,
+  command: AuditedCommand,
   target: QuarantineTarget,
   sentence: (row: QuarantinedDelivery) => string,
 ): Promise<ActionPreview> {
