@@ -34,7 +34,7 @@ beforeAll(async () => {
   database = await startClusterDatabase();
   await restrictedNamespace(NAMESPACE);
   await loadImage(IMAGE);
-  const manifest = readFileSync(join(ROOT, 'test/k8s/cluster/metrics-server.yaml'), 'utf8').replace(
+  const manifest = readFileSync(join(ROOT, 'test/k8s/cluster/metrics-server.yaml'), 'utf8').replaceAll(
     '@METRICS_SERVER_IMAGE@',
     METRICS_SERVER_IMAGE,
   );
