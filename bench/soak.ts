@@ -4,11 +4,13 @@
 // `completedJobRetention` (its maintenance running every `maintenanceInterval`), and this process
 // prunes the inbox and the delivery records every `pruneEvery`. Table and index sizes and dead
 // tuples are sampled throughout; once the first retention cycle has passed they should level off.
+
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DriverResult, drive } from '../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../services/core/config/dedupe-schema.ts';
 import { prune } from '../services/core/inbox/prune.ts';
 import type { BenchDatabase } from './processes.ts';
 import { tableSizes } from './sizes.ts';
@@ -33,7 +35,7 @@ export interface SoakSettings {
 /** The tables retention manages, grouped as an operator reads them. */
 const GROUPS = {
   inbox: (t: string) => t === 'hookgate.inbox',
-  outbox_deliveries: (t: string) => t === 'hookgate.outbox_deliveries',
+  destination_deliveries: (t: string) => t === 'hookgate.destination_deliveries',
   'pgboss.job': (t: string) => /^pgboss\.job/.test(t),
 } as const;
 type Group = keyof typeof GROUPS;
@@ -130,10 +132,6 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         maintenanceInterval: `${settings.maintenanceSeconds}s`,
         superviseInterval: '5s',
       },
-      // The relay's defaults (batches of 10, polled every second) fall behind ~50 notifications/s
-      // on a busy 2-core machine; queued outbox jobs would then grow the job table, which is a
-      // backlog, not retention. Sized so the soak measures retention.
-      relay: { completedJobRetention: retention, batchSize: 50, concurrency: 4 },
       endpoints: { [ENDPOINT]: { provider: 'stripe', secrets: [SECRET], handler: 'billing' } },
     },
     1,
@@ -157,12 +155,13 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         const report = await prune(db, {
           actor: 'bench',
           inboxOlderThanMs: settings.retentionSeconds * 1000,
+          dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
           deliveriesOlderThanMs: settings.retentionSeconds * 1000,
           chunk: 5_000,
         });
         prunes.runs += 1;
         prunes.inboxRows += report.inboxRows;
-        prunes.deliveries += report.deliveries;
+        prunes.deliveries += report.destinationDeliveries;
       }
     })();
     let load: DriverResult;

@@ -39,9 +39,10 @@ export function addDestinationCommands(program: Command): void {
         'one delivery and every attempt: time, status code, duration, error and first bytes of the answer',
       )
       .argument('<id>', 'the delivery id (deliveries list shows it)')
+      .option('--bytes', "also each answer's headers and its first bytes as a hex dump")
       .option('--json', 'print the result as JSON'),
   )
-    .addHelpText('after', examples(['hookgate deliveries show 42']))
+    .addHelpText('after', examples(['hookgate deliveries show 42', 'hookgate deliveries show 42 --bytes']))
     .action(async (id: string, options: unknown) =>
       (await import('./commands/destinations.ts')).deliveriesShowCommand(id, options),
     );

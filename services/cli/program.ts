@@ -282,6 +282,10 @@ ${examples([
       .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
       .option('--until <when>', 'end of the window (default now)')
       .option('--dry-run', 'count what is missing; store nothing')
+      .option(
+        '--force',
+        'allow a window starting before the dedupe horizon (events whose keys are gone are stored and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(replay)
@@ -307,6 +311,10 @@ ${examples([
       .option('--endpoint <name>', 'endpoint to reconcile (its reconcile and replay settings say how)')
       .option('--since <when>', 'list from here instead of the watermark minus lookback')
       .option('--dry-run', 'count what is missing; store nothing, move nothing')
+      .option(
+        '--force',
+        'allow a listing starting before the dedupe horizon (events whose keys are gone are filled and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(reconcile)
@@ -327,9 +335,9 @@ ${examples([
   const prune = addConfigOption(
     program
       .command('prune')
-      .description('delete settled inbox rows (and delivered downstream effects) older than a window')
+      .description('delete settled inbox rows (and delivered destination deliveries) older than a window')
       .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
-      .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
+      .option('--deliveries-older-than <duration>', 'retention for delivered destination deliveries', '90d')
       .option('--audit-older-than <duration>', 'retention for the audit trail (default 365d)')
       .option(
         '--quarantine-older-than <duration>',
@@ -342,7 +350,7 @@ ${examples([
         '0',
       )
       .option('--dry-run', 'count what would be deleted; delete nothing')
-      .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
+      .option('--force', 'allow a window under 3 days (payloads gone before the providers stop retrying)')
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(prune)

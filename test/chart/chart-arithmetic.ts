@@ -7,7 +7,6 @@ import {
   QUEUE_CONNECTIONS,
   WAKEUP_LISTENER_CONNECTIONS,
 } from '../../services/core/db/connections.ts';
-import { OUTBOX_KINDS } from '../../services/core/queue/queues.ts';
 import { ROOT } from '../support/process.ts';
 
 // The numbers the chart's templates compute with, taken from hookgate's TypeScript so that the
@@ -35,12 +34,10 @@ export function chartArithmetic() {
       wakeupListener: WAKEUP_LISTENER_CONNECTIONS,
       migration: MIGRATION_CONNECTIONS,
       consoleRole: CONSOLE_ROLE_CONNECTIONS,
-      outboxKinds: OUTBOX_KINDS.length,
     },
     defaults: {
       databasePoolSize: config.database.poolSize,
       workerConcurrency: config.worker.concurrency,
-      relayConcurrency: config.relay.concurrency,
       destinationConcurrency: destination.concurrency,
       consolePoolSize: config.console.poolSize,
       serverShutdownSeconds: Math.ceil(config.server.shutdownTimeout / 1000),

@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
 import { startBoss } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
@@ -27,7 +27,7 @@ let statements = 0;
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
+  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker));
   pool = createTestPool(db.url, 'test-round-trips');
   // Counts what the claim sends through its pooled client (the connection is real).
   const counted = new WeakSet<pg.PoolClient>();
@@ -121,14 +121,18 @@ describe('the claim', () => {
     expect(await jobs(['fresh'])).toEqual([{ state: 'created', events: 1 }]);
   });
 
-  it('a redelivery after prune is a new row with a new job, in one round trip, whatever became of the first job', async () => {
+  it('a redelivery after prune and past the dedupe horizon is a new row with a new job, in one round trip, whatever became of the first job', async () => {
     await claimBatch(pool, boss, [claim('pruned')]);
     const fetched = await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 });
     await boss.complete(
       applyQueue(ENDPOINT),
       fetched.map((j) => j.id),
     );
+    // Its row pruned, and its key too (the keys' own retention, once the horizon has passed).
     await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = $1 AND event_id = 'pruned'`, [ENDPOINT]);
+    await db.pool.query(`DELETE FROM hookgate.inbox_keys WHERE endpoint = $1 AND event_id = 'pruned'`, [
+      ENDPOINT,
+    ]);
     const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('pruned')]));
     expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
     expect(sent).toBe(1);

@@ -7,10 +7,10 @@ import { insertJobs } from 'pg-boss/dist/plans.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSERT_JOB_ROWS, PGBOSS_JOB_ROWS_VERSION } from '../../services/core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
-import { DEFAULT_RETRY_POLICY, ensureQueues, outboxPolicyFrom } from '../../services/core/queue/queues.ts';
+import { DEFAULT_RETRY_POLICY, ensureQueues } from '../../services/core/queue/queues.ts';
 import { startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { REPO_ROOT, workerConfig } from '../support/worker-harness.ts';
+import { REPO_ROOT } from '../support/worker-harness.ts';
 
 // The claim writes pg-boss's job rows with its own SQL (services/core/queue/job-rows.ts), a copy
 // of what pg-boss 12.38.0's insert does for jobs with an id and data. These tests fail loudly if
@@ -26,12 +26,7 @@ const QUEUE = applyQueue(ENDPOINT);
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(
-    boss,
-    [ENDPOINT],
-    DEFAULT_RETRY_POLICY,
-    outboxPolicyFrom(workerConfig({ [ENDPOINT]: { handler: 'record' } }).relay),
-  );
+  await ensureQueues(boss, [ENDPOINT], DEFAULT_RETRY_POLICY);
 });
 
 afterAll(async () => {
@@ -142,6 +137,30 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
     });
     // Apply queues have no dead-letter queue: an event's end is written on its inbox row.
     expect(b.dead_letter).toBeNull();
+  });
+
+  it("writes, through migration 0024's insert_apply_jobs (requeue and quarantine release), the row pg-boss writes", async () => {
+    const theirs = jobIdFor(ENDPOINT, 'theirs_definer');
+    const ours = jobIdFor(ENDPOINT, 'ours_definer');
+    await boss.insert(QUEUE, [{ id: theirs, data: { endpoint: ENDPOINT, eventIds: ['a'] } }]);
+    await db.pool.query(`SELECT hookgate.insert_apply_jobs($1, ARRAY[$2::uuid], ARRAY['["b"]'::jsonb])`, [
+      ENDPOINT,
+      ours,
+    ]);
+    const a = await jobRow(theirs);
+    const b = await jobRow(ours);
+    expect(b.data).toEqual({ endpoint: ENDPOINT, eventIds: ['b'] });
+    for (const key of ['id', 'data', 'created_on', 'start_after', 'keep_until']) {
+      delete a[key];
+      delete b[key];
+    }
+    expect(b).toEqual(a);
+    // Only a queue that exists, by the endpoint's apply queue's name.
+    await expect(
+      db.pool.query(
+        `SELECT hookgate.insert_apply_jobs('nowhere', ARRAY[gen_random_uuid()], ARRAY['[]'::jsonb])`,
+      ),
+    ).rejects.toMatchObject({ code: 'P0002' });
   });
 
   it('skips an id already held, returning nothing for it (what the claim detects and falls back on)', async () => {

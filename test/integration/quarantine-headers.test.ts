@@ -360,7 +360,7 @@ describe('quarantined deliveries keep no secret header', () => {
         extract: { eventType: '/event_name' },
       },
     });
-    const outcomes = await releaseQuarantined(db.pool, boss, fixed, { ids: [row.id], actor: 'test' });
+    const outcomes = await releaseQuarantined(db.pool, fixed, { ids: [row.id], actor: 'test' });
     expect(outcomes).toMatchObject([{ id: row.id, outcome: 'accepted', eventId: 'gitlab-typeless-1' }]);
     const inbox = await db.pool.query(
       "SELECT event_type, headers FROM hookgate.inbox WHERE endpoint = 'gitlab_typeless'",

@@ -11,7 +11,7 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { type RunningWorker, startWorker } from '../../services/worker/worker.ts';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
@@ -102,12 +102,7 @@ export class Claimer {
     });
     boss.on('error', () => {});
     await boss.start();
-    await ensureQueues(
-      boss,
-      Object.keys(config.endpoints),
-      retryPolicyFrom(config.worker),
-      outboxPolicyFrom(config.relay),
-    );
+    await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
     return new Claimer(pool, boss, config.worker.batchSize);
   }
 
@@ -178,12 +173,7 @@ export async function startTestWorker(
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureQueues(
-    boss,
-    Object.keys(config.endpoints),
-    retryPolicyFrom(config.worker),
-    outboxPolicyFrom(config.relay),
-  );
+  await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
   const worker = await startWorker({
     config,
     pool,

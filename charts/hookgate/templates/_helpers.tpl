@@ -306,7 +306,7 @@ rounded up), each with its pools at their maximum, plus the migration Job and KE
 Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares),
 with the constants and defaults of files/generated/arithmetic.json: gateway:
 config.database.poolSize + pg-boss's; worker: the larger of config.worker.poolSize and endpoints ×
-worker.concurrency + outbox kinds × relay.concurrency + 2 + the destination relay's (per
+worker.concurrency + 2 + the destination relay's (per
 destination 1, plus its concurrency with a breaker; plus 1 for the records when there is any
 destination), plus pg-boss's and its wake-up listener; console (when enabled):
 config.console.poolSize + the role's own + pg-boss's.
@@ -326,7 +326,7 @@ config.console.poolSize + the role's own + pg-boss's.
 {{- end }}
 {{- end }}
 {{- if gt $destinations 0 }}{{- $destinationConnections = add1 $destinationConnections }}{{- end }}
-{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" $d.workerConcurrency $c))) (mul (int $n.outboxKinds) (int (dig "relay" "concurrency" $d.relayConcurrency $c))) 2 $destinationConnections }}
+{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" $d.workerConcurrency $c))) 2 $destinationConnections }}
 {{- $gatewayPerPod := add (int (dig "database" "poolSize" $d.databasePoolSize $c)) $n.queueGateway }}
 {{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) $n.queueWorker $n.wakeupListener }}
 {{- $gatewayReplicas := ternary .Values.gateway.autoscaling.maxReplicas .Values.gateway.replicaCount .Values.gateway.autoscaling.enabled | int }}

@@ -14,6 +14,7 @@ import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
 import { DELIVERY_STATUSES } from '../support/choices.ts';
 import { age, plural, printJson, table } from '../support/format.ts';
+import { hexDump } from '../support/hex-dump.ts';
 import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
 import { terminalText, writeOut } from '../support/terminal-text.ts';
 
@@ -92,7 +93,11 @@ export async function deliveriesListCommand(raw: unknown): Promise<void> {
   }
 }
 
-const showSchema = z.strictObject({ json: z.boolean().optional(), config: z.string().min(1).optional() });
+const showSchema = z.strictObject({
+  json: z.boolean().optional(),
+  bytes: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
 
 export async function deliveriesShowCommand(id: string, raw: unknown): Promise<void> {
   const options = showSchema.parse(raw);
@@ -128,10 +133,28 @@ export async function deliveriesShowCommand(id: string, raw: unknown): Promise<v
         a.started_at.toISOString(),
         `${a.duration_ms}ms`,
         a.http_status === null ? '-' : String(a.http_status),
-        (a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120),
+        `${a.unrecorded ? '(unrecorded) ' : ''}${(a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120)}`,
       ]),
     ),
   );
+  const answered = attempts.filter((a) => a.response_hex !== null || a.response_headers !== null);
+  if (!options.bytes) {
+    if (answered.length > 0) writeOut("(--bytes shows each answer's headers and first bytes)\n");
+    return;
+  }
+  for (const a of answered) {
+    const bytes = Buffer.from(a.response_hex ?? '', 'hex');
+    writeOut(
+      [
+        '',
+        `attempt ${a.attempt}: answer headers`,
+        ...(a.response_headers ?? '').split('\n').map((line) => `  ${line}`),
+        `attempt ${a.attempt}: answer, first ${bytes.length} byte(s)`,
+        ...hexDump(bytes),
+        '',
+      ].join('\n'),
+    );
+  }
 }
 
 const redeliverSchema = z.strictObject({

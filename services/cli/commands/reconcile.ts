@@ -3,7 +3,7 @@ import { resolveActor } from '../../core/audit/actor.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { type ReconcileReport, reconcileEndpoint } from '../../core/reconcile/run.ts';
 import { type ReconcileState, readStates } from '../../core/reconcile/state-sql.ts';
 import { replaySourceFor } from '../../core/replay/source-for.ts';
@@ -16,6 +16,7 @@ export const reconcileOptionsSchema = z.strictObject({
   endpoint: endpointName,
   since: pointInTime().optional(),
   dryRun: z.boolean().optional(),
+  force: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
   actor: z.string().min(1).max(200).optional(),
@@ -82,18 +83,17 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
         reconcileEndpoint(pool, null, options.endpoint, endpoint, source, {
           dryRun: true,
           actor,
+          horizonMs: config.dedupe.horizon,
+          force: options.force === true,
           ...(options.since ? { since: options.since } : {}),
         }),
       )
     : await withCommandQueue('reconcile', 60_000, createLogger(undefined, 2), async (pool, boss) => {
-        await ensureQueues(
-          boss,
-          [options.endpoint],
-          retryPolicyFrom(config.worker),
-          outboxPolicyFrom(config.relay),
-        );
+        await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
         return await reconcileEndpoint(pool, boss, options.endpoint, endpoint, source, {
           actor,
+          horizonMs: config.dedupe.horizon,
+          force: options.force === true,
           ...(options.since ? { since: options.since } : {}),
         });
       });

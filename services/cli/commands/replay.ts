@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resolveActor } from '../../core/audit/actor.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { checkWindow, replayEvents } from '../../core/replay/run.ts';
 import { replaySourceFor } from '../../core/replay/source-for.ts';
 import { withCommandPool, withCommandQueue } from '../database.ts';
@@ -15,6 +15,7 @@ export const replayOptionsSchema = z.strictObject({
   since: pointInTime(),
   until: pointInTime().optional(),
   dryRun: z.boolean().optional(),
+  force: z.boolean().optional(),
   actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
@@ -51,18 +52,17 @@ export async function replayCommand(raw: unknown): Promise<void> {
             dryRun: true,
             onPage,
             actor,
+            horizonMs: config.dedupe.horizon,
+            force: options.force === true,
           }),
         )
       : await withCommandQueue('replay', 60_000, logger, async (pool, boss) => {
-          await ensureQueues(
-            boss,
-            [options.endpoint],
-            retryPolicyFrom(config.worker),
-            outboxPolicyFrom(config.relay),
-          );
+          await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
           return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, {
             onPage,
             actor,
+            horizonMs: config.dedupe.horizon,
+            force: options.force === true,
           });
         });
   } finally {

@@ -12,7 +12,7 @@ import {
 } from '../../core/inbox/requeue.ts';
 import { STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
 import { REQUEUE_STATUSES } from '../support/choices.ts';
 import { age, printJson, table } from '../support/format.ts';
@@ -182,12 +182,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       if (candidates.length === 0) throw nothingToRequeue(options, eventIds, true);
       return;
     }
-    await ensureQueues(
-      boss,
-      [options.endpoint],
-      retryPolicyFrom(config.worker),
-      outboxPolicyFrom(config.relay),
-    );
+    await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
     let ids: string[];
     if (options.orphans) {
       const orphans = await requeueOrphans(
@@ -208,7 +203,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       const progress = progressBar('requeue');
       if (process.stderr.isTTY) progress.total(await countRequeue(pool, request));
       try {
-        ids = await requeue(pool, boss, { ...request, onChunk: (moved) => progress.advance(moved) });
+        ids = await requeue(pool, { ...request, onChunk: (moved) => progress.advance(moved) });
       } finally {
         progress.stop();
       }
