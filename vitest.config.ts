@@ -1,13 +1,13 @@
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import { SECOND_MAJOR } from './test/support/second-major.ts';
 
 // Projects by kind, so that `make check` can run the fast ones (unit, chart and a few integration
 // files) while `make test` (plain `vitest run`) runs them all. Two PostgreSQL majors: every file
 // that needs a database runs against the embedded PostgreSQL 18 (global-setup.ts: one server for
-// all the PostgreSQL 18 projects), and the integration files (the database-facing ones) and the
-// load smoke run again against a throwaway cluster of Debian's PostgreSQL 15, the oldest major
-// hookgate supports (the `-pg15` projects). Files that own a server of their own
-// (database-outage) or touch no database (observability-rules) run once.
-const ONCE = ['test/integration/database-outage.test.ts', 'test/integration/observability-rules.test.ts'];
+// all the PostgreSQL 18 projects), and the integration files where the major matters (plans,
+// migrations, partitions, roles, PgBouncer, the claim and apply statements: the list and its rule
+// are test/support/second-major.ts) and the load smoke run again against a throwaway cluster of
+// Debian's PostgreSQL 15, the oldest major hookgate supports (the `-pg15` projects).
 // The short forms of `make chaos`'s long runs, and the load smoke: minutes each, real processes.
 const SOAK = [
   'test/e2e/chaos.test.ts',
@@ -42,7 +42,7 @@ export default defineConfig({
       project('integration', ['test/integration/**/*.test.ts'], [PG18]),
       project('e2e', ['test/e2e/**/*.test.ts'], [PG18], SOAK),
       project('soak', SOAK, [PG18]),
-      project('integration-pg15', ['test/integration/**/*.test.ts'], [PG15], ONCE),
+      project('integration-pg15', Object.keys(SECOND_MAJOR), [PG15]),
       project('soak-pg15', ['test/e2e/load-smoke.test.ts'], [PG15]),
     ],
   },
