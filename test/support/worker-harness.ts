@@ -13,6 +13,7 @@ import { createLogger } from '../../services/core/logging.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { type RunningWorker, startWorker } from '../../services/worker/worker.ts';
+import { reportLongWait } from './long-wait.ts';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(REPO_ROOT, 'services/cli/main.ts');
@@ -211,12 +212,16 @@ export async function waitFor<T>(
   timeoutMs = 60_000,
   everyMs = 100,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await check();
-      if (value) return value;
+      if (value) {
+        reportLongWait(what, Date.now() - started, timeoutMs);
+        return value;
+      }
     } catch (error) {
       last = error;
     }
