@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import type { Config } from '../../services/core/config/schema.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
@@ -49,6 +50,14 @@ async function dispatches(endpoint: string, eventId: string): Promise<number> {
   return result.rows[0].n;
 }
 
+async function unfinishedJobs(endpoint: string): Promise<number> {
+  const result = await db.pool.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state < 'completed'`,
+    [applyQueue(endpoint)],
+  );
+  return result.rows[0]!.n;
+}
+
 async function counted(endpoint: string) {
   const result = await db.pool.query(
     'SELECT sum(accepted)::int AS accepted, sum(duplicate)::int AS duplicate FROM hookgate.delivery_counts WHERE endpoint = $1',
@@ -89,9 +98,19 @@ describe('dedupe modes', () => {
     expect((await post(`${gateway.url}/webhooks/strict`, delivery)).json).toMatchObject({
       status: 'duplicate',
     });
-    // Time for a (wrong) second dispatch to happen, at the worker's 100 ms polling.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A sentinel through the same path after it: once the sentinel is applied and the queue has
+    // nothing left to run, a (wrong) second dispatch of the duplicate would have happened.
+    const sentinel = standardWebhook(SW_SECRET);
+    expect((await post(`${gateway.url}/webhooks/strict`, sentinel)).json).toMatchObject({
+      status: 'accepted',
+    });
+    await waitFor(
+      'the sentinel dispatched',
+      async () => (await dispatches('strict', sentinel.eventId)) === 1,
+    );
+    await waitFor('nothing left in the queue', async () => (await unfinishedJobs('strict')) === 0);
     expect(await dispatches('strict', delivery.eventId)).toBe(1);
-    expect(await counted('strict')).toEqual({ accepted: 1, duplicate: 1 });
+    // The event and the sentinel accepted, the event's second delivery a duplicate.
+    expect(await counted('strict')).toEqual({ accepted: 2, duplicate: 1 });
   });
 });

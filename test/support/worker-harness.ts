@@ -232,6 +232,19 @@ export async function waitFor<T>(
   }
 }
 
+/**
+ * Workers (in this process or others) whose wake-up connection has run its LISTEN on `db`: from
+ * then on a claim's NOTIFY reaches them. The state a test waits for before it relies on wake-ups.
+ */
+export async function listeningWorkers(db: pg.Pool): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'hookgate-worker-listen'
+        AND query ILIKE 'LISTEN %'`,
+  );
+  return rows[0]!.n;
+}
+
 export interface InboxStatus {
   readonly event_id: string;
   readonly status: string;
