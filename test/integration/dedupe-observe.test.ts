@@ -1,11 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import type { Config } from '../../services/core/config/schema.ts';
-import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
-import { FAST_WORKER, startTestWorker, type TestWorker, waitFor } from '../support/worker-harness.ts';
+import {
+  FAST_WORKER,
+  startTestWorker,
+  type TestWorker,
+  unfinishedJobs,
+  waitFor,
+} from '../support/worker-harness.ts';
 
 // `dedupe: observe` (for a team putting hookgate in front of an existing receiver): a duplicate
 // is answered and counted as a duplicate, and still handed to the handler again. `enforce` (the
@@ -48,14 +53,6 @@ async function dispatches(endpoint: string, eventId: string): Promise<number> {
     [endpoint, eventId],
   );
   return result.rows[0].n;
-}
-
-async function unfinishedJobs(endpoint: string): Promise<number> {
-  const result = await db.pool.query<{ n: number }>(
-    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state < 'completed'`,
-    [applyQueue(endpoint)],
-  );
-  return result.rows[0]!.n;
 }
 
 async function counted(endpoint: string) {
@@ -108,7 +105,7 @@ describe('dedupe modes', () => {
       'the sentinel dispatched',
       async () => (await dispatches('strict', sentinel.eventId)) === 1,
     );
-    await waitFor('nothing left in the queue', async () => (await unfinishedJobs('strict')) === 0);
+    await waitFor('nothing left in the queue', async () => (await unfinishedJobs(db.pool, 'strict')) === 0);
     expect(await dispatches('strict', delivery.eventId)).toBe(1);
     // The event and the sentinel accepted, the event's second delivery a duplicate.
     expect(await counted('strict')).toEqual({ accepted: 2, duplicate: 1 });

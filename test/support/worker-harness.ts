@@ -11,6 +11,7 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { type RunningWorker, startWorker } from '../../services/worker/worker.ts';
 import { reportLongWait } from './long-wait.ts';
@@ -241,6 +242,18 @@ export async function listeningWorkers(db: pg.Pool): Promise<number> {
     `SELECT count(*)::int AS n FROM pg_stat_activity
       WHERE datname = current_database() AND application_name = 'hookgate-worker-listen'
         AND query ILIKE 'LISTEN %'`,
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * Jobs of an endpoint's apply queue not yet finished (created, retrying or active). With a
+ * sentinel applied after it, 0 means a job that should not have run would have run by now.
+ */
+export async function unfinishedJobs(db: pg.Pool, endpoint: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state < 'completed'`,
+    [applyQueue(endpoint)],
   );
   return rows[0]!.n;
 }
