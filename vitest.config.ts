@@ -17,20 +17,35 @@ const SOAK = [
   'test/e2e/pgbouncer.test.ts',
   'test/e2e/load-smoke.test.ts',
 ];
+// The chart's rendered pods run as local processes: minutes, real processes (not in `make check`).
+const CHART_RUN = ['test/chart/render-and-run.test.ts', 'test/chart/render-and-run-console.test.ts'];
 const PG18 = 'test/support/global-setup.ts';
 const PG15 = 'test/support/global-setup-pg15.ts';
+/**
+ * Projects of real processes: a test there waits for states (bounded where it waits), and its
+ * overall bound is generous, so that a busy machine slows it without failing it.
+ */
+const PROCESSES = { testTimeout: 300_000, hookTimeout: 300_000 };
 
-function project(name: string, include: string[], globalSetup: string[], exclude: string[] = []) {
+function project(
+  name: string,
+  include: string[],
+  globalSetup: string[],
+  exclude: string[] = [],
+  timeouts: { testTimeout?: number; hookTimeout?: number } = {},
+) {
   return {
     extends: true,
-    test: { name, include, exclude, globalSetup },
+    test: { name, include, exclude, globalSetup, ...timeouts },
   } satisfies TestProjectInlineConfiguration;
 }
 
 export default defineConfig({
   test: {
-    testTimeout: 60_000,
-    hookTimeout: 120_000,
+    // Bounds for a test that hangs, not for a slow one: a test waits for states, and a busy
+    // machine (both cores taken by other work) may take minutes over what takes seconds here.
+    testTimeout: 180_000,
+    hookTimeout: 300_000,
     // Two cores: files run two at a time, across all projects; each file gets its own database.
     maxWorkers: 2,
     pool: 'forks',
@@ -38,12 +53,13 @@ export default defineConfig({
     projects: [
       // No database: no server is started for it.
       project('unit', ['test/unit/**/*.test.ts'], []),
-      project('chart', ['test/chart/**/*.test.ts'], [PG18]),
+      project('chart', ['test/chart/**/*.test.ts'], [PG18], CHART_RUN),
+      project('chart-run', CHART_RUN, [PG18], [], PROCESSES),
       project('integration', ['test/integration/**/*.test.ts'], [PG18]),
-      project('e2e', ['test/e2e/**/*.test.ts'], [PG18], SOAK),
-      project('soak', SOAK, [PG18]),
+      project('e2e', ['test/e2e/**/*.test.ts'], [PG18], SOAK, PROCESSES),
+      project('soak', SOAK, [PG18], [], PROCESSES),
       project('integration-pg15', Object.keys(SECOND_MAJOR), [PG15]),
-      project('soak-pg15', ['test/e2e/load-smoke.test.ts'], [PG15]),
+      project('soak-pg15', ['test/e2e/load-smoke.test.ts'], [PG15], [], PROCESSES),
     ],
   },
 });

@@ -193,17 +193,17 @@ describe('worker processes', { timeout: 300_000 }, () => {
       await waitFor(
         'some progress',
         async () => ((await statusCounts(stack.db.pool, 'loop')).processed ?? 0) >= before + 10,
-        60_000,
+        240_000,
         10,
       );
       const open = await waitFor(
         'a worker inside a write transaction',
         () => openApplyTransaction(),
-        10_000,
+        60_000,
         2,
       );
       await kill(proc);
-      endings.push(await waitFor('its transaction to end', () => transactionEnding(open.xid), 10_000));
+      endings.push(await waitFor('its transaction to end', () => transactionEnding(open.xid), 60_000));
     }
     // The premise: at least one kill landed inside an open apply transaction.
     expect(endings).toContain('aborted');
@@ -211,7 +211,7 @@ describe('worker processes', { timeout: 300_000 }, () => {
     await waitFor(
       'all applied',
       async () => (await statusCounts(stack.db.pool, 'loop')).processed === total,
-      60_000,
+      240_000,
     );
     expect(finisher.child.exitCode).toBeNull();
     const effects = await effectCounts(stack.db.pool, 'loop');
@@ -232,7 +232,7 @@ describe('worker processes', { timeout: 300_000 }, () => {
         const job = await jobOfRow('lease', 'leased');
         return job?.state === 'active' && job.retryCount === 1;
       },
-      60_000,
+      240_000,
     );
     await waitFor('second worker waits for the row', async () => {
       const r = await stack.db.pool.query(
@@ -270,7 +270,7 @@ describe('worker processes', { timeout: 300_000 }, () => {
             if ((await row('poison', 'poison_pill'))?.status === 'dead') return 'dead';
             return null;
           },
-          60_000,
+          240_000,
         );
         if (reached === 'dead') break;
         const job = await jobOfRow('poison', 'poison_pill');
