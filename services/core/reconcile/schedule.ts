@@ -26,6 +26,9 @@ export function reconcilingEndpoints(config: Config): { name: string; every: num
  * lease in hookgate.reconcile_state has expired by then or soon after). Finished jobs are kept two
  * days, longer than the longest `every` (1d), so the slot they filled stays filled.
  */
+/** A run whose worker died loses its job this long after its last heartbeat. */
+export const RECONCILE_HEARTBEAT_SECONDS = 30;
+
 export async function ensureReconcileQueue(boss: PgBoss): Promise<void> {
   const options = {
     retryLimit: 0,
@@ -34,7 +37,11 @@ export async function ensureReconcileQueue(boss: PgBoss): Promise<void> {
     deleteAfterSeconds: 2 * 86_400,
     retentionSeconds: 2 * 86_400,
   };
-  await boss.createQueue(RECONCILE_QUEUE, { ...options, policy: 'stately', heartbeatSeconds: 30 });
+  await boss.createQueue(RECONCILE_QUEUE, {
+    ...options,
+    policy: 'stately',
+    heartbeatSeconds: RECONCILE_HEARTBEAT_SECONDS,
+  });
   await boss.updateQueue(RECONCILE_QUEUE, options);
 }
 
