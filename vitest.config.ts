@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
 import { SECOND_MAJOR } from './test/support/second-major.ts';
 
@@ -49,6 +51,10 @@ export default defineConfig({
     // Two cores: files run two at a time, across all projects; each file gets its own database.
     maxWorkers: 2,
     pool: 'forks',
+    // The tests start hundreds of hookgate processes, each compiling the same modules: Node's
+    // compile cache, shared by every process of the run (and the next run), halves the CPU each
+    // start costs (0.9 s → 0.5 s for `hookgate --version` here). It changes nothing they do.
+    env: { NODE_COMPILE_CACHE: join(tmpdir(), 'hookgate-test-node-compile-cache') },
     reporters: ['default'],
     projects: [
       // No database: no server is started for it.
