@@ -16,9 +16,10 @@ $(DEPS): package.json package-lock.json
 install: $(DEPS)
 
 ## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
-## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT)
+## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT);
+## logs are text for the terminal (LOG_FORMAT=json for the JSON lines every deployment writes)
 run: $(DEPS)
-	node services/cli/main.ts serve --role all --config $(CONFIG)
+	LOG_FORMAT=$${LOG_FORMAT:-text} node services/cli/main.ts serve --role all --config $(CONFIG)
 
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
 ## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major, standbys and

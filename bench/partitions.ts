@@ -250,7 +250,7 @@ async function partitionRetention(
       { olderThan, batchSize },
     ),
   );
-  const keysPass = await meter.run(() => pruneInboxKeys(pool, { cutoff, batchSize }));
+  const keysPass = await meter.run(() => pruneInboxKeys(pool, { now: cutoff, horizonMs: 0, batchSize }));
   const seconds = drop.seconds + rowsPass.seconds + keysPass.seconds;
   const cpu = drop.cpu + rowsPass.cpu + keysPass.cpu;
   return {

@@ -4,10 +4,12 @@
 // then the next 9%: seconds per million rows deleted, at each table size. Then, on the largest
 // table, the gateway takes signed deliveries at a fixed rate, alone and while a prune runs,
 // paced and flat out, in alternating rounds: the ack p99 of each.
+
 import { availableParallelism, loadavg } from 'node:os';
 import pg from 'pg';
 import { type DriverResult, drive } from '../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../services/core/config/dedupe-schema.ts';
 import { pruneInbox } from '../services/core/inbox/prune.ts';
 import type { BenchDatabase } from './processes.ts';
 import { tableSizes } from './sizes.ts';
@@ -135,6 +137,7 @@ async function timedPrune(
   const started = last;
   const counts = await pruneInbox(pool, {
     olderThan: olderThanDays * DAY,
+    dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
     batchSize,
     pauseMs,
     ...(signal ? { signal } : {}),

@@ -4,11 +4,13 @@
 // `completedJobRetention` (its maintenance running every `maintenanceInterval`), and this process
 // prunes the inbox and the delivery records every `pruneEvery`. Table and index sizes and dead
 // tuples are sampled throughout; once the first retention cycle has passed they should level off.
+
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type DriverResult, drive } from '../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../load/lib/mix.ts';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../services/core/config/dedupe-schema.ts';
 import { prune } from '../services/core/inbox/prune.ts';
 import type { BenchDatabase } from './processes.ts';
 import { tableSizes } from './sizes.ts';
@@ -157,6 +159,7 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         const report = await prune(db, {
           actor: 'bench',
           inboxOlderThanMs: settings.retentionSeconds * 1000,
+          dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
           deliveriesOlderThanMs: settings.retentionSeconds * 1000,
           chunk: 5_000,
         });

@@ -43,9 +43,10 @@ export function addDestinationCommands(program: Command): void {
         'one delivery and every attempt: time, status code, duration, error and first bytes of the answer',
       )
       .argument('<id>', 'the delivery id (deliveries list shows it)')
+      .option('--bytes', "also each answer's headers and its first bytes as a hex dump")
       .option('--json', 'print the result as JSON'),
   )
-    .addHelpText('after', examples(['hookgate deliveries show 42']))
+    .addHelpText('after', examples(['hookgate deliveries show 42', 'hookgate deliveries show 42 --bytes']))
     .action((id: string, options: unknown) => deliveriesShowCommand(id, options));
 
   addConfigOption(
@@ -94,13 +95,21 @@ export function addDestinationCommands(program: Command): void {
         )
         .argument('<destination>', 'the destination name')
         .option('--endpoint <name>', 'its endpoint, when several endpoints have a destination of that name')
+        .option('--reason <text>', 'why, shown with the state and kept in the audit trail')
         .option(
           '--actor <name>',
           'who is acting, for the audit trail (default $HOOKGATE_ACTOR, else the OS user)',
         )
         .option('--json', 'print the result as JSON'),
     )
-      .addHelpText('after', examples([`hookgate destination ${verb} ledger`]))
+      .addHelpText(
+        'after',
+        examples([
+          pause
+            ? `hookgate destination pause ledger --reason "ledger API maintenance until 14:00"`
+            : 'hookgate destination resume ledger',
+        ]),
+      )
       .action((name: string, options: unknown) => destinationPauseCommand(name, options, pause));
   }
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import { AUDITED_COMMANDS } from '../core/audit/audit.ts';
 import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
 import { auditCommand } from './commands/audit.ts';
 import { discardCommand } from './commands/discard.ts';
@@ -30,10 +31,10 @@ export function addOperationsCommands(program: Command): void {
   addConfigOption(
     program
       .command('audit')
-      .description('operator actions (requeue, discard, pause, resume, replay, prune), newest first')
+      .description(`operator actions (${AUDITED_COMMANDS.join(', ')}), newest first`)
       .option('--since <when>', 'only actions at or after: a duration (24h) or a timestamp')
       .option('--endpoint <name>', 'only actions on this endpoint')
-      .option('--command <name>', 'only this command (requeue, discard, …)')
+      .option('--command <name>', `only this command: ${AUDITED_COMMANDS.map((c) => `"${c}"`).join(', ')}`)
       .option('--limit <n>', 'at most this many rows', '100')
       .option('--json', 'print the rows as JSON'),
   )
@@ -111,14 +112,21 @@ export function addOperationsCommands(program: Command): void {
       .option('--all', 'released and dropped ones too')
       .option('--limit <n>', 'at most this many rows', '100')
       .option('--json', 'print the rows as JSON'),
-  ).action((options: unknown) => quarantineListCommand(options));
+  )
+    .addHelpText(
+      'after',
+      examples(['hookgate quarantine list', 'hookgate quarantine list --endpoint stripe --all --json']),
+    )
+    .action((options: unknown) => quarantineListCommand(options));
   addConfigOption(
     quarantine
       .command('show')
       .description('the deliveries, their kept headers and bodies')
       .argument('<id...>', 'quarantine ids')
       .option('--json', 'print them as JSON'),
-  ).action((ids: unknown, options: unknown) => quarantineShowCommand(ids, options));
+  )
+    .addHelpText('after', examples(['hookgate quarantine show 12', 'hookgate quarantine show 12 13 --json']))
+    .action((ids: unknown, options: unknown) => quarantineShowCommand(ids, options));
   addConfigOption(
     addActorOption(
       quarantine

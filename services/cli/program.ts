@@ -93,7 +93,7 @@ ${examples([
       'after',
       `
 Environment: PORT (webhooks, default 8080), METRICS_PORT (/metrics, /healthz, /readyz, default
-9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL; the console's CONSOLE_PORT (8081),
+9464), LISTEN_ADDRESS, DATABASE_URL, LOG_LEVEL, LOG_FORMAT (json|text); the console's CONSOLE_PORT (8081),
 CONSOLE_LISTEN_ADDRESS (127.0.0.1), CONSOLE_SESSION_SECRET, CONSOLE_USERS_FILE (docs/console.md). SIGTERM and SIGINT stop it cleanly; SIGHUP is
 logged and ignored (the configuration is read at start only: restart to change it).
 ${examples([
@@ -287,6 +287,10 @@ ${examples([
       .requiredOption('--since <when>', 'start of the window: a duration (6h) or a timestamp')
       .option('--until <when>', 'end of the window (default now)')
       .option('--dry-run', 'count what is missing; store nothing')
+      .option(
+        '--force',
+        'allow a window starting before the dedupe horizon (events whose keys are gone are stored and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(replay)
@@ -312,6 +316,10 @@ ${examples([
       .option('--endpoint <name>', 'endpoint to reconcile (its reconcile and replay settings say how)')
       .option('--since <when>', 'list from here instead of the watermark minus lookback')
       .option('--dry-run', 'count what is missing; store nothing, move nothing')
+      .option(
+        '--force',
+        'allow a listing starting before the dedupe horizon (events whose keys are gone are filled and applied again); audited',
+      )
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(reconcile)
@@ -346,7 +354,7 @@ ${examples([
         '0',
       )
       .option('--dry-run', 'count what would be deleted; delete nothing')
-      .option('--force', 'allow a window under 3 days (ids pruned are no longer deduplicated)')
+      .option('--force', 'allow a window under 3 days (payloads gone before the providers stop retrying)')
       .option('--json', 'print the result as JSON'),
   );
   addActorOption(prune)
@@ -386,6 +394,13 @@ function checkEnvironment(env: NodeJS.ProcessEnv): void {
     throw new HookgateError(
       'env_invalid',
       `LOG_LEVEL="${level}" is not a log level; use one of ${LOG_LEVELS.join(', ')}.`,
+    );
+  }
+  const format = env.LOG_FORMAT?.trim();
+  if (format && format !== 'json' && format !== 'text') {
+    throw new HookgateError(
+      'env_invalid',
+      `LOG_FORMAT="${format}" is not a log format; use json (the default: one JSON object per line) or text (for a terminal).`,
     );
   }
 }

@@ -43,15 +43,19 @@ export function sampleDelivery(
   const ts = Math.floor(nowMs / 1000);
   const iso = new Date(nowMs).toISOString();
   const suffix = randomUUID().replaceAll('-', '').slice(0, 20);
+  const eventType = type ?? TEST_EVENT_TYPE;
+  // An endpoint's `extract:` pointers read the signed body whatever the provider: the sample
+  // carries its id and type where they point, so it arrives as what it claims to be.
+  const shaped = (document: Record<string, unknown>, eventId: string): string => {
+    if (endpoint.extract?.eventId) setAtPointer(document, endpoint.extract.eventId, eventId);
+    if (endpoint.extract?.eventType) setAtPointer(document, endpoint.extract.eventType, eventType);
+    return JSON.stringify(document);
+  };
   switch (endpoint.provider) {
     case 'standard-webhooks':
     case 'svix': {
       const eventId = `msg_${suffix}`;
-      const body = JSON.stringify({
-        type: type ?? TEST_EVENT_TYPE,
-        timestamp: iso,
-        data: { id: `obj_${suffix}` },
-      });
+      const body = shaped({ type: eventType, timestamp: iso, data: { id: `obj_${suffix}` } }, eventId);
       const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
       const signature = hmac('sha256', key, `${eventId}.${ts}.${body}`).digest('base64');
       const prefix = endpoint.provider === 'svix' ? 'svix' : 'webhook';
@@ -67,34 +71,37 @@ export function sampleDelivery(
     }
     case 'stripe': {
       const eventId = `evt_test_${suffix}`;
-      const body = JSON.stringify({
-        id: eventId,
-        object: 'event',
-        type: type ?? TEST_EVENT_TYPE,
-        created: ts,
-        livemode: false,
-        data: { object: { id: `in_test_${suffix}`, object: 'invoice', status: 'open' } },
-      });
+      const body = shaped(
+        {
+          id: eventId,
+          object: 'event',
+          type: eventType,
+          created: ts,
+          livemode: false,
+          data: { object: { id: `in_test_${suffix}`, object: 'invoice', status: 'open' } },
+        },
+        eventId,
+      );
       const signature = hmac('sha256', secret, `${ts}.${body}`).digest('hex');
       return { eventId, body, headers: { 'stripe-signature': `t=${ts},v1=${signature}` } };
     }
     case 'github': {
       const eventId = randomUUID();
-      const body = JSON.stringify({ zen: 'Keep it logically awesome.', hook_id: 1 });
+      const body = shaped({ zen: 'Keep it logically awesome.', hook_id: 1 }, eventId);
       const signature = hmac('sha256', secret, body).digest('hex');
       return {
         eventId,
         body,
         headers: {
           'x-github-delivery': eventId,
-          'x-github-event': type ?? TEST_EVENT_TYPE,
+          'x-github-event': eventType,
           'x-hub-signature-256': `sha256=${signature}`,
         },
       };
     }
     case 'shopify': {
       const eventId = randomUUID();
-      const body = JSON.stringify({ id: Number.parseInt(suffix.slice(0, 12), 16), updated_at: iso });
+      const body = shaped({ id: Number.parseInt(suffix.slice(0, 12), 16), updated_at: iso }, eventId);
       const signature = hmac('sha256', secret, body).digest('base64');
       return {
         eventId,
@@ -102,7 +109,7 @@ export function sampleDelivery(
         headers: {
           'x-shopify-event-id': eventId,
           'x-shopify-webhook-id': randomUUID(),
-          'x-shopify-topic': type ?? TEST_EVENT_TYPE,
+          'x-shopify-topic': eventType,
           'x-shopify-triggered-at': iso,
           'x-shopify-hmac-sha256': signature,
         },
@@ -110,12 +117,15 @@ export function sampleDelivery(
     }
     case 'slack': {
       const eventId = `Ev${suffix.toUpperCase()}`;
-      const body = JSON.stringify({
-        type: 'event_callback',
-        event_id: eventId,
-        event_time: ts,
-        event: { type: type ?? TEST_EVENT_TYPE, text: 'hello from hookgate send-test' },
-      });
+      const body = shaped(
+        {
+          type: 'event_callback',
+          event_id: eventId,
+          event_time: ts,
+          event: { type: eventType, text: 'hello from hookgate send-test' },
+        },
+        eventId,
+      );
       const signature = hmac('sha256', secret, `v0:${ts}:${body}`).digest('hex');
       return {
         eventId,
@@ -125,32 +135,28 @@ export function sampleDelivery(
     }
     case 'paddle': {
       const eventId = `evt_${suffix}`;
-      const body = JSON.stringify({
-        event_id: eventId,
-        event_type: type ?? TEST_EVENT_TYPE,
-        occurred_at: iso,
-        data: { id: `txn_${suffix}`, updated_at: iso },
-      });
+      const body = shaped(
+        {
+          event_id: eventId,
+          event_type: eventType,
+          occurred_at: iso,
+          data: { id: `txn_${suffix}`, updated_at: iso },
+        },
+        eventId,
+      );
       const signature = hmac('sha256', secret, `${ts}:${body}`).digest('hex');
       return { eventId, body, headers: { 'paddle-signature': `ts=${ts};h1=${signature}` } };
     }
     case 'hmac': {
       const options = endpoint.hmac!;
       const eventId = `evt_${suffix}`;
-      const document: Record<string, unknown> = {
-        type: type ?? TEST_EVENT_TYPE,
-        data: { id: `obj_${suffix}` },
-      };
-      if (endpoint.extract?.eventId) setAtPointer(document, endpoint.extract.eventId, eventId);
-      if (endpoint.extract?.eventType)
-        setAtPointer(document, endpoint.extract.eventType, type ?? TEST_EVENT_TYPE);
-      const body = JSON.stringify(document);
+      const body = shaped({ type: eventType, data: { id: `obj_${suffix}` } }, eventId);
       const signature = hmac(options.algorithm, secret, body).digest(options.encoding);
       const headers: Record<string, string> = {
         [options.header.toLowerCase()]: `${options.prefix}${signature}`,
       };
       if (options.eventIdHeader) headers[options.eventIdHeader.toLowerCase()] = eventId;
-      if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = type ?? TEST_EVENT_TYPE;
+      if (options.eventTypeHeader) headers[options.eventTypeHeader.toLowerCase()] = eventType;
       return { eventId, body, headers };
     }
     default:

@@ -14,6 +14,7 @@ import { quarantinedPage, quarantinePage } from './pages/quarantine.ts';
 import type { ConsoleAuth } from './security/auth.ts';
 import { cspReports } from './security/csp-reports.ts';
 import { securityHeaders } from './security/headers.ts';
+import { hostCheck } from './security/host-check.ts';
 
 const STYLESHEET = readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'assets/console.css'), 'utf8');
 
@@ -33,6 +34,7 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.set('etag', false);
   app.set('query parser', 'simple');
   app.use(securityHeaders);
+  app.use(hostCheck(auth.settings));
   const form = express.urlencoded({ extended: false, limit: '32kb', parameterLimit: 50 });
   const page =
     (handler: Handler) =>
@@ -54,7 +56,10 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
     res.setHeader('Cache-Control', 'public, max-age=300');
     res.type('text/css').send(STYLESHEET);
   });
-  app.post('/csp-report', cspReports(context.logger));
+  app.post(
+    '/csp-report',
+    cspReports(context.logger, (req) => auth.source(req)),
+  );
 
   app.get('/login', (req, res) => loginPage(auth, req, res));
   app.post('/login', form, (req, res, next) => {

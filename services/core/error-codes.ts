@@ -36,6 +36,11 @@ export const ERROR_CODES = {
   sent_file_unreadable: USAGE,
   sent_file_empty: USAGE,
   nothing_changed: USAGE,
+  // A quarantined delivery another operator released or dropped first (the two lock its row).
+  quarantine_settled: USAGE,
+  // A replay or reconciliation window reaching past what deduplication still remembers
+  // (dedupe.horizon, docs/storage.md): refused unless forced.
+  dedupe_horizon_exceeded: USAGE,
   // send-test would send an event its handler applies: the endpoint's configuration says so.
   send_test_unrecognisable: USAGE,
   // A destination or delivery the command names does not exist (docs/destinations.md).

@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { isUnreachable } from './db/wait-for-database.ts';
+import { textLine } from './log-text.ts';
 
 export type Logger = pino.Logger;
 
@@ -49,7 +50,8 @@ export function serializeError(error: unknown): unknown {
 }
 
 /**
- * Structured JSON logs on stdout (`fd` 2 for one-shot commands, whose stdout is their result). Secrets and signature headers never reach a log line:
+ * Structured JSON logs on stdout (`fd` 2 for one-shot commands, whose stdout is their result);
+ * `LOG_FORMAT=text` writes each line for a person instead (log-text.ts; `make run` sets it). Secrets and signature headers never reach a log line:
  * callers log identifiers and outcomes, and the redaction list is a second fence.
  *
  * Writes are asynchronous and batched: lines gather until 8 KiB are buffered (about 40 lines)
@@ -71,9 +73,10 @@ export function createLogger(level: string = process.env.LOG_LEVEL ?? 'info', fd
   });
   // sonic-boom's typings describe only its text mode; in buffer mode `write` takes bytes.
   const bytes = destination as unknown as { write(data: Buffer): boolean };
+  const text = process.env.LOG_FORMAT?.trim() === 'text';
   const lines: pino.DestinationStream & Pick<typeof destination, 'flush' | 'flushSync'> = {
     write: (line: string) => {
-      bytes.write(Buffer.from(line, 'utf8'));
+      bytes.write(Buffer.from(text ? textLine(line) : line, 'utf8'));
     },
     flush: (cb) => destination.flush(cb),
     flushSync: () => destination.flushSync(),

@@ -81,7 +81,7 @@ async function quarantineOr(
       reason: refusal.code,
       message: refusal.message,
       body: rawBody,
-      headers: keptHeaders(headers),
+      headers: keptHeaders(headers, endpoint.provider.headerRules),
     });
   } catch (error) {
     return {

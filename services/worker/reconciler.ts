@@ -49,6 +49,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
       const source = replaySourceFor(endpointName, endpoint, options.env ?? process.env);
       const report = await reconcileEndpoint(pool, boss, endpointName, endpoint, source, {
         signal: stopping.signal,
+        horizonMs: config.dedupe.horizon,
       });
       const line = {
         endpoint: endpointName,

@@ -37,6 +37,22 @@ describe("the worker's KEDA backlog query", () => {
     expect(Number(result.rows[0]?.count)).toBe(200);
   });
 
+  it("leaves out a paused endpoint's pending events (held, not work for more workers)", async () => {
+    await db.pool.query(
+      `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status)
+       SELECT 'paused', 'evt_' || n, 'stripe', 'invoice.paid', '{}'::jsonb, 'pending'
+         FROM generate_series(1, 50) AS n`,
+    );
+    await db.pool.query(
+      `INSERT INTO hookgate.endpoint_state (endpoint, paused_at, paused_by) VALUES ('paused', now(), 'alice')`,
+    );
+    expect(Number((await db.pool.query<{ count: string }>(query)).rows[0]?.count)).toBe(200);
+    // Resumed, its events count again.
+    await db.pool.query(`UPDATE hookgate.endpoint_state SET paused_at = NULL WHERE endpoint = 'paused'`);
+    expect(Number((await db.pool.query<{ count: string }>(query)).rows[0]?.count)).toBe(250);
+    await db.pool.query(`UPDATE hookgate.endpoint_state SET paused_at = now() WHERE endpoint = 'paused'`);
+  });
+
   it('is answered from the partial index inbox_pending_idx', async () => {
     const client = await db.pool.connect();
     try {

@@ -94,6 +94,10 @@ describe('hookgate config check', () => {
     });
     expect(run.code).toBe(2);
     expect(run.output).toContain('published demo secret');
+    // Each endpoint's secret is named, with the variable that would replace its fallback.
+    expect(run.output).toContain('endpoints.demo.secrets[0] (${DEMO_WEBHOOK_SECRET} is unset');
+    expect(run.output).toContain('endpoints.stripe.secrets[0] (${STRIPE_WEBHOOK_SECRET} is unset');
+    expect(run.output).toContain('Set DEMO_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET');
   });
 });
 

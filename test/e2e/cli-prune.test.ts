@@ -49,6 +49,8 @@ describe('hookgate prune', () => {
     expect(jsonOf(run.output)).toEqual({
       dry_run: true,
       inbox_rows: 3,
+      dedupe_horizon: '35d',
+      dedupe_safe_since: expect.stringMatching(/^\d{4}-/),
       deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,
@@ -70,6 +72,12 @@ describe('hookgate prune', () => {
     expect(forced.code, forced.output).toBe(0);
     expect(jsonOf(forced.output)).toEqual({
       inbox_rows: 6,
+      inbox_rows_in_partitions: 0,
+      // Of the six, the three 40 days old are past the dedupe horizon (35 days): their keys go;
+      // the two-day-old ones keep theirs.
+      inbox_keys: 3,
+      dedupe_horizon: '35d',
+      dedupe_safe_since: expect.stringMatching(/^\d{4}-/),
       // Every row here is in the partition that holds now: no whole week is past the window.
       inbox_partitions: 0,
       inbox_partitions_left: [],
@@ -101,7 +109,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\) and 0 per-minute delivery count row\(s\) in 8 batch\(es\)\./,
+      /Deleted 0 settled inbox row\(s\) \(0 with their partition\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\), 0 per-minute delivery count row\(s\) and 0 deduplication key\(s\) older than the horizon in 8 batch\(es\)\.\nDeduplication keys are kept 35d \(dedupe\.horizon\), whether or not their payloads are: replay and reconciliation windows starting after \S+ are safe; earlier ones are refused unless forced\./,
     );
   });
 
@@ -123,6 +131,10 @@ describe('hookgate prune', () => {
     // counts; a pause between the full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
+      inbox_rows_in_partitions: 0,
+      inbox_keys: expect.any(Number),
+      dedupe_horizon: '35d',
+      dedupe_safe_since: expect.stringMatching(/^\d{4}-/),
       inbox_partitions: 0,
       inbox_partitions_left: [],
       deliveries: 0,

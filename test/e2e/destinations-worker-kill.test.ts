@@ -4,7 +4,9 @@ import { waitFor } from '../support/worker-harness.ts';
 import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A worker process SIGKILLed while its request to a destination is open: the delivery's lease
-// runs out, and the next worker sends it again with the same webhook-id and Idempotency-Key.
+// runs out, and the next worker sends it again with the same webhook-id and Idempotency-Key. The
+// lease (the timeout and 5 s) is run out by backdating it, not waited for; the killed attempt
+// counts, and its record says that its result never came.
 
 let downstream: FakeDownstream;
 
@@ -36,6 +38,10 @@ describe('a worker killed mid-delivery', () => {
       `SELECT status, attempts FROM hookgate.destination_deliveries WHERE event_id = 'evt_kill'`,
     );
     expect(during).toEqual([{ status: 'sending', attempts: 1 }]);
+    await stack.db.pool.query(
+      `UPDATE hookgate.destination_deliveries SET lease_until = now() - interval '1 second'
+        WHERE event_id = 'evt_kill'`,
+    );
 
     const second = stack.spawnWorker();
     const row = await waitFor('the delivery to be delivered by the second worker', async () => {
@@ -50,6 +56,15 @@ describe('a worker killed mid-delivery', () => {
     expect(sent.map((r) => r.headers['webhook-id'])).toEqual([row.webhook_id, row.webhook_id]);
     expect(sent.map((r) => r.headers['idempotency-key'])).toEqual([row.webhook_id, row.webhook_id]);
     expect(open!.headers['webhook-id']).toBe(row.webhook_id);
+    const { rows: attempts } = await stack.db.pool.query(
+      `SELECT a.attempt, a.unrecorded, a.http_status FROM hookgate.destination_attempts a
+         JOIN hookgate.destination_deliveries d ON d.id = a.delivery_id
+        WHERE d.event_id = 'evt_kill' ORDER BY a.attempt`,
+    );
+    expect(attempts).toEqual([
+      { attempt: 1, unrecorded: true, http_status: null },
+      { attempt: 2, unrecorded: false, http_status: 200 },
+    ]);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
   });

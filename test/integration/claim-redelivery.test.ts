@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { jobsNaming, startBoss } from '../support/apply.ts';
@@ -73,6 +74,7 @@ async function pruneRow(endpoint: string, eventId: string): Promise<void> {
   const report = await prune(db.pool, {
     actor: 'test',
     inboxOlderThanMs: 30 * DAY,
+    dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
     deliveriesOlderThanMs: 90 * DAY,
     chunk: 100,
   });
@@ -121,8 +123,10 @@ describe('redelivery of an event', { timeout: 60_000 }, () => {
     expect((await deliver('idle', 'running_1')).json.status).toBe('accepted');
     const [old] = await boss.fetch(applyQueue('idle'), { batchSize: 1 });
     expect((await boss.getJobById(applyQueue('idle'), old!.id))?.state).toBe('active');
-    // The row goes (a prune of an event whose job never finished is an operator's doing here).
+    // The row goes (a prune of an event whose job never finished is an operator's doing here), and
+    // its key with it (as the keys' retention does once the dedupe horizon has passed).
     await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = 'idle' AND event_id = 'running_1'`);
+    await db.pool.query(`DELETE FROM hookgate.inbox_keys WHERE endpoint = 'idle' AND event_id = 'running_1'`);
     const reply = await deliver('idle', 'running_1');
     expect(reply.status).toBe(200);
     expect(reply.json.status).toBe('accepted');

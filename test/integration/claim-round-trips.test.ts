@@ -121,14 +121,18 @@ describe('the claim', () => {
     expect(await jobs(['fresh'])).toEqual([{ state: 'created', events: 1 }]);
   });
 
-  it('a redelivery after prune is a new row with a new job, in one round trip, whatever became of the first job', async () => {
+  it('a redelivery after prune and past the dedupe horizon is a new row with a new job, in one round trip, whatever became of the first job', async () => {
     await claimBatch(pool, boss, [claim('pruned')]);
     const fetched = await boss.fetch(applyQueue(ENDPOINT), { batchSize: 100 });
     await boss.complete(
       applyQueue(ENDPOINT),
       fetched.map((j) => j.id),
     );
+    // Its row pruned, and its key too (the keys' own retention, once the horizon has passed).
     await db.pool.query(`DELETE FROM hookgate.inbox WHERE endpoint = $1 AND event_id = 'pruned'`, [ENDPOINT]);
+    await db.pool.query(`DELETE FROM hookgate.inbox_keys WHERE endpoint = $1 AND event_id = 'pruned'`, [
+      ENDPOINT,
+    ]);
     const { result, statements: sent } = await counting(() => claimBatch(pool, boss, [claim('pruned')]));
     expect(result).toEqual([{ ok: true, outcome: 'accepted' }]);
     expect(sent).toBe(1);

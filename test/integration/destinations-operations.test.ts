@@ -7,8 +7,8 @@ import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import {
   createDestinationMetrics,
-  type RunningDestinationRelay,
-  startDestinationRelay,
+  createDestinationSender,
+  type DestinationSender,
 } from '../../services/worker/destinations.ts';
 import { runCliInProcess } from '../support/cli.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -23,9 +23,10 @@ import {
   writeConfigFile,
 } from '../support/worker-harness.ts';
 
-// The operators' actions on destinations, against a running worker and relay: pause holds and
-// resume releases (no attempt burned), redeliver sends dead and delivered deliveries again with
-// the same webhook-id, the dead gauge follows the rows; and the CLI commands over the same
+// The operators' actions on destinations, against a running worker and the relay's passes (one
+// at a time, `runOnce`, so what a pass did not send is known once the pass is over): pause holds
+// and resume releases (no attempt burned), redeliver sends dead and delivered deliveries again
+// with the same webhook-id, the dead gauge follows the rows; and the CLI commands over the same
 // functions.
 
 const RETRY = { limit: 1, backoff: '100ms', max: '100ms', jitter: 0 };
@@ -44,7 +45,7 @@ let db: TestDatabase;
 let downstream: FakeDownstream;
 let claimer: Claimer;
 let worker: TestWorker;
-let relay: RunningDestinationRelay;
+let sender: DestinationSender;
 let config: Config;
 let configFile: string;
 const registry = new Registry();
@@ -64,11 +65,20 @@ async function rows(destination: string) {
   return found;
 }
 
-const settled = (destination: string, count: number, status: string) =>
-  waitFor(`${count} ${status} deliveries to ${destination}`, async () => {
-    const found = await rows(destination);
-    return found.length === count && found.every((row) => row.status === status) ? found : null;
-  });
+/** One pass of the relay for each destination: whatever is due is sent and recorded. */
+async function passAll(): Promise<Record<string, number>> {
+  const sent: Record<string, number> = {};
+  for (const destination of ['paused', 'refusing', 'healthy']) {
+    sent[destination] = (await sender.runOnce('pay', destination)).attempts.length;
+  }
+  return sent;
+}
+
+async function settled(destination: string, count: number, status: string) {
+  const found = await rows(destination);
+  expect(found.map((row) => row.status)).toEqual(Array(count).fill(status));
+  return found;
+}
 
 const requestsTo = (path: string) => downstream.requests.filter((r) => r.path === path);
 
@@ -87,17 +97,16 @@ beforeAll(async () => {
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
   registerDestinationGauges(registry, { db: db.pool, routes: routesFrom(config), cacheMs: 0 });
-  relay = startDestinationRelay({
+  sender = createDestinationSender({
     pool: worker.pool,
     routes: routesFrom(config),
     logger: createLogger('silent'),
     metrics: createDestinationMetrics(registry),
-    pollIntervalMs: 50,
   });
 });
 
 afterAll(async () => {
-  await relay?.stop();
+  await sender?.close();
   await worker?.stop();
   await claimer?.stop();
   await downstream?.close();
@@ -114,7 +123,11 @@ describe('destination operations', () => {
       'pay',
       ['evt_1', 'evt_2', 'evt_3'].map((eventId) => ({ eventId, eventType: 'invoice.paid' })),
     );
-    // While the healthy destination delivers all three, the paused one sends nothing.
+    await waitFor('the deliveries to be written', async () =>
+      (await rows('paused')).length === 3 && (await rows('healthy')).length === 3 ? true : null,
+    );
+    // A pass of every destination: the healthy one delivers all three, the paused one sends nothing.
+    expect(await passAll()).toEqual({ paused: 0, refusing: 3, healthy: 3 });
     await settled('healthy', 3, 'delivered');
     const held = await settled('paused', 3, 'held');
     expect(held.map((row) => row.attempts)).toEqual([0, 0, 0]);
@@ -127,6 +140,7 @@ describe('destination operations', () => {
 
     const resumed = await resumeDestination(db.pool, config, { destination: 'paused', actor: 'test:alice' });
     expect(resumed).toMatchObject({ count: 3, wasPaused: true });
+    expect(await passAll()).toEqual({ paused: 3, refusing: 0, healthy: 0 });
     const delivered = await settled('paused', 3, 'delivered');
     expect(delivered.map((row) => row.attempts)).toEqual([1, 1, 1]);
     expect(requestsTo('/paused')).toHaveLength(3);
@@ -137,14 +151,11 @@ describe('destination operations', () => {
     const dead = await settled('refusing', 3, 'dead');
     expect(requestsTo('/refusing')).toHaveLength(3);
     expect(await gauge('refusing', 'dead')).toBe(3);
-    // Counted after the row is written: waited for, not raced.
-    await waitFor('three dead outcomes counted', async () => {
-      const counted = await registry.getSingleMetric('hookgate_destination_deliveries_total')?.get();
-      const dead = counted?.values.find(
-        (v) => v.labels.destination === 'refusing' && v.labels.outcome === 'dead',
-      );
-      return dead?.value === 3;
-    });
+    // Counted once its row is written, within the pass.
+    const counted = await registry.getSingleMetric('hookgate_destination_deliveries_total')?.get();
+    expect(
+      counted?.values.find((v) => v.labels.destination === 'refusing' && v.labels.outcome === 'dead')?.value,
+    ).toBe(3);
 
     const dry = await redeliver(db.pool, config, {
       destination: 'refusing',
@@ -165,9 +176,7 @@ describe('destination operations', () => {
       dryRun: false,
     });
     expect(done).toMatchObject({ count: 1, ids: [dead[0]!.id], actor: 'test:bob' });
-    await waitFor('the redelivered delivery to arrive', async () =>
-      (await rows('refusing'))[0]?.status === 'delivered' ? true : null,
-    );
+    expect(await passAll()).toEqual({ paused: 0, refusing: 1, healthy: 0 });
     const after = await rows('refusing');
     expect(after.map((row) => [row.status, row.attempts])).toEqual([
       ['delivered', 2],
@@ -220,12 +229,11 @@ describe('destination operations', () => {
 
     const dry = await runCliInProcess(['redeliver', '--destination', 'refusing', '--dry-run'], env);
     expect(dry.code, dry.output).toBe(0);
-    expect(dry.stdout).toContain(
-      'Would redeliver 2 delivery(ies) to pay/refusing (dry run, nothing changed).',
-    );
+    expect(dry.stdout).toContain('Would redeliver 2 deliveries to pay/refusing (dry run, nothing changed).');
     const run = await runCliInProcess(['redeliver', '--destination', 'refusing', '--json'], env);
     expect(run.code, run.output).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ count: 2, endpoint: 'pay', destination: 'refusing' });
+    expect(await passAll()).toEqual({ paused: 0, refusing: 2, healthy: 0 });
     await settled('refusing', 3, 'delivered');
     const nothing = await runCliInProcess(['redeliver', '--destination', 'refusing'], env);
     expect(nothing.code).toBe(2);
@@ -233,9 +241,9 @@ describe('destination operations', () => {
 
     const pause = await runCliInProcess(['destination', 'pause', 'healthy'], env);
     expect(pause.code, pause.output).toBe(0);
-    expect(pause.stdout).toContain('Paused pay/healthy: 0 delivery(ies) held.');
+    expect(pause.stdout).toContain('Paused pay/healthy: 0 deliveries held.');
     const resume = await runCliInProcess(['destination', 'resume', 'healthy'], env);
-    expect(resume.stdout).toContain('Resumed pay/healthy: 0 held delivery(ies) released.');
+    expect(resume.stdout).toContain('Resumed pay/healthy: 0 held deliveries released.');
 
     const stats = await runCliInProcess(['stats', '--json'], env);
     expect(stats.code, stats.output).toBe(0);
@@ -250,10 +258,13 @@ describe('destination operations', () => {
         delivered: 3,
         p99: 'number',
         breaker: 'closed',
+        paused: null,
       })),
     );
     const text = await runCliInProcess(['stats'], env);
-    expect(text.stdout).toMatch(/ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER/);
+    expect(text.stdout).toMatch(
+      /ENDPOINT\s+DESTINATION\s+WAITING\s+HELD\s+DEAD\s+DELIVERED\s+P99\s+BREAKER\s+PAUSED/,
+    );
     expect(text.stdout).toMatch(/pay\s+refusing\s+0\s+0\s+0\s+3\s+\S+\s+closed/);
 
     const unknown = await runCliInProcess(['destination', 'pause', 'nosuch'], env);

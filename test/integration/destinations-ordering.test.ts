@@ -3,10 +3,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../services/core/config/schema.ts';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
+import { createDestinationSender, type DestinationSender } from '../../services/worker/destinations.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
+import { DrivenClock } from '../support/driven-clock.ts';
 import {
   Claimer,
   startTestWorker,
@@ -15,16 +17,20 @@ import {
   workerConfig,
 } from '../support/worker-harness.ts';
 
-// `ordering: entity` with two relays (as two workers) sharing the database: each entity's
-// deliveries arrive one at a time in version order, through a retry; an entity whose head hangs
-// and then fails holds back only itself.
+// `ordering: entity` with two relays (as two workers, each its own pool) sharing the database,
+// one pass at a time on a clock the test moves: each entity's deliveries go one at a time in
+// version order, through a retry; while an entity's head is in flight (its request held open)
+// or waiting for its retry, no pass of either relay takes anything else of that entity, and the
+// other entity goes on.
 
 let db: TestDatabase;
 let claimer: Claimer;
 let worker: TestWorker;
 let server: Server;
 let url: string;
-const relays: RunningDestinationRelay[] = [];
+let config: Config;
+let clock: DrivenClock;
+const senders: DestinationSender[] = [];
 const pools: pg.Pool[] = [];
 /** Each request's event id, in arrival order. */
 const arrivals: string[] = [];
@@ -52,14 +58,14 @@ beforeAll(async () => {
       await headHeld;
       headAnswered = true;
       status = 500;
-    } else await new Promise((resolve) => setTimeout(resolve, 5));
+    }
     open.set(entity, open.get(entity)! - 1);
     res.writeHead(status).end();
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/ordered`;
-  const config = workerConfig({
+  config = workerConfig({
     pay: {
       handler: 'record',
       destinations: {
@@ -74,23 +80,11 @@ beforeAll(async () => {
   });
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
-  for (let i = 0; i < 2; i += 1) {
-    const pool = createTestPool(db.url, `relay-${i}`, 4);
-    pools.push(pool);
-    relays.push(
-      startDestinationRelay({
-        pool,
-        routes: routesFrom(config),
-        logger: createLogger('silent'),
-        pollIntervalMs: 20,
-      }),
-    );
-  }
 });
 
 afterAll(async () => {
   releaseHead();
-  for (const relay of relays) await relay.stop();
+  for (const sender of senders) await sender.close();
   for (const pool of pools) await pool.end();
   await worker?.stop();
   await claimer?.stop();
@@ -108,6 +102,8 @@ const statuses = async (entity: string) =>
     )
   ).rows.map((row) => `${row.event_id}:${row.status}:${row.attempts}`);
 
+const entityOf = (eventId: string) => eventId.split('_')[0]!;
+
 describe('ordering: entity', () => {
   it('sends each entity one at a time in version order; a failing head holds back its own entity only', async () => {
     // Claimed newest first, in one batch: the order comes from the versions, not arrival.
@@ -121,14 +117,37 @@ describe('ordering: entity', () => {
       })),
     );
     await claimer.claim('pay', events);
-    // Entity b goes through entirely while a's head (a_2) hangs.
-    const allOf = async (entity: string, done: (status: string) => boolean) => {
-      const found = await statuses(entity);
-      return found.length === 5 && found.every(done) ? true : null;
-    };
-    await waitFor('entity b to be delivered', () => allOf('b', (s) => s.endsWith(':delivered:1')));
-    // a_2 is in flight (its request open) before a is looked at.
+    await waitFor('every delivery written', async () =>
+      (await statuses('a')).length === 5 && (await statuses('b')).length === 5 ? true : null,
+    );
+    clock = await DrivenClock.fromDatabase(db.pool, 1_000);
+    for (let i = 0; i < 2; i += 1) {
+      const pool = createTestPool(db.url, `relay-${i}`, 4);
+      pools.push(pool);
+      senders.push(
+        createDestinationSender({
+          pool,
+          routes: routesFrom(config),
+          logger: createLogger('silent'),
+          now: clock.now,
+        }),
+      );
+    }
+    const [first, second] = senders as [DestinationSender, DestinationSender];
+    const pass = async (sender: DestinationSender) =>
+      (await sender.runOnce('pay', 'ordered')).attempts.map((a) => `${a.eventId}:${a.status}`);
+
+    // Each pass takes each entity's head only.
+    expect((await pass(first)).sort()).toEqual(['a_1:delivered', 'b_1:delivered']);
+    // a_2's request is held open: this pass does not end until it is answered.
+    const held = pass(first);
     await waitFor('a_2 to be sent', async () => (arrivals.includes('a_2') ? true : null));
+    await waitFor('b_2 to be delivered', async () =>
+      (await statuses('b')).includes('b_2:delivered:1') ? true : null,
+    );
+    // Meanwhile the other relay goes through b, and takes nothing of a.
+    for (const version of [3, 4, 5]) expect(await pass(second)).toEqual([`b_${version}:delivered`]);
+    expect(await pass(second)).toEqual([]);
     expect(await statuses('a')).toEqual([
       'a_1:delivered:1',
       'a_2:sending:1',
@@ -136,8 +155,17 @@ describe('ordering: entity', () => {
       'a_4:pending:0',
       'a_5:pending:0',
     ]);
+    // a_2 fails: it waits for its retry, and still holds its entity back.
     releaseHead();
-    await waitFor('entity a to be delivered', () => allOf('a', (s) => s.includes(':delivered:')));
+    expect((await held).sort()).toEqual(['a_2:retrying', 'b_2:delivered']);
+    expect(await pass(second)).toEqual([]);
+    expect(await pass(first)).toEqual([]);
+    // Its retry due, it goes first, then the rest of a in order.
+    clock.advance(1_000);
+    expect(await pass(second)).toEqual(['a_2:delivered']);
+    for (const version of [3, 4, 5]) {
+      expect(await pass(version % 2 === 0 ? first : second)).toEqual([`a_${version}:delivered`]);
+    }
     expect(await statuses('a')).toEqual([
       'a_1:delivered:1',
       'a_2:delivered:2',
@@ -145,8 +173,8 @@ describe('ordering: entity', () => {
       'a_4:delivered:1',
       'a_5:delivered:1',
     ]);
-    expect(arrivals.filter((id) => id.startsWith('a_'))).toEqual(['a_1', 'a_2', 'a_2', 'a_3', 'a_4', 'a_5']);
-    expect(arrivals.filter((id) => id.startsWith('b_'))).toEqual(['b_1', 'b_2', 'b_3', 'b_4', 'b_5']);
+    expect(arrivals.filter((id) => entityOf(id) === 'a')).toEqual(['a_1', 'a_2', 'a_2', 'a_3', 'a_4', 'a_5']);
+    expect(arrivals.filter((id) => entityOf(id) === 'b')).toEqual(['b_1', 'b_2', 'b_3', 'b_4', 'b_5']);
     expect(mostOpenAtOnce).toBe(1);
   });
 });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { insertDeliveries } from '../../services/core/destinations/deliveries.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -45,6 +46,7 @@ describe('hookgate prune and destination deliveries', () => {
     const dry = await prune(db.pool, {
       actor: 'test',
       inboxOlderThanMs: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
       dryRun: true,
@@ -53,6 +55,7 @@ describe('hookgate prune and destination deliveries', () => {
     const report = await prune(db.pool, {
       actor: 'test',
       inboxOlderThanMs: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
@@ -60,6 +63,8 @@ describe('hookgate prune and destination deliveries', () => {
       inboxPartitions: 0,
       inboxPartitionsLeft: [],
       inboxRows: 0,
+      inboxRowsInPartitions: 0,
+      inboxKeys: 0,
       deliveries: 0,
       destinationDeliveries: 1,
       attempts: 0,

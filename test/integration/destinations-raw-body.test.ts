@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import Stripe from 'stripe';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
 import { createLogger } from '../../services/core/logging.ts';
@@ -183,6 +184,7 @@ describe('body: raw', () => {
     await db.pool.query(`UPDATE hookgate.inbox SET status = 'dead' WHERE event_id = 'evt_observed_1'`);
     await prune(db.pool, {
       inboxOlderThanMs: 30 * 86_400_000,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       deliveriesOlderThanMs: 90 * 86_400_000,
       chunk: 1,
       actor: 'test',

@@ -124,6 +124,7 @@ describe('event types with control characters', () => {
       window,
       {
         actor: 'test',
+        horizonMs: config.dedupe.horizon,
       },
     );
     expect(report).toMatchObject({ fetched: 2, new: 1, unusable: 1 });

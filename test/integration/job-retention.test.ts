@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
@@ -130,6 +131,7 @@ async function pruneRow(endpoint: string, eventId: string): Promise<void> {
   const report = await prune(db.pool, {
     actor: 'test',
     inboxOlderThanMs: 30 * DAY,
+    dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
     deliveriesOlderThanMs: 90 * DAY,
     chunk: 100,
   });

@@ -84,6 +84,11 @@ describe('Grafana dashboard', () => {
       'Applied by outcome',
       'Dead and parked',
       'End-to-end latency',
+      'Destination attempts by outcome',
+      'Held and dead deliveries',
+      'Open breakers and attempt p99',
+      'Quarantined deliveries held',
+      'Paused endpoints',
     ]) {
       expect(titles).toContain(title);
     }

@@ -144,6 +144,30 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
     expect(b.dead_letter).toBeNull();
   });
 
+  it("writes, through migration 0024's insert_apply_jobs (requeue and quarantine release), the row pg-boss writes", async () => {
+    const theirs = jobIdFor(ENDPOINT, 'theirs_definer');
+    const ours = jobIdFor(ENDPOINT, 'ours_definer');
+    await boss.insert(QUEUE, [{ id: theirs, data: { endpoint: ENDPOINT, eventIds: ['a'] } }]);
+    await db.pool.query(`SELECT hookgate.insert_apply_jobs($1, ARRAY[$2::uuid], ARRAY['["b"]'::jsonb])`, [
+      ENDPOINT,
+      ours,
+    ]);
+    const a = await jobRow(theirs);
+    const b = await jobRow(ours);
+    expect(b.data).toEqual({ endpoint: ENDPOINT, eventIds: ['b'] });
+    for (const key of ['id', 'data', 'created_on', 'start_after', 'keep_until']) {
+      delete a[key];
+      delete b[key];
+    }
+    expect(b).toEqual(a);
+    // Only a queue that exists, by the endpoint's apply queue's name.
+    await expect(
+      db.pool.query(
+        `SELECT hookgate.insert_apply_jobs('nowhere', ARRAY[gen_random_uuid()], ARRAY['[]'::jsonb])`,
+      ),
+    ).rejects.toMatchObject({ code: 'P0002' });
+  });
+
   it('skips an id already held, returning nothing for it (what the claim detects and falls back on)', async () => {
     const id = jobIdFor(ENDPOINT, 'held');
     expect(await insertOurs(QUEUE, [{ id, data: { endpoint: ENDPOINT, eventId: 'held' } }])).toEqual([id]);

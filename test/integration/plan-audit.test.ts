@@ -5,6 +5,7 @@ import { eventsListCommand, eventsShowCommand } from '../../services/cli/command
 import { pruneCommand } from '../../services/cli/commands/prune.ts';
 import { collectStats } from '../../services/cli/commands/stats.ts';
 import { listActions } from '../../services/core/audit/audit.ts';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import {
   destinationStats,
   listDeliveries,
@@ -151,13 +152,19 @@ beforeAll(async () => {
     const registry = createRegistry();
     registerBacklogMetrics(registry, { db: db.pool, endpoints: Object.keys(config.endpoints) });
     await registry.metrics();
-    await requeue(db.pool, worker.boss, { endpoint: 'fails', statuses: ['dead'], actor: 'test' });
+    await requeue(db.pool, { endpoint: 'fails', statuses: ['dead'], actor: 'test' });
     await requeueOrphans(db.pool, worker.boss, 'rec', { maxAttempts: config.worker.retryLimit + 1 }, 'test');
     // The sweeper's own statements, as a worker runs them (grace 0: every pending row is looked at).
     await findOrphans(db.pool, worker.boss, 'rec', { maxAttempts: config.worker.retryLimit + 1 });
     await waitFor('the requeued events dead again', async () => (await unsettled()) === 0, 60_000);
     await cliCommands();
-    await prune(db.pool, { actor: 'test', inboxOlderThanMs: 0, deliveriesOlderThanMs: 0, chunk: 5 });
+    await prune(db.pool, {
+      actor: 'test',
+      inboxOlderThanMs: 0,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
+      deliveriesOlderThanMs: 0,
+      chunk: 5,
+    });
   } finally {
     recorder.stop();
   }

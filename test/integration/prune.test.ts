@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { PRUNE_INBOX_ROWS_BATCH } from '../../services/core/inbox/partitions.ts';
 import { type PruneProgress, prune, pruneInbox } from '../../services/core/inbox/prune.ts';
 import { PRUNE_DELIVERIES_BATCH, pruneDeliveries } from '../../services/core/outbox/deliveries.ts';
@@ -54,10 +55,14 @@ describe('prune', () => {
       actor: 'test',
       auditOlderThanMs: 365 * DAY,
       inboxOlderThanMs: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       deliveriesOlderThanMs: 90 * DAY,
       chunk: 2,
     });
     expect(report).toEqual({
+      // The keys of the deleted rows received before the dedupe horizon (35 days) go too.
+      inboxKeys: 8,
+      inboxRowsInPartitions: 0,
       inboxPartitions: 0,
       inboxPartitionsLeft: [],
       inboxRows: 8,
@@ -105,6 +110,7 @@ describe('prune in bounded batches', () => {
     const batches: PruneProgress[] = [];
     const counts = await pruneInbox(db.pool, {
       olderThan: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       batchSize: 3,
       onBatch: (progress) => {
         batches.push(progress);
@@ -127,6 +133,7 @@ describe('prune in bounded batches', () => {
     const seen: PruneProgress[] = [];
     const counts = await pruneInbox(db.pool, {
       olderThan: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       batchSize: 2,
       dryRun: true,
       onBatch: (p) => {
@@ -146,6 +153,7 @@ describe('prune in bounded batches', () => {
     const started = performance.now();
     const counts = await pruneInbox(db.pool, {
       olderThan: 30 * DAY,
+      dedupe: { now: new Date(), horizonMs: DEFAULT_DEDUPE_HORIZON_MS },
       batchSize: 2,
       pauseMs: 150,
       signal: stop.signal,

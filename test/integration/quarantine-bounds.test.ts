@@ -114,7 +114,7 @@ describe('the held-rows cap', () => {
       `SELECT id::text AS id FROM hookgate.quarantine WHERE endpoint = 'alpha' ORDER BY id LIMIT 1`,
     );
     expect(
-      await dropQuarantined(db.pool, { ids: [rows[0]!.id], actor: 'test', reason: 'test traffic' }),
+      (await dropQuarantined(db.pool, { ids: [rows[0]!.id], actor: 'test', reason: 'test traffic' })).dropped,
     ).toEqual([rows[0]!.id]);
     expect(await heldGauge('alpha', CAP - 1)).toBe(CAP - 1);
     // The provider's retry of the delivery refused at the cap.

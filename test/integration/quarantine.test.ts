@@ -107,7 +107,7 @@ describe('quarantine actions', () => {
   it('a release with the config unchanged leaves the delivery held and says why', async () => {
     worker = await startTestWorker(db.url, asItWas);
     const id = await heldId();
-    const outcomes = await releaseQuarantined(worker.pool, worker.boss, asItWas, {
+    const outcomes = await releaseQuarantined(worker.pool, asItWas, {
       ids: [id],
       actor: 'ops-test',
     });
@@ -118,7 +118,7 @@ describe('quarantine actions', () => {
 
   it('after an eventType pointer is added, release claims it: one inbox event, applied once', async () => {
     const id = await heldId();
-    const outcomes = await releaseQuarantined(worker!.pool, worker!.boss, fixed, {
+    const outcomes = await releaseQuarantined(worker!.pool, fixed, {
       ids: [id],
       actor: 'ops-test',
     });
@@ -130,9 +130,16 @@ describe('quarantine actions', () => {
       return rows[0]?.status === 'processed';
     });
     // Released again (an operator's double click): nothing more is claimed.
-    expect(
-      await releaseQuarantined(worker!.pool, worker!.boss, fixed, { ids: [id], actor: 'ops-test' }),
-    ).toEqual([{ id, outcome: 'not_held' }]);
+    expect(await releaseQuarantined(worker!.pool, fixed, { ids: [id], actor: 'ops-test' })).toEqual([
+      {
+        id,
+        outcome: 'not_held',
+        reason: 'quarantine_settled',
+        message: expect.stringMatching(
+          /^Quarantined delivery \d+ was released by ops-test at .*: nothing was released\.$/,
+        ),
+      },
+    ]);
     const { rows } = await db.pool.query(
       `SELECT event_type, attempts FROM hookgate.inbox WHERE endpoint = 'alpha'`,
     );
@@ -146,10 +153,13 @@ describe('quarantine actions', () => {
     const other = standardWebhook(SW_SECRET, { body: '{"no_type_here": true}' });
     expect((await post(`${gateway.url}/webhooks/alpha`, other)).json.status).toBe('quarantined');
     const id = await heldId();
-    expect(await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'test traffic' })).toEqual([
-      id,
-    ]);
-    expect(await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'again' })).toEqual([]);
+    expect(
+      (await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'test traffic' })).dropped,
+    ).toEqual([id]);
+    expect(await dropQuarantined(db.pool, { ids: [id], actor: 'ops-test', reason: 'again' })).toMatchObject({
+      dropped: [],
+      notDropped: [{ id, code: 'quarantine_settled' }],
+    });
     expect(await listQuarantined(db.pool, { endpoint: 'alpha' })).toEqual([]);
     const audit = await db.pool.query(
       `SELECT command, count::int AS count, reason FROM hookgate.audit WHERE actor = 'ops-test' ORDER BY id`,

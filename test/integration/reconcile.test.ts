@@ -177,7 +177,7 @@ async function claimAsGateway(endpoint: string, items: { body: string; headers: 
   expect(results.every((result) => result.ok && result.outcome === 'accepted')).toBe(true);
 }
 
-function run(endpoint: string, options: { dryRun?: boolean; since?: Date } = {}) {
+function run(endpoint: string, options: { dryRun?: boolean; since?: Date; force?: boolean } = {}) {
   const settings = config.endpoints[endpoint]!;
   const source = replaySourceFor(endpoint, settings, {
     STRIPE_API_KEY: 'rk_test',
@@ -187,6 +187,7 @@ function run(endpoint: string, options: { dryRun?: boolean; since?: Date } = {})
   return reconcileEndpoint(claimer.pool, options.dryRun ? null : claimer.boss, endpoint, settings, source, {
     ...options,
     now: () => NOW,
+    horizonMs: config.dedupe.horizon,
   });
 }
 
@@ -334,6 +335,30 @@ describe('reconcile: Stripe', () => {
       `UPDATE hookgate.reconcile_state SET lease_until = clock_timestamp() - interval '1 second' WHERE endpoint = 'pay'`,
     );
     expect((await run('pay')).outcome).toBe('complete');
+  });
+
+  it('a listing reaching past the dedupe horizon is refused with a sentence and recorded as failed; forced, it runs', async () => {
+    stripe.requests.length = 0;
+    const since = at(40 * 24 * HOUR);
+    await expect(run('paybudget', { since })).rejects.toMatchObject({
+      code: 'dedupe_horizon_exceeded',
+      message: expect.stringMatching(
+        /^The reconciliation window starts at .*dedupe\.horizon is 35d.*--force/,
+      ),
+    });
+    await expect(run('paybudget', { since, dryRun: true })).rejects.toMatchObject({
+      code: 'dedupe_horizon_exceeded',
+    });
+    expect(stripe.requests).toHaveLength(0);
+    expect(await stateOf('paybudget')).toMatchObject({
+      lastOutcome: 'failed',
+      lastError: expect.stringMatching(/^dedupe_horizon_exceeded: /),
+      running: false,
+      watermark: at(4 * HOUR),
+    });
+    // Forced: it lists (until its budget here), and the watermark it had stays.
+    expect(await run('paybudget', { since, force: true })).toMatchObject({ outcome: 'budget', apiCalls: 2 });
+    expect((await stateOf('paybudget'))?.watermark).toEqual(at(4 * HOUR));
   });
 });
 

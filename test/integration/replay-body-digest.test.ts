@@ -82,6 +82,7 @@ async function replay(delivery: GithubDelivery, dryRun = false) {
     {
       dryRun,
       actor: 'test',
+      horizonMs: config.dedupe.horizon,
     },
   );
 }

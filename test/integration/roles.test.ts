@@ -116,6 +116,50 @@ describe('the runtime role', () => {
   });
 });
 
+describe("the runtime role and the operators' functions (migration 0024)", () => {
+  it('calls requeue, discard, quarantine release and drop, as the CLI does', async () => {
+    expect(
+      (
+        await runtime.query(
+          `SELECT * FROM hookgate.requeue_events('alpha', '{dead}', NULL, NULL, NULL, NULL, 10, 100)`,
+        )
+      ).rows,
+    ).toEqual([]);
+    expect(
+      (
+        await runtime.query(
+          `SELECT * FROM hookgate.discard_events('alpha', '{dead}', NULL, NULL, NULL, NULL, 10, 'ops', 'why')`,
+        )
+      ).rows,
+    ).toEqual([]);
+    expect(
+      (
+        await runtime.query(
+          `SELECT outcome FROM hookgate.release_quarantined(1, 'p', 'e', 't', NULL, NULL, NULL, '{}', false, false, 'ops', NULL)`,
+        )
+      ).rows,
+    ).toEqual([{ outcome: 'unknown' }]);
+    expect(
+      (await runtime.query(`SELECT * FROM hookgate.drop_quarantined('{1}', 'ops', 'why')`)).rows,
+    ).toEqual([]);
+  });
+
+  it.each([
+    [`INSERT INTO hookgate.inbox_moves (xact) VALUES (pg_current_xact_id())`],
+    [`SELECT hookgate.insert_apply_jobs('alpha', ARRAY[gen_random_uuid()], ARRAY['[]'::jsonb])`],
+  ])('cannot %s', async (statement) => {
+    await expect(runtime.query(statement)).rejects.toMatchObject({ code: '42501' });
+  });
+
+  it('the read-only role calls none of them', async () => {
+    await expect(
+      readonly.query(
+        `SELECT * FROM hookgate.requeue_events('alpha', '{dead}', NULL, NULL, NULL, NULL, 10, 100)`,
+      ),
+    ).rejects.toMatchObject({ code: '42501' });
+  });
+});
+
 describe('the read-only role', () => {
   it("reads hookgate's and pg-boss's tables", async () => {
     await db.pool.query(INSERT_EVENT, ['evt_readonly']);

@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
-import { compileAddressPolicy, parseAllowEntry } from '../../services/core/destinations/address-policy.ts';
+import {
+  carriedIpv4,
+  compileAddressPolicy,
+  parseAllowEntry,
+} from '../../services/core/destinations/address-policy.ts';
 
 describe('relay.allowedDestinations entries', () => {
   it('parses CIDRs, bare addresses and host patterns, and says why anything else is not one', () => {
@@ -90,6 +94,89 @@ describe('the address policy', () => {
     expect(policy.refusal('8.8.8.8', '8.8.8.8')).toBe(
       'the address 8.8.8.8 matches no entry of relay.allowedDestinations',
     );
+  });
+});
+
+describe('IPv6 addresses that carry an IPv4 address', () => {
+  // 2000::/3 holds every 6to4 address: it opens none of them (what they carry decides).
+  const policy = compileAddressPolicy(['api.example.com', '10.20.0.0/16', '2000::/3']);
+
+  it('finds the IPv4 address of every embedding form, in any spelling', () => {
+    expect(carriedIpv4('::ffff:127.0.0.1')).toMatchObject({ form: 'IPv4-mapped', ipv4: '127.0.0.1' });
+    expect(carriedIpv4('::ffff:7f00:1')).toMatchObject({ form: 'IPv4-mapped', ipv4: '127.0.0.1' });
+    expect(carriedIpv4('0:0:0:0:0:FFFF:A9FE:A9FE')).toMatchObject({
+      form: 'IPv4-mapped',
+      ipv4: '169.254.169.254',
+    });
+    expect(carriedIpv4('::ffff:0:a00:5')).toMatchObject({ form: 'IPv4-translated', ipv4: '10.0.0.5' });
+    expect(carriedIpv4('::ffff:0:10.0.0.5')).toMatchObject({ form: 'IPv4-translated', ipv4: '10.0.0.5' });
+    expect(carriedIpv4('::7f00:1')).toMatchObject({ form: 'IPv4-compatible', ipv4: '127.0.0.1' });
+    expect(carriedIpv4('::169.254.169.254')).toMatchObject({
+      form: 'IPv4-compatible',
+      ipv4: '169.254.169.254',
+    });
+    expect(carriedIpv4('2002:a9fe:a9fe::1')).toMatchObject({ form: '6to4', ipv4: '169.254.169.254' });
+    expect(carriedIpv4('2002:0a14:0304:1::%eth0')).toMatchObject({ form: '6to4', ipv4: '10.20.3.4' });
+    // Their own addresses, and ordinary IPv6 ones, carry none.
+    for (const own of ['::', '::1', '2606:2800:220:1::1', 'fe80::1', '127.0.0.1']) {
+      expect(carriedIpv4(own), own).toBeNull();
+    }
+  });
+
+  it('checks each as the IPv4 address it carries: refused where that address is, allowed where it is', () => {
+    const cases: [string, string][] = [
+      ['::ffff:7f00:1', 'the address 127.0.0.1 (of api.example.com) is loopback (127.0.0.0/8)'],
+      [
+        '::ffff:0:a9fe:a9fe',
+        'the address 169.254.169.254 (carried by the IPv4-translated address ::ffff:0:a9fe:a9fe, of api.example.com) is link-local (cloud metadata) (169.254.0.0/16)',
+      ],
+      [
+        '::a00:5',
+        'the address 10.0.0.5 (carried by the IPv4-compatible address ::a00:5, of api.example.com) is private (10.0.0.0/8)',
+      ],
+      [
+        '2002:7f00:1::',
+        'the address 127.0.0.1 (carried by the 6to4 address 2002:7f00:1::, of api.example.com) is loopback (127.0.0.0/8)',
+      ],
+    ];
+    for (const [address, refusal] of cases) {
+      expect(policy.refusal('api.example.com', address), address).toBe(
+        `${refusal}, which relay.allowedDestinations allows only by a CIDR entry covering it`,
+      );
+    }
+    // An IPv4 CIDR entry opens the IPv4 address in any of its IPv6 forms.
+    expect(policy.refusal('internal.corp', '2002:0a14:0304::1')).toBeNull();
+    expect(policy.refusal('internal.corp', '::ffff:0:10.20.3.4')).toBeNull();
+    // A public IPv4 address carried by 6to4, for a matching host, as for the IPv4 address itself.
+    expect(policy.refusal('api.example.com', '2002:5db8:d822::1')).toBeNull();
+    expect(policy.refusal('other.example.com', '2002:5db8:d822::1')).toBe(
+      'the address 93.184.216.34 (carried by the 6to4 address 2002:5db8:d822::1, of other.example.com) matches no entry of relay.allowedDestinations',
+    );
+  });
+
+  it('refuses NAT64 (both prefixes) and Teredo, which reach IPv4 hosts through a gateway, for any host', () => {
+    const hostOnly = compileAddressPolicy(['api.example.com']);
+    for (const [address, kind] of [
+      ['64:ff9b::7f00:1', 'NAT64 (64:ff9b::/96)'],
+      ['64:ff9b:1::a9fe:a9fe', 'NAT64 (local use) (64:ff9b:1::/48)'],
+      ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo (2001::/32)'],
+    ]) {
+      expect(hostOnly.refusal('api.example.com', address!)).toBe(
+        `the address ${address} (of api.example.com) is ${kind}, which relay.allowedDestinations allows only by a CIDR entry covering it`,
+      );
+    }
+  });
+
+  it('refuses an entry inside an embedding range, which could never match: the IPv4 range is named instead', () => {
+    expect(parseAllowEntry('2002::/16')).toBe(
+      'is inside 6to4 2002::/16, whose addresses are checked as the IPv4 address they carry (0.0.0.0 here): name the IPv4 address or range instead',
+    );
+    expect(parseAllowEntry('2002:a14::/32')).toMatch(/^is inside 6to4 2002::\/16, .*\(10\.20\.0\.0 here\)/);
+    expect(parseAllowEntry('::ffff:0:0:0/96')).toMatch(/^is inside IPv4-translated ::ffff:0:0:0\/96/);
+    expect(parseAllowEntry('::a00:0/104')).toMatch(/^is inside IPv4-compatible ::\/96/);
+    // Wider ranges that hold them, and the loopback and unspecified addresses, are entries as before.
+    expect(parseAllowEntry('2000::/3')).toMatchObject({ kind: 'cidr', network: '2000::', prefix: 3 });
+    expect(parseAllowEntry('::1')).toMatchObject({ kind: 'cidr', network: '::1', prefix: 128 });
   });
 });
 

@@ -181,6 +181,14 @@ describe('send-test', () => {
             secrets: ['s'],
             hmac: { header: 'X-Sig', algorithm: 'sha256', encoding: 'hex', eventIdHeader: 'X-Id' },
           },
+          // The type read from elsewhere in the signed body: the sample puts it there.
+          'sw-extract': {
+            provider: 'standard-webhooks',
+            secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+            extract: { eventType: '/meta/kind' },
+          },
+          'stripe-extract': { provider: 'stripe', secrets: ['s'], extract: { eventType: '/kind' } },
+          'paddle-extract': { provider: 'paddle', secrets: ['s'], extract: { eventType: '/meta/kind' } },
         },
       }),
     );
@@ -222,6 +230,14 @@ describe('send-test', () => {
             secrets: ['s'],
             hmac: { header: 'X-Sig', algorithm: 'sha256', encoding: 'hex', eventIdHeader: 'X-Id' },
           },
+          // The type read from elsewhere in the signed body: the sample puts it there.
+          'sw-extract': {
+            provider: 'standard-webhooks',
+            secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+            extract: { eventType: '/meta/kind' },
+          },
+          'stripe-extract': { provider: 'stripe', secrets: ['s'], extract: { eventType: '/kind' } },
+          'paddle-extract': { provider: 'paddle', secrets: ['s'], extract: { eventType: '/meta/kind' } },
         },
       },
       {},

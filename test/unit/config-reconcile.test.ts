@@ -43,3 +43,35 @@ describe('reconcile settings', () => {
     expect(() => endpoint({ provider: 'stripe', reconcile: { cadence: '1m' } })).toThrow('cadence');
   });
 });
+
+describe('the dedupe horizon', () => {
+  const config = (document: Record<string, unknown>) =>
+    parseConfig({ endpoints: { e: { secrets: ['whsec_x'], provider: 'stripe' } }, ...document }, {});
+
+  it('is 35 days unless set, at least 3 days', () => {
+    expect(config({}).dedupe).toEqual({ horizon: 35 * 86_400_000 });
+    expect(config({ dedupe: { horizon: '60d' } }).dedupe.horizon).toBe(60 * 86_400_000);
+    expect(() => config({ dedupe: { horizon: '2d' } })).toThrow(/dedupe\.horizon: .*3d/);
+  });
+
+  it("bounds reconciliation's since and lookback: a run never lists past it", () => {
+    const reconciling = (reconcile: Record<string, unknown>, horizon = '35d') =>
+      parseConfig(
+        {
+          dedupe: { horizon },
+          endpoints: { e: { secrets: ['whsec_x'], provider: 'stripe', reconcile } },
+        },
+        {},
+      );
+    // The widest the reconcile section allows fits the default horizon.
+    expect(reconciling({ since: '30d', lookback: '30d', every: '1d', settle: '1h' }).dedupe.horizon).toBe(
+      35 * 86_400_000,
+    );
+    expect(() => reconciling({ since: '20d' }, '10d')).toThrow(
+      'endpoints.e.reconcile.since: is 20d, past dedupe.horizon (10d)',
+    );
+    expect(() => reconciling({ lookback: '10d' }, '10d')).toThrow(
+      'endpoints.e.reconcile.lookback: is 10d: with every and settle a run lists from up to 10d + 15m + 5m ago, not under dedupe.horizon (10d)',
+    );
+  });
+});

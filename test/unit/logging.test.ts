@@ -139,3 +139,29 @@ describe('a database outage in the log', () => {
     ]);
   });
 });
+
+describe("a handler's start-up warning", () => {
+  it("names its endpoint once: the worker's child logger already carries it", async () => {
+    const { createHandler } = await import('../../services/core/handlers/index.ts');
+    const raw: string[] = [];
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        raw.push(String(chunk));
+        done();
+      },
+    });
+    const logger = pino({ level: 'info' }, sink);
+    await createHandler(
+      'billing',
+      {},
+      { endpoint: 'bill', logger: logger.child({ endpoint: 'bill' }), configDir: '.' },
+    );
+    const line = raw
+      .join('')
+      .split('\n')
+      .find((text) => text.includes('option_missing'));
+    expect(line).toBeDefined();
+    // Counted in the text written: a parsed object would hide a repeated key.
+    expect(line?.split('"endpoint":').length).toBe(2);
+  });
+});

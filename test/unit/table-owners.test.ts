@@ -24,7 +24,16 @@ const OWNERS: Record<string, readonly string[]> = {
   ],
   // The partitioned inbox (migration 0021): its deduplication keys, its list of partitions and the
   // partitions named by hand; the functions in the migration make and drop the dated ones.
-  'hookgate.inbox_keys': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
+  // The claim's dedupe reads them too (a dry run's presence, reconciliation's known ids): a key
+  // outlives its row by the dedupe horizon. Keys' retention and its floor are partitions.ts's.
+  'hookgate.inbox_keys': [
+    'services/core/inbox/partitions.ts',
+    'services/core/inbox/presence.ts',
+    'services/core/inbox/known.ts',
+    'services/core/db/roles.ts',
+  ],
+  'hookgate.inbox_keys_floor': ['services/core/inbox/partitions.ts'],
+  'hookgate.inbox_moves': ['services/core/db/roles.ts'],
   'hookgate.inbox_partitions': ['services/core/inbox/partitions.ts', 'services/core/db/roles.ts'],
   'hookgate.inbox_default': ['services/core/inbox/partitions.ts'],
   'hookgate.inbox_unpartitioned': ['services/core/inbox/partitions.ts'],

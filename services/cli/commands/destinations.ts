@@ -9,11 +9,13 @@ import {
   resumeDestination,
   showDelivery,
 } from '../../core/destinations/actions.ts';
+import { destinationStates } from '../../core/destinations/state.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
-import { age, printJson, table } from '../support/format.ts';
+import { age, plural, printJson, table } from '../support/format.ts';
+import { hexDump } from '../support/hex-dump.ts';
 import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
-import { writeOut } from '../support/terminal-text.ts';
+import { terminalText, writeOut } from '../support/terminal-text.ts';
 
 // `hookgate deliveries list|show`, `hookgate redeliver`, `hookgate destination pause|resume`:
 // thin over services/core/destinations/actions.ts, which the console calls too.
@@ -34,15 +36,17 @@ const listSchema = z.strictObject({
 
 export async function deliveriesListCommand(raw: unknown): Promise<void> {
   const options = listSchema.parse(raw);
-  const rows = await withCommandPool('deliveries', 30_000, (pool) =>
-    listDeliveries(pool, {
+  const { rows, paused } = await withCommandPool('deliveries', 30_000, async (pool) => {
+    const rows = await listDeliveries(pool, {
       endpoint: options.endpoint,
       destination: options.destination,
       status: options.status,
       since: options.since,
       limit: options.limit,
-    }),
-  );
+    });
+    const listed = [...new Map(rows.map((row) => [`${row.endpoint}/${row.destination}`, row])).values()];
+    return { rows, paused: (await destinationStates(pool, listed)).filter((state) => state.paused) };
+  });
   if (options.json) {
     printJson(rows);
     return;
@@ -80,9 +84,21 @@ export async function deliveriesListCommand(raw: unknown): Promise<void> {
       ]),
     ),
   );
+  // Held rows say why: their destination is paused, by whom, since when and for what reason.
+  for (const state of paused) {
+    writeOut(
+      terminalText(
+        `${state.endpoint}/${state.destination} is paused (${age((now - state.changed_at.getTime()) / 1000)} ago by ${state.changed_by}${state.reason ? `: ${state.reason}` : ''}); its deliveries are held until \`hookgate destination resume ${state.destination}\`.`,
+      ) + '\n',
+    );
+  }
 }
 
-const showSchema = z.strictObject({ json: z.boolean().optional(), config: z.string().min(1).optional() });
+const showSchema = z.strictObject({
+  json: z.boolean().optional(),
+  bytes: z.boolean().optional(),
+  config: z.string().min(1).optional(),
+});
 
 export async function deliveriesShowCommand(id: string, raw: unknown): Promise<void> {
   const options = showSchema.parse(raw);
@@ -118,10 +134,28 @@ export async function deliveriesShowCommand(id: string, raw: unknown): Promise<v
         a.started_at.toISOString(),
         `${a.duration_ms}ms`,
         a.http_status === null ? '-' : String(a.http_status),
-        (a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120),
+        `${a.unrecorded ? '(unrecorded) ' : ''}${(a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120)}`,
       ]),
     ),
   );
+  const answered = attempts.filter((a) => a.response_hex !== null || a.response_headers !== null);
+  if (!options.bytes) {
+    if (answered.length > 0) writeOut("(--bytes shows each answer's headers and first bytes)\n");
+    return;
+  }
+  for (const a of answered) {
+    const bytes = Buffer.from(a.response_hex ?? '', 'hex');
+    writeOut(
+      [
+        '',
+        `attempt ${a.attempt}: answer headers`,
+        ...(a.response_headers ?? '').split('\n').map((line) => `  ${line}`),
+        `attempt ${a.attempt}: answer, first ${bytes.length} byte(s)`,
+        ...hexDump(bytes),
+        '',
+      ].join('\n'),
+    );
+  }
 }
 
 const redeliverSchema = z.strictObject({
@@ -157,10 +191,13 @@ export async function redeliverCommand(raw: unknown): Promise<void> {
   );
   const name = `${summary.endpoint}/${summary.destination}`;
   if (options.json) printJson(summary);
-  else if (dryRun) {
-    writeOut(`Would redeliver ${summary.count} delivery(ies) to ${name} (dry run, nothing changed).\n`);
+  else if (summary.count > 0 && dryRun) {
+    writeOut(
+      `Would redeliver ${plural(summary.count, 'delivery', 'deliveries')} to ${name} (dry run, nothing changed).\n`,
+    );
     if (summary.ids.length > 0) writeOut(`  ${summary.ids.join(' ')}\n`);
-  } else writeOut(`Redelivering ${summary.count} delivery(ies) to ${name}.\n`);
+  } else if (summary.count > 0)
+    writeOut(`Redelivering ${plural(summary.count, 'delivery', 'deliveries')} to ${name}.\n`);
   if (summary.count === 0) {
     throw new HookgateError(
       'nothing_changed',
@@ -171,6 +208,7 @@ export async function redeliverCommand(raw: unknown): Promise<void> {
 
 const pauseSchema = z.strictObject({
   endpoint: endpointName.optional(),
+  reason: z.string().trim().min(1).max(1000).optional(),
   actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
@@ -185,7 +223,12 @@ export async function destinationPauseCommand(
   const name = destinationName.parse(destination);
   const config = commandConfig(options.config, true)!;
   resolveDestination(config, { endpoint: options.endpoint, destination: name });
-  const request = { endpoint: options.endpoint, destination: name, actor: resolveActor(options.actor) };
+  const request = {
+    endpoint: options.endpoint,
+    destination: name,
+    actor: resolveActor(options.actor),
+    reason: options.reason,
+  };
   const summary = await withCommandPool('destination', 30_000, (pool) =>
     pause ? pauseDestination(pool, config, request) : resumeDestination(pool, config, request),
   );
@@ -197,7 +240,7 @@ export async function destinationPauseCommand(
   const already = summary.wasPaused === pause ? ` (it was already ${pause ? 'paused' : 'running'})` : '';
   writeOut(
     pause
-      ? `Paused ${target}${already}: ${summary.count} delivery(ies) held.\n`
-      : `Resumed ${target}${already}: ${summary.count} held delivery(ies) released.\n`,
+      ? `Paused ${target}${already}: ${plural(summary.count, 'delivery', 'deliveries')} held.\n`
+      : `Resumed ${target}${already}: ${plural(summary.count, 'held delivery', 'held deliveries')} released.\n`,
   );
 }

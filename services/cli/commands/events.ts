@@ -4,6 +4,8 @@ import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
 import { HookgateError } from '../../core/errors.ts';
+import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
+import { describeVersion } from '../../core/providers/version.ts';
 import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
 import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
@@ -223,6 +225,17 @@ function destinationLines(destinations: readonly EventDestination[]): string[] {
   ];
 }
 
+/** The payload as printed: any depth (json-text.ts), saying so when it is deeper than is indented. */
+function payloadLines(payload: unknown): string[] {
+  const depth = jsonDepth(payload);
+  return [
+    ...(depth > INDENTED_DEPTH
+      ? [`(nested ${depth} levels deep: levels past ${INDENTED_DEPTH} are printed on one line)`]
+      : []),
+    ...jsonText(payload).split('\n'),
+  ];
+}
+
 /** `hookgate events show`: everything about one event an operator needs to decide on it. */
 export async function eventsShowCommand(raw: unknown): Promise<void> {
   const options = eventsShowOptionsSchema.parse(raw);
@@ -251,7 +264,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       `event      ${event.event_id}`,
       `endpoint   ${event.endpoint} (${event.provider})`,
       `type       ${event.event_type}`,
-      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` v${event.entity_version}` : ''}`,
+      `entity     ${event.entity_type ?? '-'} ${event.entity_id ?? '-'}${event.entity_version ? ` ${describeVersion(event.entity_version)}` : ''}`,
       `status     ${event.status}`,
       `attempts   ${event.attempts}${event.requeued_attempts ? ` (${event.requeued_attempts} before the last requeue)` : ''}`,
       `last error ${event.last_error ?? '-'}`,
@@ -268,7 +281,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       ...Object.entries(event.headers).map(([name, value]) => `  ${name}: ${value}`),
       '',
       'payload',
-      ...JSON.stringify(event.payload, null, 2).split('\n'),
+      ...payloadLines(event.payload),
     ];
     // Line by line: a newline inside a field (a last error, a type) is printed as \n.
     writeOut(`${lines.map(terminalText).join('\n')}\n`);

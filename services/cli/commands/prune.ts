@@ -1,18 +1,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { resolveActor } from '../../core/audit/actor.ts';
-import { durationMs } from '../../core/config/duration.ts';
+import { DEFAULT_DEDUPE_HORIZON_MS } from '../../core/config/dedupe-schema.ts';
+import { durationMs, formatDuration } from '../../core/config/duration.ts';
 import { countOldDeliveryCounts, pruneDeliveryCounts } from '../../core/inbox/delivery-counts.ts';
 import { INBOX_MAX_MOVED_ROWS } from '../../core/inbox/partitions.ts';
 import { countPrunable, prune } from '../../core/inbox/prune.ts';
 import { withCommandPool } from '../database.ts';
 import { printJson } from '../support/format.ts';
+import { commandConfig } from '../support/options.ts';
 import { progressBar } from '../support/progress.ts';
 import { writeOut } from '../support/terminal-text.ts';
 
 const DAY = 86_400_000;
 
-/** Stripe retries for 3 days: a pruned id is no longer deduplicated, so shorter needs --force. */
+/**
+ * Stripe retries for 3 days: a shorter window removes payloads (what `events show` and the
+ * destinations' sends read) while their events may still arrive again, so it needs --force. Their
+ * keys stay for dedupe.horizon whatever this window.
+ */
 const MIN_WINDOW = 3 * DAY;
 
 export const pruneOptionsSchema = z
@@ -32,15 +38,20 @@ export const pruneOptionsSchema = z
   })
   .superRefine((options, ctx) => {
     if (options.force) return;
-    for (const key of ['olderThan', 'outboxOlderThan'] as const) {
-      if (options[key] < MIN_WINDOW)
-        ctx.addIssue({
-          code: 'custom',
-          path: [key],
-          message:
-            "is under 3d, the providers' retry window: a redelivery of a pruned event would be applied again (--force to do it anyway)",
-        });
-    }
+    if (options.olderThan < MIN_WINDOW)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['olderThan'],
+        message:
+          "is under 3d, the providers' retry window: payloads would go while their events may still be delivered again (their keys stay for dedupe.horizon) (--force to do it anyway)",
+      });
+    if (options.outboxOlderThan < MIN_WINDOW)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['outboxOlderThan'],
+        message:
+          "is under 3d, the providers' retry window: a redelivery of a pruned event would be applied again (--force to do it anyway)",
+      });
   });
 
 /**
@@ -49,13 +60,20 @@ export const pruneOptionsSchema = z
  */
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
+  // The keys' retention is the configuration's (the file may be absent: the default then).
+  const horizonMs = commandConfig(options.config, false)?.dedupe.horizon ?? DEFAULT_DEDUPE_HORIZON_MS;
+  const now = new Date();
   await withCommandPool('prune', 300_000, async (pool) => {
     const windows = {
       inboxOlderThanMs: options.olderThan,
       deliveriesOlderThanMs: options.outboxOlderThan,
       auditOlderThanMs: options.auditOlderThan,
       quarantineOlderThanMs: options.quarantineOlderThan,
+      dedupe: { now, horizonMs },
     };
+    // Payloads older than the window go; their keys stay until the horizon: what a replay or a
+    // reconciliation can still tell apart, said whether or not this run deletes anything.
+    const keysKept = `Deduplication keys are kept ${formatDuration(horizonMs)} (dedupe.horizon), whether or not their payloads are: replay and reconciliation windows starting after ${new Date(now.getTime() - horizonMs).toISOString()} are safe; earlier ones are refused unless forced.`;
     const seconds = options.olderThan / 1000;
     if (options.dryRun) {
       // prune's own dry run, so the audit trail records it.
@@ -70,6 +88,8 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         printJson({
           dry_run: true,
           inbox_rows: would.inboxRows,
+          dedupe_horizon: formatDuration(horizonMs),
+          dedupe_safe_since: new Date(now.getTime() - horizonMs).toISOString(),
           deliveries: would.deliveries,
           attempts: would.attempts,
           audit: would.audit,
@@ -79,7 +99,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s) (with their week's partition, or one by one), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n${keysKept}\n`,
         );
       return;
     }
@@ -123,6 +143,10 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     if (options.json)
       printJson({
         inbox_rows: report.inboxRows,
+        inbox_rows_in_partitions: report.inboxRowsInPartitions,
+        inbox_keys: report.inboxKeys,
+        dedupe_horizon: formatDuration(horizonMs),
+        dedupe_safe_since: new Date(now.getTime() - horizonMs).toISOString(),
         inbox_partitions: report.inboxPartitions,
         inbox_partitions_left: report.inboxPartitionsLeft.map((p) => ({
           partition: p.name,
@@ -139,7 +163,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
       });
     else {
       writeOut(
-        `Dropped ${report.inboxPartitions} inbox day partition(s) past the window (their unsettled rows kept).\n`,
+        `Dropped ${report.inboxPartitions} inbox week partition(s) past the window with ${report.inboxRowsInPartitions} settled row(s) (their unsettled rows kept).\n`,
       );
       for (const left of report.inboxPartitionsLeft)
         writeOut(
@@ -148,7 +172,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
             : `Kept inbox partition ${left.name} for now: other sessions held the inbox for more than a second; the next prune drops it.\n`,
         );
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) in ${statements} batch(es).\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s) (${report.inboxRowsInPartitions} with their partition), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s), ${counts} per-minute delivery count row(s) and ${report.inboxKeys} deduplication key(s) older than the horizon in ${statements} batch(es).\n${keysKept}\n`,
       );
     }
   });

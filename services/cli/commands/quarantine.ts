@@ -1,7 +1,6 @@
 import { z } from 'zod';
 import { resolveActor } from '../../core/audit/actor.ts';
 import { HookgateError } from '../../core/errors.ts';
-import { createLogger } from '../../core/logging.ts';
 import {
   dropQuarantined,
   listQuarantined,
@@ -9,10 +8,10 @@ import {
   releaseQuarantined,
   showQuarantined,
 } from '../../core/quarantine/actions.ts';
-import { withCommandPool, withCommandQueue } from '../database.ts';
-import { printJson, table } from '../support/format.ts';
+import { withCommandPool } from '../database.ts';
+import { plural, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName } from '../support/options.ts';
-import { terminalText, writeOut } from '../support/terminal-text.ts';
+import { terminalText, writeErr, writeOut } from '../support/terminal-text.ts';
 
 // `hookgate quarantine list|show|release|drop`: each a thin caller of one function of
 // services/core/quarantine/actions.ts.
@@ -98,8 +97,8 @@ export async function quarantineReleaseCommand(rawIds: unknown, raw: unknown): P
   const options = actSchema.parse(raw);
   const wanted = ids.parse(rawIds);
   const config = commandConfig(options.config, true)!;
-  await withCommandQueue('quarantine-release', 60_000, createLogger(undefined, 2), async (pool, boss) => {
-    const outcomes = await releaseQuarantined(pool, boss, config, {
+  await withCommandPool('quarantine-release', 60_000, async (pool) => {
+    const outcomes = await releaseQuarantined(pool, config, {
       ids: wanted,
       actor: resolveActor(options.actor),
       reason: options.reason,
@@ -110,12 +109,16 @@ export async function quarantineReleaseCommand(rawIds: unknown, raw: unknown): P
         outcome.outcome === 'still_unusable'
           ? `still held: ${outcome.reason}: ${outcome.message ?? ''}`
           : outcome.outcome === 'not_held'
-            ? 'not held (no such id, or already released or dropped)'
+            ? `not held: ${outcome.reason ?? 'not_found'}: ${outcome.message ?? ''}`
             : `released as event ${outcome.eventId ?? ''} (${outcome.outcome})`;
       writeOut(`${outcome.id}: ${terminalText(what)}\n`);
     }
-    if (!outcomes.some((o) => o.outcome === 'accepted' || o.outcome === 'duplicate'))
+    if (!outcomes.some((o) => o.outcome === 'accepted' || o.outcome === 'duplicate')) {
+      // Settled meanwhile by someone else (a drop racing this release): say who and when.
+      const settled = outcomes.find((o) => o.reason === 'quarantine_settled');
+      if (settled) throw new HookgateError('quarantine_settled', settled.message ?? 'Not held any more.');
       throw new HookgateError('nothing_changed', 'No quarantined delivery was released.');
+    }
   });
 }
 
@@ -132,14 +135,22 @@ export async function quarantineDropCommand(rawIds: unknown, raw: unknown): Prom
     .parse(raw);
   const wanted = ids.parse(rawIds);
   await withCommandPool('quarantine-drop', 60_000, async (pool) => {
-    const dropped = await dropQuarantined(pool, {
+    const { dropped, notDropped } = await dropQuarantined(pool, {
       ids: wanted,
       actor: resolveActor(options.actor),
       reason: options.reason,
     });
-    if (options.json) return printJson({ dropped });
-    if (dropped.length === 0)
+    if (options.json) return printJson({ dropped, not_dropped: notDropped });
+    for (const skipped of notDropped)
+      writeErr(`hookgate: ${skipped.code}: ${terminalText(skipped.message)}\n`);
+    if (dropped.length === 0) {
+      // Settled meanwhile by someone else (a release racing this drop): say who and when.
+      const settled = notDropped.find((skipped) => skipped.code === 'quarantine_settled');
+      if (settled) throw new HookgateError('quarantine_settled', settled.message);
       throw new HookgateError('nothing_changed', 'No held quarantined delivery has those ids.');
-    writeOut(`Dropped ${dropped.length}: ${dropped.join(', ')}.\n`);
+    }
+    writeOut(
+      `Dropped ${plural(dropped.length, 'quarantined delivery', 'quarantined deliveries')} (id ${dropped.join(', ')}).\n`,
+    );
   });
 }

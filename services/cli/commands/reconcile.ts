@@ -16,6 +16,7 @@ export const reconcileOptionsSchema = z.strictObject({
   endpoint: endpointName,
   since: pointInTime().optional(),
   dryRun: z.boolean().optional(),
+  force: z.boolean().optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
   actor: z.string().min(1).max(200).optional(),
@@ -82,6 +83,8 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
         reconcileEndpoint(pool, null, options.endpoint, endpoint, source, {
           dryRun: true,
           actor,
+          horizonMs: config.dedupe.horizon,
+          force: options.force === true,
           ...(options.since ? { since: options.since } : {}),
         }),
       )
@@ -94,6 +97,8 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
         );
         return await reconcileEndpoint(pool, boss, options.endpoint, endpoint, source, {
           actor,
+          horizonMs: config.dedupe.horizon,
+          force: options.force === true,
           ...(options.since ? { since: options.since } : {}),
         });
       });

@@ -15,6 +15,7 @@ export const replayOptionsSchema = z.strictObject({
   since: pointInTime(),
   until: pointInTime().optional(),
   dryRun: z.boolean().optional(),
+  force: z.boolean().optional(),
   actor: z.string().min(1).max(200).optional(),
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
@@ -51,6 +52,8 @@ export async function replayCommand(raw: unknown): Promise<void> {
             dryRun: true,
             onPage,
             actor,
+            horizonMs: config.dedupe.horizon,
+            force: options.force === true,
           }),
         )
       : await withCommandQueue('replay', 60_000, logger, async (pool, boss) => {
@@ -63,6 +66,8 @@ export async function replayCommand(raw: unknown): Promise<void> {
           return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, {
             onPage,
             actor,
+            horizonMs: config.dedupe.horizon,
+            force: options.force === true,
           });
         });
   } finally {

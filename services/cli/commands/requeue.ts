@@ -209,7 +209,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       const progress = progressBar('requeue');
       if (process.stderr.isTTY) progress.total(await countRequeue(pool, request));
       try {
-        ids = await requeue(pool, boss, { ...request, onChunk: (moved) => progress.advance(moved) });
+        ids = await requeue(pool, { ...request, onChunk: (moved) => progress.advance(moved) });
       } finally {
         progress.stop();
       }

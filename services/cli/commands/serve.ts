@@ -70,7 +70,7 @@ export async function serveCommand(raw: unknown): Promise<void> {
   // The web console has a role of its own; `all` runs it too for the embedded demo.
   const runsConsole = options.role === 'console' || (options.role === 'all' && embedded);
   const demoPaths = demoSecretPaths(config);
-  refuseDemoSecrets(demoPaths, embedded);
+  refuseDemoSecrets(demoPaths, embedded, configFile);
   const host = resolveListenAddress(config, embedded);
   const metricsHost = resolveMetricsListenAddress(config);
 

@@ -220,7 +220,7 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
 /** Per destination: waiting, held and dead now; delivered in the window and its p99; breaker. */
 function renderDestinationStats(rows: Awaited<ReturnType<typeof destinationStats>>): string {
   return table(
-    ['ENDPOINT', 'DESTINATION', 'WAITING', 'HELD', 'DEAD', 'DELIVERED', 'P99', 'BREAKER'],
+    ['ENDPOINT', 'DESTINATION', 'WAITING', 'HELD', 'DEAD', 'DELIVERED', 'P99', 'BREAKER', 'PAUSED'],
     rows.map((row) => [
       row.endpoint,
       row.destination,
@@ -230,6 +230,9 @@ function renderDestinationStats(rows: Awaited<ReturnType<typeof destinationStats
       String(row.delivered),
       age(row.p99_seconds),
       row.breaker,
+      row.paused
+        ? `${age((Date.now() - row.paused.since.getTime()) / 1000)} by ${row.paused.by}${row.paused.reason ? `: ${row.paused.reason}` : ''}`
+        : '-',
     ]),
   );
 }

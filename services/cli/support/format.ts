@@ -1,3 +1,4 @@
+import { jsonText } from '../../core/json-text.ts';
 import { terminalJson, terminalText } from './terminal-text.ts';
 
 /** `3m12s`, `2h05m`, `4d03h`, `850ms`: an age an operator reads at a glance. */
@@ -33,18 +34,33 @@ export function table(headers: readonly string[], rawRows: readonly (readonly st
   const widths = headers.map((header, column) =>
     Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
   );
-  const line = (cells: readonly string[]) =>
+  // A column is numeric when every value it has is a number: its `-` placeholders align with
+  // the numbers; in a text column they stay at the left, where the text would start.
+  const numeric = headers.map((_, column) => {
+    const values = rows.map((row) => row[column] ?? '').filter((cell) => cell !== '-' && cell !== '');
+    return values.length > 0 && values.every((cell) => NUMERIC.test(cell));
+  });
+  const line = (cells: readonly string[], heading = false) =>
     cells
       .map((cell, column) => {
         const width = widths[column] ?? 0;
-        return NUMERIC.test(cell) || cell === '-' ? cell.padStart(width) : cell.padEnd(width);
+        const right = !heading && numeric[column] && (cell === '-' || NUMERIC.test(cell));
+        return right ? cell.padStart(width) : cell.padEnd(width);
       })
       .join('  ')
       .trimEnd();
-  return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
+  return `${[line(headers, true), ...rows.map((row) => line(row))].join('\n')}\n`;
 }
 
-/** One value on stdout for scripts: pretty enough to read, valid for `jq`. */
+/**
+ * One value on stdout for scripts: pretty enough to read, valid for `jq`, whatever a payload in it
+ * holds (nested deeper than JSON.stringify can write: json-text.ts).
+ */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${terminalJson(JSON.stringify(value, null, 2))}\n`);
+  process.stdout.write(`${terminalJson(jsonText(value))}\n`);
+}
+
+/** `1 delivery`, `3 deliveries`: a count in words an operator reads, not `delivery(ies)`. */
+export function plural(count: number, one: string, many: string): string {
+  return `${count} ${count === 1 ? one : many}`;
 }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { z } from 'zod';
-import { parseDuration } from '../../core/config/duration.ts';
+import { nameableInstant, parseDuration } from '../../core/config/duration.ts';
 import { loadConfig } from '../../core/config/load.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { didYouMean } from '../../core/config/suggest.ts';
@@ -46,10 +46,18 @@ export function requireEndpoint(config: Config, endpoint: string): void {
 export function pointInTime(now: () => number = Date.now) {
   return z.string().transform((text, ctx) => {
     const ms = parseDuration(text);
-    if (ms !== undefined) return new Date(now() - ms);
+    if (ms !== undefined) {
+      const at = now() - ms;
+      if (nameableInstant(at)) return new Date(at);
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${text}" ago is before 0001-01-01, the earliest time hookgate reads: give a shorter duration or a timestamp`,
+      });
+      return z.NEVER;
+    }
     if (/^\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(text.trim())) {
       const date = new Date(text.trim());
-      if (!Number.isNaN(date.getTime())) return date;
+      if (nameableInstant(date.getTime())) return date;
     }
     ctx.addIssue({
       code: 'custom',

@@ -20,6 +20,7 @@ const destinationFields = z.strictObject({
     .string()
     .regex(/^\d{1,18}$/)
     .optional(),
+  reason: z.string().trim().min(1).max(1000).optional(),
 });
 
 export interface DestinationTarget {
@@ -27,6 +28,8 @@ export interface DestinationTarget {
   readonly destination: string;
   /** Redeliver this one delivery (dead or delivered); else every dead one of the destination. */
   readonly deliveryId?: string | undefined;
+  /** Why it is paused (pause only). */
+  readonly reason?: string | undefined;
 }
 
 function parseTarget(
@@ -44,6 +47,7 @@ function parseTarget(
     endpoint: parsed.data.endpoint,
     destination: parsed.data.destination,
     deliveryId: parsed.data.delivery_id,
+    reason: parsed.data.reason,
   };
 }
 
@@ -51,6 +55,7 @@ const fieldsOf = (target: DestinationTarget): Record<string, string> => ({
   endpoint: target.endpoint,
   destination: target.destination,
   ...(target.deliveryId ? { delivery_id: target.deliveryId } : {}),
+  ...(target.reason ? { reason: target.reason } : {}),
 });
 
 const named = (target: DestinationTarget) => `${target.endpoint}/${target.destination}`;
@@ -95,6 +100,7 @@ export const pauseDestinationAction: ConsoleAction<DestinationTarget> = {
       endpoint: target.endpoint,
       destination: target.destination,
       actor: consoleActor(context.viewer.name),
+      reason: target.reason,
     });
     return {
       changed: summary.wasPaused ? 0 : 1,

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { consoleActor } from '../../core/audit/actor.ts';
-import { recordAction } from '../../core/audit/audit.ts';
+import { type AuditedCommand, recordAction } from '../../core/audit/audit.ts';
 import {
   dropQuarantined,
   type QuarantinedDelivery,
@@ -41,7 +41,7 @@ async function heldRow(context: ActionContext, id: string): Promise<QuarantinedD
 
 async function dryRun(
   context: ActionContext,
-  command: string,
+  command: AuditedCommand,
   target: QuarantineTarget,
   sentence: (row: QuarantinedDelivery) => string,
 ): Promise<ActionPreview> {
@@ -87,7 +87,7 @@ export const releaseQuarantinedAction: ConsoleAction<QuarantineTarget> = {
     );
   },
   async run(context, target) {
-    const [outcome] = await releaseQuarantined(context.pool, context.boss, context.config, {
+    const [outcome] = await releaseQuarantined(context.pool, context.config, {
       ids: [target.id],
       actor: consoleActor(context.viewer.name),
       reason: target.reason,
@@ -97,7 +97,7 @@ export const releaseQuarantinedAction: ConsoleAction<QuarantineTarget> = {
       ? `Released delivery ${target.id}: event ${outcome.eventId ?? ''} claimed into the inbox (${outcome.outcome}).`
       : outcome?.outcome === 'still_unusable'
         ? `Delivery ${target.id} stays held: ${outcome.reason ?? ''}: ${outcome.message ?? ''}`
-        : `Nothing was released: delivery ${target.id} is not held now.`;
+        : (outcome?.message ?? `Nothing was released: delivery ${target.id} is not held now.`);
     return { changed: released ? 1 : 0, message, back: consolePath(['quarantine', target.id]) };
   },
 };
@@ -124,7 +124,7 @@ export const dropQuarantinedAction: ConsoleAction<QuarantineTarget & { readonly 
     );
   },
   async run(context, target) {
-    const dropped = await dropQuarantined(context.pool, {
+    const { dropped, notDropped } = await dropQuarantined(context.pool, {
       ids: [target.id],
       actor: consoleActor(context.viewer.name),
       reason: target.reason,
@@ -134,7 +134,7 @@ export const dropQuarantinedAction: ConsoleAction<QuarantineTarget & { readonly 
       message:
         dropped.length > 0
           ? `Dropped delivery ${target.id}.`
-          : `Nothing was dropped: delivery ${target.id} is not held now.`,
+          : (notDropped[0]?.message ?? `Nothing was dropped: delivery ${target.id} is not held now.`),
       back: consolePath(['quarantine', target.id]),
     };
   },

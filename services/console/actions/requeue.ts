@@ -96,11 +96,7 @@ export const requeueAction: ConsoleAction<RequeueTarget> = {
           endpoint: target.endpoint,
           status: target.status === 'any' ? undefined : target.status,
         });
-    const ids = await requeue(
-      context.pool,
-      context.boss,
-      requestOf(target, consoleActor(context.viewer.name)),
-    );
+    const ids = await requeue(context.pool, requestOf(target, consoleActor(context.viewer.name)));
     return {
       changed: ids.length,
       message:

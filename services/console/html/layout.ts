@@ -25,7 +25,12 @@ export function layout(options: PageOptions, body: Html): Html {
 <body>
 <header class="top">
   <span class="brand">hookgate</span>
-  <nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}${nav('destinations', '/destinations', 'Destinations')}${nav('quarantine', '/quarantine', 'Quarantine')}${nav('audit', '/audit', 'Audit')}</nav>
+  ${
+    // Signed out (the sign-in page), every link would only lead back to it.
+    viewer
+      ? html`<nav>${nav('overview', '/', 'Overview')}${nav('events', '/events', 'Events')}${nav('destinations', '/destinations', 'Destinations')}${nav('quarantine', '/quarantine', 'Quarantine')}${nav('audit', '/audit', 'Audit')}</nav>`
+      : ''
+  }
   ${
     viewer
       ? html`<div class="who">
@@ -54,6 +59,14 @@ export function formatTime(at: Date | null | undefined): string {
     .toISOString()
     .replace('T', ' ')
     .replace(/\.(\d{3})Z$/, '.$1Z');
+}
+
+/** A measured duration an operator reads at a glance: `0.42 ms`, `20.3 ms`, `1.25 s`. */
+export function formatMs(ms: number): string {
+  if (!Number.isFinite(ms)) return '-';
+  if (ms < 1) return `${ms.toFixed(2)} ms`;
+  if (ms < 1000) return `${ms.toFixed(ms < 100 ? 1 : 0)} ms`;
+  return `${(ms / 1000).toFixed(2)} s`;
 }
 
 export function formatAge(seconds: number | null | undefined): string {

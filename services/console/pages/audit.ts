@@ -66,7 +66,7 @@ ${body}`,
   const since = fields.since ? parsePointInTime(fields.since, Date.now()) : undefined;
   if (since === null) {
     frame(
-      html`<div class="error">Since must be a duration ago (2h) or a timestamp (2026-11-30T02:00:00Z).</div>`,
+      html`<div class="error">Since must be a duration ago (2h) or a timestamp (2026-11-30T02:00:00Z), between 0001-01-01 and 9999-12-31.</div>`,
       400,
     );
     return;

@@ -45,7 +45,15 @@ function destinationRow(
   const paused = state?.paused === true;
   const controls = [
     paused && offered.has('destination-resume') ? actionForm('destination-resume', csrf, row, 'Resume…') : '',
-    !paused && offered.has('destination-pause') ? actionForm('destination-pause', csrf, row, 'Pause…') : '',
+    !paused && offered.has('destination-pause')
+      ? actionForm(
+          'destination-pause',
+          csrf,
+          row,
+          'Pause…',
+          html`<input type="text" name="reason" maxlength="1000" placeholder="why (optional)" aria-label="Reason to pause ${row.endpoint}/${row.destination}">`,
+        )
+      : '',
     row.dead > 0 && offered.has('redeliver') ? actionForm('redeliver', csrf, row, 'Redeliver dead…') : '',
   ];
   return html`<tr aria-label="${row.endpoint}/${row.destination}">
@@ -53,7 +61,7 @@ function destinationRow(
   <td class="mono">${visible(row.destination)}</td>
   <td>${
     paused
-      ? html`<span class="status status-parked">paused</span> <span class="muted">since ${formatTime(state?.changed_at)} by ${visible(state?.changed_by ?? '-')}</span>`
+      ? html`<span class="status status-parked">paused</span> <span class="muted">since ${formatTime(state?.changed_at)} by ${visible(state?.changed_by ?? '-')}${state?.reason ? html`: ${visible(state.reason)}` : ''}</span>`
       : html`<span class="status status-processed">active</span>`
   }</td>
   <td><span class="status ${BREAKER_TONE[row.breaker] ?? 'status-dead'}">${visible(row.breaker)}</span></td>

@@ -2,9 +2,11 @@ import type { Request, Response } from 'express';
 import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
 import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
+import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
+import { describeVersion } from '../../core/providers/version.ts';
 import type { ConsoleContext } from '../context.ts';
 import { consolePath, html } from '../html/html.ts';
-import { formatTime, layout } from '../html/layout.ts';
+import { formatMs, formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible, visibleBlock } from '../html/visible-text.ts';
 import { type EventView, loadEvent } from '../read-models/event.ts';
@@ -36,7 +38,7 @@ function attemptRows(attempts: readonly AttemptRow[]) {
   if (attempts.length === 0) return html`<p class="muted">No apply attempt recorded yet.</p>`;
   return html`<table class="events"><thead><tr><th>#</th><th>At</th><th>Worker</th><th>Outcome</th><th>Duration</th><th>Error</th></tr></thead><tbody>${attempts.map(
     (attempt) =>
-      html`<tr><td>${attempt.attempt}</td><td class="mono">${formatTime(attempt.at)}</td><td class="mono">${visible(attempt.worker)}</td><td>${statusBadge(attempt.outcome)}</td><td>${attempt.duration_ms} ms</td><td class="mono">${attempt.error_code ? html`${visible(attempt.error_code)}: ` : ''}${visible(attempt.error_message ?? '')}</td></tr>`,
+      html`<tr><td>${attempt.attempt}</td><td class="mono">${formatTime(attempt.at)}</td><td class="mono">${visible(attempt.worker)}</td><td>${statusBadge(attempt.outcome)}</td><td>${formatMs(attempt.duration_ms)}</td><td class="mono">${attempt.error_code ? html`${visible(attempt.error_code)}: ` : ''}${visible(attempt.error_message ?? '')}</td></tr>`,
   )}</tbody></table>`;
 }
 
@@ -86,7 +88,9 @@ function detail(
   canRedeliver: boolean,
 ) {
   const { event, deliveries, timeline } = view;
-  const payload = JSON.stringify(event.payload, null, 2);
+  // Any stored payload, however deep (json-text.ts): JSON.stringify overflows past some thousands of levels.
+  const payload = jsonText(event.payload);
+  const depth = jsonDepth(event.payload);
   return html`<h1 class="mono">${visible(event.event_id)}</h1>
 <div class="actions">
   <a class="button secondary" href="${consolePath(['events'], { endpoint: event.endpoint })}">← ${visible(event.endpoint)} events</a>
@@ -121,7 +125,7 @@ function detail(
     event.entity_id
       ? html`<a href="${consolePath(['events'], { entity_id: event.entity_id })}">${visible(event.entity_id)}</a>`
       : ''
-  }${event.entity_version ? html` v${event.entity_version}` : ''}</dd>
+  }${event.entity_version ? html` ${describeVersion(event.entity_version)}` : ''}</dd>
   <dt>Received</dt><dd>${formatTime(event.received_at)}${event.received_via ? html` <span class="muted">via ${visible(event.received_via)}</span>` : ''}</dd>
   <dt>Settled</dt><dd>${formatTime(event.processed_at)}</dd>
   <dt>Trace</dt><dd class="mono">${visible(event.traceparent ?? '-')}</dd>
@@ -151,7 +155,7 @@ ${
 }
 <h2>Headers kept</h2>
 ${headerRows(event.headers)}
-<h2>Payload <span class="muted">(${event.payload_bytes} bytes stored)</span></h2>
+<h2>Payload <span class="muted">(${event.payload_bytes} bytes stored${depth > INDENTED_DEPTH ? `; nested ${depth} levels deep, levels past ${INDENTED_DEPTH} shown on one line` : ''})</span></h2>
 <pre class="block">${visibleBlock(payload)}</pre>`;
 }
 

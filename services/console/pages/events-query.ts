@@ -1,4 +1,4 @@
-import { parseDuration } from '../../core/config/duration.ts';
+import { nameableInstant, parseDuration } from '../../core/config/duration.ts';
 import type { Cursor, EventSearch, Status } from '../read-models/events.ts';
 import { STATUSES } from '../read-models/events.ts';
 
@@ -44,11 +44,12 @@ export function readQuery(query: Readonly<Record<string, unknown>>): EventsQuery
  */
 export function parsePointInTime(text: string, now: number): Date | null {
   const ago = parseDuration(text);
-  if (ago !== undefined) return new Date(now - ago);
+  // 99999999999d ago is no date at all (JavaScript's, or PostgreSQL's): refused like a typo.
+  if (ago !== undefined) return nameableInstant(now - ago) ? new Date(now - ago) : null;
   const withZone = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(text) ? text : `${text}Z`;
   if (!/^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,6})?)?)?/.test(text)) return null;
   const at = new Date(withZone.replace(' ', 'T'));
-  return Number.isNaN(at.getTime()) ? null : at;
+  return nameableInstant(at.getTime()) ? at : null;
 }
 
 export function encodeCursor(cursor: Cursor): string {
@@ -92,7 +93,7 @@ export function parseEventsQuery(query: EventsQuery, endpoints: readonly string[
     const at = parsePointInTime(text, now);
     if (!at)
       problems.push(
-        `${label} "${text}" is not a time: write 2026-11-30T02:00:00Z, or a duration ago such as 15m, 2h or 7d.`,
+        `${label} "${text}" is not a time between 0001-01-01 and 9999-12-31: write 2026-11-30T02:00:00Z, or a duration ago such as 15m, 2h or 7d.`,
       );
     return at ?? undefined;
   };

@@ -93,7 +93,7 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
       layout(
         { title: 'Overview', viewer, current: 'overview', demo: context.demo },
         html`<h1>Overview</h1>
-<p class="muted">Backlog now; deliveries from ${formatTime(overview.since)} to ${formatTime(overview.until)}; received → processed latency over the newest ${overview.sampleLimit} events of that hour (console.latencySample).</p>
+<p class="muted">Backlog now; deliveries from ${formatTime(overview.since)} to ${formatTime(overview.until)}; received → processed latency over the newest ${overview.sampleLimit} events of that hour.</p>
 <div class="cards">${overview.endpoints.map((endpoint) =>
           card(
             endpoint,

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { sourceOf } from '../../core/client-source.ts';
 import type { ConsoleSettings } from '../settings.ts';
+import { hostAllowed } from './host-check.ts';
 import { LoginLimiter } from './login-limiter.ts';
 import { DECOY_HASH, verifyPassword } from './passwords.ts';
 import {
@@ -115,7 +116,11 @@ export class ConsoleAuth {
       }
     }
     const cookies = parseCookies(req.headers.cookie);
-    const session = this.keys.verify(cookies.get(cookieName(SESSION_COOKIE, this.secureCookies)), this.now());
+    const session = this.keys.verify(
+      cookies.get(cookieName(SESSION_COOKIE, this.secureCookies)),
+      this.now(),
+      (payload) => this.sessionBinding(payload.u, payload.via),
+    );
     if (session) return this.viewer(session.u, session.via, `sid\0${session.sid}`);
     if (this.settings.demo) {
       const sid = newSessionId();
@@ -125,9 +130,24 @@ export class ConsoleAuth {
     return null;
   }
 
+  /**
+   * What a session stays bound to: a password user's current entry (their name and password
+   * hash, as this process read them at start), so a user removed or given a new password has no
+   * session left; the demo's sessions to the demo. null: nobody the session could belong to.
+   */
+  private sessionBinding(name: string, via: 'password' | 'demo'): string | null {
+    if (via === 'demo') return this.settings.demo ? 'demo' : null;
+    const user = this.settings.users.get(name.toLowerCase());
+    if (!user || user.name !== name) return null;
+    const { N, r, p, salt, hash } = user.hash;
+    return `user\0${user.name}\0${N}$${r}$${p}$${salt.toString('base64url')}$${hash.toString('base64url')}`;
+  }
+
   startSession(res: Response, name: string, via: 'password' | 'demo', sid: string = newSessionId()): void {
     const ttl = this.settings.config.sessionTtl;
-    const cookie = this.keys.sign({ u: name, via, sid, exp: this.now() + ttl });
+    const binding = this.sessionBinding(name, via);
+    if (binding === null) throw new Error(`No console user ${name} to start a session for.`);
+    const cookie = this.keys.sign({ u: name, via, sid, exp: this.now() + ttl }, binding);
     res.append(
       'Set-Cookie',
       setCookie(SESSION_COOKIE, cookie, {
@@ -173,7 +193,10 @@ export class ConsoleAuth {
       } catch {
         host = null;
       }
-      if (host !== req.headers.host) return 'the request came from another origin';
+      // The origin must be this console's by its own right, not merely the Host the page's
+      // request carries (a rebinding page chooses both alike).
+      if (host !== req.headers.host || !hostAllowed(this.settings, host ?? undefined))
+        return 'the request came from another origin';
     } else if (origin === 'null') {
       return 'the request came from an opaque origin';
     }

@@ -6,8 +6,11 @@ import { z } from 'zod';
  * secret every console replica shares (console.sessionSecret), so any replica accepts a session
  * another made and nothing is stored server-side. The payload names the user, how they signed in,
  * a random session id (what CSRF tokens are bound to) and the expiry; a changed byte fails the
- * signature. Signing out clears the cookie; a copied cookie stays valid until it expires
- * (console.sessionTtl), which is why the cookie is HttpOnly, Secure and SameSite=Strict.
+ * signature. The MAC also covers a binding the cookie does not carry: for a password user, their
+ * current entry (name and password hash), looked up on every request (auth.ts), so removing the
+ * user or changing the password ends every session they have. Signing out clears the cookie; a
+ * copied cookie stays valid until it expires (console.sessionTtl) or its user changes, which is
+ * why the cookie is HttpOnly, Secure and SameSite=Strict.
  */
 const payloadSchema = z.strictObject({
   u: z.string().min(1).max(200),
@@ -30,20 +33,26 @@ export class SessionKeys {
     return createHmac('sha256', this.key).update(`${purpose}\0${value}`).digest();
   }
 
-  sign(payload: SessionPayload): string {
+  /** `binding`: what the session must still match when it comes back (see the file's comment). */
+  sign(payload: SessionPayload, binding = ''): string {
     const body = Buffer.from(JSON.stringify(payload)).toString('base64url');
-    return `${body}.${this.mac('session', body).toString('base64url')}`;
+    return `${body}.${this.mac('session', `${body}\0${binding}`).toString('base64url')}`;
   }
 
-  /** The payload of a cookie this key signed and that has not expired; null otherwise. */
-  verify(cookie: string | undefined, now: number): SessionPayload | null {
-    if (!cookie || cookie.length > 2_000) return null;
+  /**
+   * The payload of a cookie this key signed, not expired, whose binding (`bindingOf` its payload;
+   * null: the session's user is gone) is still the one it was signed with; null otherwise.
+   */
+  verify(
+    cookie: string | undefined,
+    now: number,
+    bindingOf: (payload: SessionPayload) => string | null = () => '',
+  ): SessionPayload | null {
+    // Exactly `<base64url>.<43 base64url characters>`: a decoder that skips what is not base64
+    // (or the two unused bits of the last character) would accept other spellings of one MAC.
+    if (!cookie || cookie.length > 2_000 || !COOKIE_FORMAT.test(cookie)) return null;
     const dot = cookie.indexOf('.');
-    if (dot <= 0) return null;
     const body = cookie.slice(0, dot);
-    const given = Buffer.from(cookie.slice(dot + 1), 'base64url');
-    const expected = this.mac('session', body);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return null;
     let parsed: unknown;
     try {
       parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
@@ -51,9 +60,22 @@ export class SessionKeys {
       return null;
     }
     const payload = payloadSchema.safeParse(parsed);
-    if (!payload.success || payload.data.exp <= now) return null;
-    return payload.data;
+    if (!payload.success) return null;
+    const binding = bindingOf(payload.data);
+    if (binding === null) return null;
+    if (!sameText(cookie.slice(dot + 1), this.mac('session', `${body}\0${binding}`).toString('base64url')))
+      return null;
+    return payload.data.exp <= now ? null : payload.data;
   }
+}
+
+const COOKIE_FORMAT = /^[A-Za-z0-9_-]{1,1900}\.[A-Za-z0-9_-]{43}$/;
+
+/** Constant-time equality of two ASCII texts (a MAC as sent and as computed). */
+function sameText(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export function newSessionId(): string {
@@ -71,9 +93,7 @@ export function csrfToken(keys: SessionKeys, binding: string): string {
 
 export function csrfValid(keys: SessionKeys, binding: string, token: unknown): boolean {
   if (typeof token !== 'string' || token.length > 200) return false;
-  const given = Buffer.from(token, 'base64url');
-  const expected = keys.mac('csrf', binding);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return sameText(token, csrfToken(keys, binding));
 }
 
 /** `name=value` pairs of a Cookie header (the last of a repeated name wins nothing: the first does). */

@@ -224,7 +224,7 @@ export async function applyEvents(
   const deliveries: NewDelivery[] = [];
   // Test deliveries never reach the handler: settled `ignored`, nothing else written.
   const real = pending.filter(({ row, attempts }) => {
-    if (!isTestEvent({ eventType: row.event_type })) return true;
+    if (!isTestEvent({ provider: row.provider, eventType: row.event_type })) return true;
     applied.push({ eventId: row.event_id, status: 'ignored', attempts });
     results.push({
       eventId: row.event_id,

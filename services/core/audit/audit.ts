@@ -3,19 +3,36 @@ import { type PruneCounts, type PruneOptions, pruneInBatches } from '../db/batch
 import type { Queryable } from '../db/pool.ts';
 
 // The operators' audit trail (hookgate.audit, migrations/0013_operations.sql): every action an
-// operator takes (requeue, discard, pause, resume, replay, prune; redeliver once destinations
-// land), dry runs included, with who, when, what it was asked for and how much it changed. The one
+// operator takes (AUDITED_COMMANDS), dry runs included, with who, when, what it was asked for and how much it changed. The one
 // owner of the table's SQL; batch-first, so a caller recording several actions pays one statement.
 
 /** Most event ids one row keeps (the table's CHECK); `count` says how many the action touched. */
 export const AUDIT_EVENT_IDS_KEPT = 1000;
 
+/** Every command the audit trail records, as its `command` column spells it. */
+export const AUDITED_COMMANDS = [
+  'requeue',
+  'discard',
+  'pause',
+  'resume',
+  'replay',
+  'reconcile',
+  'prune',
+  'redeliver',
+  'destination pause',
+  'destination resume',
+  'quarantine release',
+  'quarantine drop',
+] as const;
+
+export type AuditedCommand = (typeof AUDITED_COMMANDS)[number];
+
 /** One operator action, as its caller reports it. */
 export interface AuditEntry {
   /** Who: `--actor`, HOOKGATE_ACTOR, else the OS user (CLI); `console:<user>` (console). */
   readonly actor: string;
-  /** The command's name: `requeue`, `discard`, `pause`, … */
-  readonly command: string;
+  /** The command's name: one of AUDITED_COMMANDS. */
+  readonly command: AuditedCommand;
   readonly endpoint?: string | undefined;
   /** What it was asked for (statuses, ids, times, windows), as given. */
   readonly filters: Readonly<Record<string, unknown>>;

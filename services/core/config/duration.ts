@@ -11,6 +11,18 @@ export function parseDuration(text: string): number | undefined {
   return Number(amount) * UNIT_MS[unit as keyof typeof UNIT_MS];
 }
 
+const EARLIEST_MS = Date.parse('0001-01-01T00:00:00.000Z');
+const LATEST_MS = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * Whether an instant (epoch milliseconds) is one a user may name in a filter: from 0001-01-01 to
+ * 9999-12-31 UTC, inside both JavaScript's Date and PostgreSQL's timestamptz (`--since 99999999999d`
+ * is neither, and reached PostgreSQL as an invalid date).
+ */
+export function nameableInstant(ms: number): boolean {
+  return Number.isFinite(ms) && ms >= EARLIEST_MS && ms <= LATEST_MS;
+}
+
 /** A config duration: a string such as `5m`, validated and converted to milliseconds. */
 export const durationMs = z.string().transform((text, ctx) => {
   const ms = parseDuration(text);

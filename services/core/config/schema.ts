@@ -6,6 +6,7 @@ import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
 import { bodyLimitOrigin, endpointBodyLimit, formatBytes, MAX_ENDPOINT_BODY_LIMIT } from './body-limits.ts';
 import { consoleSchema } from './console-schema.ts';
+import { dedupeSchema, reconcileHorizonIssues } from './dedupe-schema.ts';
 import { allowedDestinationsSchema, destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs } from './duration.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
@@ -438,6 +439,8 @@ export const configSchema = z
         maxHeldPerEndpoint: z.number().int().min(1).max(1_000_000).default(10_000),
       })
       .prefault({}),
+    /** Deduplication's own retention, apart from the payloads' (docs/storage.md, "Dedupe horizon"). */
+    dedupe: dedupeSchema,
     /** The web console (docs/console.md). */
     console: consoleSchema.prefault({}),
     endpoints: z
@@ -487,6 +490,15 @@ export const configSchema = z
           path: ['server', 'maxBufferedBytes'],
           message: `${budget} is smaller than server.bodyLimit (${formatBytes(server.bodyLimit)}), which endpoint${onServerLimit.length > 1 ? 's' : ''} ${onServerLimit.join(', ')} use${onServerLimit.length > 1 ? '' : 's'}: raise it to at least server.bodyLimit (keep it several times larger)`,
         });
+      }
+    }
+    // Reconciliation lists no further back than deduplication remembers.
+    const horizon = config.dedupe?.horizon;
+    if (typeof horizon === 'number' && typeof endpoints === 'object' && endpoints !== null) {
+      for (const [name, endpoint] of Object.entries(endpoints)) {
+        if (typeof endpoint !== 'object' || endpoint === null) continue;
+        for (const { path, message } of reconcileHorizonIssues(endpoint.reconcile, horizon))
+          ctx.addIssue({ code: 'custom', path: ['endpoints', name, ...path], message });
       }
     }
     // Every in-flight claim holds a connection; readiness checks need one more.

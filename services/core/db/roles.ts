@@ -12,11 +12,12 @@ import type pg from 'pg';
  * - read-only (`hookgate_readonly`): KEDA's backlog query, `helm test`'s wait, the console's
  *   reads. SELECT on `hookgate` and `pgboss`.
  * - console (`hookgate_console`, docs/console.md): the web console. SELECT on `hookgate` and
- *   `pgboss`, and exactly the writes its actions make: the audit row; requeue's and discard's
- *   columns of the inbox (never its payload, no DELETE); pause and resume; a quarantine release's
- *   claim (inbox, raw bytes, delivery counts, the pg-boss job) and the quarantine's settle
- *   columns; a destination's pause state, and its deliveries' status and retry budget (pause,
- *   resume, redeliver). No DDL, no TRUNCATE, no DELETE anywhere.
+ *   `pgboss`, and exactly the writes its actions make: the audit row (not its time); requeue,
+ *   discard and a quarantine release and drop through migration 0024's SECURITY DEFINER
+ *   functions only (no write of its own on the inbox, its keys, the delivery counts or any pg-boss
+ *   job); a held quarantine row's reason and message; pause and resume; a destination's pause
+ *   state, and its deliveries' status and retry budget (pause, resume, redeliver). No DDL, no
+ *   TRUNCATE, no DELETE anywhere.
  *
  * All are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
@@ -50,7 +51,6 @@ export const GRANT_ROLES = `
   DO $$
   DECLARE
     stamp name;
-    part regclass;
   BEGIN
     EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_runtime, hookgate_readonly', current_database());
     GRANT USAGE ON SCHEMA hookgate, pgboss, billing TO hookgate_runtime;
@@ -72,34 +72,49 @@ export const GRANT_ROLES = `
                     AND attname <> 'version' LOOP
       EXECUTE format('GRANT UPDATE (%I) ON pgboss.version TO hookgate_runtime', stamp);
     END LOOP;
+    -- Moves of inbox rows are recorded only by the migration's functions (0024).
+    IF to_regclass('hookgate.inbox_moves') IS NOT NULL THEN
+      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_moves FROM hookgate_runtime;
+      GRANT EXECUTE ON FUNCTION hookgate.inbox_take_move(text, text) TO hookgate_runtime;
+    END IF;
+    -- The operators' writes the console shares with the CLI (0024): the CLI, as the runtime role,
+    -- goes through the same functions.
+    IF to_regprocedure('hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer)') IS NOT NULL THEN
+      GRANT EXECUTE ON FUNCTION
+        hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer),
+        hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text),
+        hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
+        hookgate.drop_quarantined(bigint[], text, text)
+        TO hookgate_runtime;
+    END IF;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
-    -- A database migrated before the console role existed has the other two only.
-    -- The console's writes name tables up to migration 0020 (inbox_raw, its newest): a database
-    -- migrated only part of the way (migrate with until, upgrade tests) gets them when it is
-    -- migrated the rest of the way.
+    -- A database migrated before the console role existed has the other two only. The console's
+    -- writes go through migration 0024's functions: a database migrated only part of the way
+    -- (migrate with until, upgrade tests) gets them when it is migrated the rest of the way.
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console')
-       AND to_regclass('hookgate.inbox_raw') IS NOT NULL THEN
+       AND to_regprocedure('hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer)') IS NOT NULL THEN
       EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_console', current_database());
       GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_console;
+      -- Whatever an earlier release granted (INSERT on the inbox and on pg-boss's jobs, the inbox's
+      -- status) goes first: what follows is all the console may write.
+      REVOKE ALL ON ALL TABLES IN SCHEMA hookgate, pgboss FROM hookgate_console;
       GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_console;
       GRANT USAGE ON ALL SEQUENCES IN SCHEMA hookgate TO hookgate_console;
-      -- Every action records itself.
-      GRANT INSERT ON hookgate.audit TO hookgate_console;
-      -- Requeue (services/core/inbox/requeue.ts, then dispatch.ts) and discard (discard.ts).
-      GRANT UPDATE (status, processed_at, discarded_at, discarded_by, discard_reason, next_attempt_at,
-                    dispatch_job, dispatched_attempts, requeued_attempts)
-        ON hookgate.inbox TO hookgate_console;
-      -- A quarantine release goes through the claim (claim-sql.ts): new rows only, ON CONFLICT DO NOTHING.
-      GRANT INSERT ON hookgate.inbox, hookgate.inbox_raw, hookgate.delivery_counts, pgboss.job TO hookgate_console;
-      -- The inbox's insert trigger records each new row's key as the inserting role (migration 0021).
-      IF to_regclass('hookgate.inbox_keys') IS NOT NULL THEN
-        GRANT INSERT ON hookgate.inbox_keys TO hookgate_console;
-      END IF;
-      GRANT UPDATE (accepted, duplicate) ON hookgate.delivery_counts TO hookgate_console;
-      -- Release and drop (services/core/quarantine/actions.ts).
-      GRANT UPDATE (released_at, dropped_at, settled_by, settle_reason, reason, message)
-        ON hookgate.quarantine TO hookgate_console;
+      -- Every action records itself; its time is the database's.
+      GRANT INSERT (actor, command, endpoint, filters, count, dry_run, reason, event_ids)
+        ON hookgate.audit TO hookgate_console;
+      -- Requeue (services/core/inbox/requeue.ts), discard (discard.ts), quarantine release and drop
+      -- (quarantine/actions.ts): each locks its rows and writes only what its action writes (for
+      -- requeue and release, only apply jobs of hookgate's queues for inbox rows that exist).
+      GRANT EXECUTE ON FUNCTION
+        hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer),
+        hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text),
+        hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
+        hookgate.drop_quarantined(bigint[], text, text)
+        TO hookgate_console;
+      -- A release that cannot claim a held row yet says why on the row (actions.ts).
+      GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).
       GRANT INSERT, UPDATE ON hookgate.endpoint_state TO hookgate_console;
       -- A destination's pause and resume (destinations/state.ts: its state row; deliveries.ts:
@@ -107,10 +122,6 @@ export const GRANT_ROLES = `
       GRANT INSERT, UPDATE ON hookgate.destination_state TO hookgate_console;
       GRANT UPDATE (status, redelivered_attempts, next_attempt_at, settled_at)
         ON hookgate.destination_deliveries TO hookgate_console;
-      -- pg-boss writes a job into its queue's partition (job_common for hookgate's queues).
-      FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'pgboss.job'::regclass LOOP
-        EXECUTE format('GRANT INSERT ON %s TO hookgate_console', part);
-      END LOOP;
       -- Every pg-boss client registers, refreshes and removes its own instance row.
       IF to_regclass('pgboss.instance') IS NOT NULL THEN
         GRANT INSERT, UPDATE, DELETE ON pgboss.instance TO hookgate_console;

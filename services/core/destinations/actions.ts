@@ -15,7 +15,7 @@ import {
 } from '../read-models/destinations-sql.ts';
 import { holdRows, redeliverRows, releaseRows } from './deliveries.ts';
 import { compileFilter } from './filter.ts';
-import { setPaused } from './state.ts';
+import { destinationStates, setPaused } from './state.ts';
 
 // The operators' actions on destinations, one function each: the CLI calls them, and the
 // console and an audit trail can call the same ones. Each takes who acts (`actor`) and returns a
@@ -119,12 +119,21 @@ export async function eventDestinations(
  * `stats` per destination: every configured destination (zeros when it has no rows) and any
  * other that has rows.
  */
+/** A destination's figures in `stats`, with its pause (null when running). */
+export interface DestinationStats extends DestinationStatsRow {
+  readonly paused: {
+    readonly since: Date;
+    readonly by: string;
+    readonly reason: string | null;
+  } | null;
+}
+
 export async function destinationStats(
   db: pg.Pool,
   config: Pick<Config, 'endpoints'> | null,
   since: Date,
   endpoint: string | null,
-): Promise<DestinationStatsRow[]> {
+): Promise<DestinationStats[]> {
   const rows = await destinationStatsRows(db, since, endpoint);
   const key = (e: string, d: string) => `${e}/${d}`;
   const known = new Map(rows.map((row) => [key(row.endpoint, row.destination), row]));
@@ -144,9 +153,22 @@ export async function destinationStats(
         });
     }
   }
-  return [...known.values()].sort((a, b) =>
+  const sorted = [...known.values()].sort((a, b) =>
     key(a.endpoint, a.destination) < key(b.endpoint, b.destination) ? -1 : 1,
   );
+  // A paused destination says so, with who, since when and why, not only through its HELD count.
+  const paused = new Map(
+    (await destinationStates(db, sorted))
+      .filter((state) => state.paused)
+      .map((state) => [key(state.endpoint, state.destination), state]),
+  );
+  return sorted.map((row) => {
+    const state = paused.get(key(row.endpoint, row.destination));
+    return {
+      ...row,
+      paused: state ? { since: state.changed_at, by: state.changed_by, reason: state.reason } : null,
+    };
+  });
 }
 
 /** Event ids an audit row of a redelivery keeps (a redelivery of more still counts them all). */
@@ -206,6 +228,8 @@ export async function redeliver(
 
 export interface PauseRequest extends DestinationRef {
   readonly actor: string;
+  /** Why: shown with the paused state and kept in the audit row. */
+  readonly reason?: string | undefined;
 }
 
 /** Pause or resume, with its rows held or released and its audit row, in one transaction. */
@@ -217,7 +241,14 @@ async function setDestinationPaused(
 ): Promise<ActionSummary & { readonly wasPaused: boolean }> {
   const target = resolveDestination(config, request);
   return withTransaction(db, async (tx) => {
-    const { wasPaused } = await setPaused(tx, target.endpoint, target.destination, paused, request.actor);
+    const { wasPaused } = await setPaused(
+      tx,
+      target.endpoint,
+      target.destination,
+      paused,
+      request.actor,
+      request.reason ?? null,
+    );
     const count = paused
       ? await holdRows(tx, target.endpoint, target.destination)
       : await releaseRows(tx, target.endpoint, target.destination);
@@ -228,6 +259,7 @@ async function setDestinationPaused(
       filters: { destination: target.destination, was_paused: wasPaused },
       count,
       dryRun: false,
+      reason: request.reason,
     });
     return { ...target, actor: request.actor, count, dryRun: false, wasPaused };
   });

@@ -15,6 +15,9 @@ export interface BreakerSettings {
   readonly cooldownMs: number;
 }
 
+/** $5, the statement's now: the caller's (a test's driven clock) or, when none is passed, the database's. */
+const GATE_NOW = 'coalesce($5::timestamptz, now())';
+
 /**
  * Whether this claim may go on: `closed` (claim as usual), `probe` (this caller took the probe:
  * claim one), `open` or `half_open` (claim nothing; `waitSeconds` until the cooldown ends). A
@@ -23,17 +26,17 @@ export interface BreakerSettings {
 const GATE = `
   WITH probe AS (
     UPDATE hookgate.destination_breaker
-       SET state = 'half_open', probe_until = now() + make_interval(secs => $4::double precision)
+       SET state = 'half_open', probe_until = ${GATE_NOW} + make_interval(secs => $4::double precision)
      WHERE endpoint = $1 AND destination = $2
-       AND ((state = 'open' AND opened_at + make_interval(secs => $3::double precision) <= now())
-            OR (state = 'half_open' AND probe_until < now()))
+       AND ((state = 'open' AND opened_at + make_interval(secs => $3::double precision) <= ${GATE_NOW})
+            OR (state = 'half_open' AND probe_until < ${GATE_NOW}))
     RETURNING 1
   )
   SELECT CASE WHEN EXISTS (SELECT 1 FROM probe) THEN 'probe' ELSE coalesce(b.state, 'closed') END AS gate,
          CASE WHEN b.state = 'open'
-              THEN greatest(0, extract(epoch FROM b.opened_at + make_interval(secs => $3::double precision) - now()))
+              THEN greatest(0, extract(epoch FROM b.opened_at + make_interval(secs => $3::double precision) - ${GATE_NOW}))
               WHEN b.state = 'half_open'
-              THEN greatest(0, extract(epoch FROM b.probe_until - now()))
+              THEN greatest(0, extract(epoch FROM b.probe_until - ${GATE_NOW}))
               ELSE 0 END::double precision AS wait_seconds
     FROM (SELECT 1) AS one
     LEFT JOIN hookgate.destination_breaker b ON b.endpoint = $1 AND b.destination = $2`;
@@ -46,12 +49,14 @@ export async function breakerGate(
   destination: string,
   settings: BreakerSettings,
   probeLeaseSeconds: number,
+  now: Date | null = null,
 ): Promise<{ gate: Gate; waitSeconds: number }> {
   const { rows } = await db.query<{ gate: Gate; wait_seconds: number }>(GATE, [
     endpoint,
     destination,
     settings.cooldownMs / 1000,
     probeLeaseSeconds,
+    now,
   ]);
   return { gate: rows[0]!.gate, waitSeconds: rows[0]!.wait_seconds };
 }
@@ -66,9 +71,10 @@ export async function breakerGate(
  * rate rule. Returns the state after, when written.
  *
  * $3 succeeded, $4 consecutive failures, $5 ratio (null: no rate rule), $6 window seconds,
- * $7 minimum attempts.
+ * $7 minimum attempts, $8 now (null: the database's clock).
  */
-const FRESH = `(b.rate_since IS NULL OR b.rate_since + make_interval(secs => $6::double precision) <= now())`;
+const RECORD_NOW = 'coalesce($8::timestamptz, now())';
+const FRESH = `(b.rate_since IS NULL OR b.rate_since + make_interval(secs => $6::double precision) <= ${RECORD_NOW})`;
 const ATTEMPTS = `(CASE WHEN ${FRESH} THEN 1 ELSE b.rate_attempts + 1 END)`;
 const FAILURES = `(CASE WHEN ${FRESH} THEN (NOT $3)::int ELSE b.rate_failures + (NOT $3)::int END)`;
 const RATE_TRIPS = `($5::double precision IS NOT NULL AND NOT $3 AND ${ATTEMPTS} >= $7 AND ${FAILURES} >= $5::double precision * ${ATTEMPTS})`;
@@ -80,8 +86,8 @@ const RECORD = `
   VALUES ($1, $2,
           CASE WHEN ${INSERT_OPENS} THEN 'open' ELSE 'closed' END,
           CASE WHEN $3 THEN 0 ELSE 1 END,
-          CASE WHEN ${INSERT_OPENS} THEN now() END,
-          CASE WHEN ${INSERT_OPENS} THEN NULL ELSE now() END,
+          CASE WHEN ${INSERT_OPENS} THEN ${RECORD_NOW} END,
+          CASE WHEN ${INSERT_OPENS} THEN NULL ELSE ${RECORD_NOW} END,
           CASE WHEN ${INSERT_OPENS} THEN 0 ELSE 1 END,
           CASE WHEN ${INSERT_OPENS} OR $3 THEN 0 ELSE 1 END)
   ON CONFLICT (endpoint, destination) DO UPDATE
@@ -91,11 +97,11 @@ const RECORD = `
                      WHEN ${OPENS} THEN 'open'
                      ELSE 'closed' END,
         opened_at = CASE WHEN $3 THEN NULL
-                         WHEN b.state = 'half_open' OR ${OPENS} THEN now()
+                         WHEN b.state = 'half_open' OR ${OPENS} THEN ${RECORD_NOW}
                          ELSE b.opened_at END,
         probe_until = NULL,
         rate_since = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN NULL
-                          WHEN ${FRESH} THEN now() ELSE b.rate_since END,
+                          WHEN ${FRESH} THEN ${RECORD_NOW} ELSE b.rate_since END,
         rate_attempts = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN 0 ELSE ${ATTEMPTS} END,
         rate_failures = CASE WHEN b.state <> 'closed' OR ${OPENS} THEN 0 ELSE ${FAILURES} END
     WHERE NOT ($3 AND b.state = 'closed' AND b.consecutive_failures = 0 AND $5::double precision IS NULL)
@@ -115,6 +121,7 @@ export async function recordBreakerOutcome(
   succeeded: boolean,
   failures: number,
   rate: BreakerRate | null = null,
+  now: Date | null = null,
 ): Promise<string | null> {
   const { rows } = await db.query<{ state: string }>(RECORD, [
     endpoint,
@@ -124,6 +131,7 @@ export async function recordBreakerOutcome(
     rate?.ratio ?? null,
     (rate?.windowMs ?? 0) / 1000,
     rate?.minimum ?? 0,
+    now,
   ]);
   return rows[0]?.state ?? null;
 }

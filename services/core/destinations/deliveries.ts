@@ -55,37 +55,75 @@ export async function insertDeliveries(
 }
 
 /**
- * Takes up to $3 due deliveries of one destination and leases them for one attempt each: rows
- * whose next attempt is due, and rows whose last attempt's lease ran out (its worker died; sent
- * again with the same webhook-id). None while the destination is paused. The body is the
- * event's stored payload as text (null if the inbox row was pruned meanwhile).
+ * The time a statement works at: the caller's (`$n`, a test's driven clock) or, when it passes
+ * none (production), the database's.
+ */
+const nowAt = (n: number) => `coalesce($${n}::timestamptz, now())`;
+
+/** What an attempt whose result was never recorded says (its record is written by the next claim). */
+const UNRECORDED_ERROR =
+  'no result was recorded for this attempt: its lease ran out first (its worker stopped, or the record could not be written)';
+const SPENT_ERROR =
+  'its retries are spent: the last attempt allowed was sent but its result was never recorded (its lease ran out)';
+
+/**
+ * Takes up to $3 due deliveries of one destination and leases them for one attempt each ($4
+ * seconds): rows whose next attempt is due, and rows whose last attempt's lease ran out (its
+ * worker died or its record could not be written; sent again with the same webhook-id). The
+ * attempt is counted here, when it is claimed, not when its result is recorded: a row whose
+ * attempts already reached $5 (the first attempt and `retry.limit` retries) is not sent again
+ * but ends `dead`, so a delivery is never sent more often than its retry limit allows, however
+ * its records fare. An attempt whose lease ran out gets its record here (`unrecorded`), so
+ * every attempt made is visible. None while the destination is paused. The body is the
+ * event's stored payload as text (null if the inbox row was pruned meanwhile). $6: now.
  */
 const CLAIM_DUE = `
   WITH due AS (
-    SELECT id
+    SELECT id, status, attempts, last_attempt_at, lease_until,
+           attempts - redelivered_attempts >= $5 AS spent
       FROM hookgate.destination_deliveries
      WHERE endpoint = $1 AND destination = $2
        AND status IN ('pending', 'retrying', 'sending')
-       AND next_attempt_at <= now()
-       AND (status <> 'sending' OR lease_until < now())
+       AND next_attempt_at <= ${nowAt(6)}
+       AND (status <> 'sending' OR lease_until < ${nowAt(6)})
        AND NOT EXISTS (SELECT 1 FROM hookgate.destination_state s
                         WHERE s.endpoint = $1 AND s.destination = $2 AND s.paused)
        /*ORDERED*/
      ORDER BY next_attempt_at, id
      LIMIT $3
      FOR UPDATE SKIP LOCKED
+  ), unrecorded AS (
+    INSERT INTO hookgate.destination_attempts
+      (delivery_id, attempt, started_at, duration_ms, http_status, error, unrecorded)
+    SELECT id, attempts, coalesce(last_attempt_at, lease_until, ${nowAt(6)}),
+           coalesce(greatest(0, round(extract(epoch FROM lease_until - last_attempt_at) * 1000)), 0)::int,
+           NULL, '${UNRECORDED_ERROR}', true
+      FROM due WHERE status = 'sending' AND attempts > 0
+    ON CONFLICT (delivery_id, attempt) DO NOTHING
+  ), spent AS (
+    UPDATE hookgate.destination_deliveries d
+       SET status = 'dead', lease_until = NULL, settled_at = ${nowAt(6)},
+           last_error = CASE WHEN due.status = 'sending' THEN '${SPENT_ERROR}'
+                             ELSE coalesce(d.last_error, 'its retries are spent') END
+      FROM due
+     WHERE d.id = due.id AND due.spent
+    RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts, d.redelivered_attempts
+  ), sent AS (
+    UPDATE hookgate.destination_deliveries d
+       SET status = 'sending',
+           attempts = d.attempts + 1,
+           lease_until = ${nowAt(6)} + make_interval(secs => $4::double precision),
+           last_attempt_at = ${nowAt(6)}
+      FROM due
+     WHERE d.id = due.id AND NOT due.spent
+    RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
+              d.redelivered_attempts,
+              (SELECT i.payload::text FROM hookgate.inbox i
+                WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body/*RAW*/
   )
-  UPDATE hookgate.destination_deliveries d
-     SET status = 'sending',
-         attempts = d.attempts + 1,
-         lease_until = now() + make_interval(secs => $4::double precision),
-         last_attempt_at = now()
-    FROM due
-   WHERE d.id = due.id
-  RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
-            d.redelivered_attempts,
-            (SELECT i.payload::text FROM hookgate.inbox i
-              WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body/*RAW*/`;
+  SELECT false AS spent, sent.* FROM sent
+  UNION ALL
+  SELECT true, spent.*, NULL/*RAW_NULLS*/ FROM spent`;
 
 /**
  * `ordering: entity`: only an entity's head may go, the first of its unsettled deliveries in
@@ -103,10 +141,9 @@ const ENTITY_HEAD = `
 
 /** The four claims: entity-ordered or not, and with the original bytes (`body: raw`) or not. */
 const claimStatement = (ordered: boolean, raw: boolean): string =>
-  CLAIM_DUE.replace('/*ORDERED*/', ordered ? ENTITY_HEAD : '').replace(
-    '/*RAW*/',
-    raw ? `,${RAW_OF_DELIVERY}` : '',
-  );
+  CLAIM_DUE.replace('/*ORDERED*/', ordered ? ENTITY_HEAD : '')
+    .replace('/*RAW*/', raw ? `,${RAW_OF_DELIVERY}` : '')
+    .replace('/*RAW_NULLS*/', raw ? ', NULL, NULL' : '');
 const CLAIMS = {
   plain: claimStatement(false, false),
   ordered: claimStatement(true, false),
@@ -128,17 +165,26 @@ export interface ClaimedDelivery {
   readonly raw_headers?: Record<string, string> | null;
 }
 
-export async function claimDue(
-  db: Queryable,
-  request: {
-    endpoint: string;
-    destination: string;
-    limit: number;
-    leaseSeconds: number;
-    ordered?: boolean;
-    raw?: boolean;
-  },
-): Promise<ClaimedDelivery[]> {
+/** What a claim took: deliveries to send, and deliveries it ended `dead` (retries spent, not sent). */
+export interface Claimed {
+  readonly toSend: ClaimedDelivery[];
+  readonly spent: ClaimedDelivery[];
+}
+
+export interface ClaimRequest {
+  readonly endpoint: string;
+  readonly destination: string;
+  readonly limit: number;
+  readonly leaseSeconds: number;
+  /** Attempts a delivery may have in its budget: the first and `retry.limit` retries. */
+  readonly maxAttempts: number;
+  readonly ordered?: boolean;
+  readonly raw?: boolean;
+  /** The statement's now; null: the database's clock. */
+  readonly now?: Date | null;
+}
+
+export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Claimed> {
   const statement = request.ordered
     ? request.raw
       ? CLAIMS.orderedRaw
@@ -146,26 +192,35 @@ export async function claimDue(
     : request.raw
       ? CLAIMS.raw
       : CLAIMS.plain;
-  const { rows } = await db.query<ClaimedDelivery>(statement, [
+  const { rows } = await db.query<ClaimedDelivery & { spent: boolean }>(statement, [
     request.endpoint,
     request.destination,
     request.limit,
     request.leaseSeconds,
+    request.maxAttempts,
+    request.now ?? null,
   ]);
-  return rows;
+  const toSend: ClaimedDelivery[] = [];
+  const spent: ClaimedDelivery[] = [];
+  for (const { spent: isSpent, ...row } of rows) (isSpent ? spent : toSend).push(row);
+  return { toSend, spent };
 }
 
 /**
  * Ends attempts, several in one statement (the relay's finishes are group-committed): each
  * row's new status, fenced by its attempt's number, so an attempt that outlived its lease
  * changes nothing, except a 2xx, which did happen downstream; and each attempt's own record,
- * kept either way. Returns the ids whose row was written.
+ * kept either way (replacing the `unrecorded` one a later claim wrote for it). Returns the ids
+ * whose row was written. Every text was made storable by the caller (answer.ts); the answer's
+ * bytes are bytea. $12: now.
  */
 const FINISH_ATTEMPTS = `
   WITH input AS (
     SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::int[], $5::text[],
-                         $6::double precision[], $7::timestamptz[], $8::int[], $9::text[])
-      AS x(id, attempt, status, http_status, error, retry_in, started_at, duration_ms, head)
+                         $6::double precision[], $7::timestamptz[], $8::int[], $9::text[],
+                         $10::bytea[], $11::text[])
+      AS x(id, attempt, status, http_status, error, retry_in, started_at, duration_ms, head,
+           bytes, headers)
   ), done AS (
     UPDATE hookgate.destination_deliveries d
        SET status = x.status,
@@ -173,31 +228,41 @@ const FINISH_ATTEMPTS = `
            last_error = x.error,
            lease_until = NULL,
            next_attempt_at = CASE WHEN x.status = 'retrying'
-                                  THEN now() + make_interval(secs => x.retry_in)
+                                  THEN ${nowAt(12)} + make_interval(secs => x.retry_in)
                                   ELSE d.next_attempt_at END,
-           settled_at = CASE WHEN x.status IN ('delivered', 'dead') THEN now() END
+           settled_at = CASE WHEN x.status IN ('delivered', 'dead') THEN ${nowAt(12)} END
       FROM input x
      WHERE d.id = x.id
        AND ((d.status = 'sending' AND d.attempts = x.attempt)
             OR (x.status = 'delivered' AND d.status <> 'delivered'))
     RETURNING d.id
   ), kept AS (
-    INSERT INTO hookgate.destination_attempts
-      (delivery_id, attempt, started_at, duration_ms, http_status, error, response_head)
-    SELECT id, attempt, started_at, duration_ms, http_status, error, head FROM input
-    ON CONFLICT (delivery_id, attempt) DO NOTHING
+    INSERT INTO hookgate.destination_attempts AS a
+      (delivery_id, attempt, started_at, duration_ms, http_status, error, response_head,
+       response_bytes, response_headers)
+    SELECT id, attempt, started_at, duration_ms, http_status, error, head, bytes, headers FROM input
+    ON CONFLICT (delivery_id, attempt) DO UPDATE
+      SET started_at = EXCLUDED.started_at, duration_ms = EXCLUDED.duration_ms,
+          http_status = EXCLUDED.http_status, error = EXCLUDED.error,
+          response_head = EXCLUDED.response_head, response_bytes = EXCLUDED.response_bytes,
+          response_headers = EXCLUDED.response_headers, unrecorded = false
+      WHERE a.unrecorded
   )
   SELECT id::text AS id FROM done`;
 
 export interface AttemptOutcome {
   readonly status: 'delivered' | 'retrying' | 'dead';
   readonly httpStatus: number | null;
+  /** Storable (escaped, bounded) and redacted. */
   readonly error: string | null;
   /** For `retrying`: how long until the next attempt. */
   readonly retryInSeconds: number;
   readonly startedAt: Date;
   readonly durationMs: number;
+  /** The answer's first bytes as readable text (storable), its bytes, and its headers (storable). */
   readonly responseHead: string | null;
+  readonly responseBytes: Buffer | null;
+  readonly responseHeaders: string | null;
 }
 
 export interface FinishedAttempt extends AttemptOutcome {
@@ -205,10 +270,14 @@ export interface FinishedAttempt extends AttemptOutcome {
   readonly attempt: number;
 }
 
-/** Records attempts (at most one per delivery id); returns the ids whose row was written. */
+/**
+ * Records attempts (at most one per delivery id); returns the ids whose row was written. `now`:
+ * the statement's clock (null: the database's).
+ */
 export async function finishAttempts(
   db: Queryable,
   attempts: readonly FinishedAttempt[],
+  now: Date | null = null,
 ): Promise<Set<string>> {
   if (attempts.length === 0) return new Set();
   const { rows } = await db.query<{ id: string }>(FINISH_ATTEMPTS, [
@@ -221,6 +290,9 @@ export async function finishAttempts(
     attempts.map((a) => a.startedAt),
     attempts.map((a) => Math.round(a.durationMs)),
     attempts.map((a) => a.responseHead),
+    attempts.map((a) => a.responseBytes),
+    attempts.map((a) => a.responseHeaders),
+    now,
   ]);
   return new Set(rows.map((row) => row.id));
 }

@@ -9,17 +9,19 @@ type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 
 /**
  * Tokens now: what was left plus the rate times the time since, up to the burst (a new bucket
- * starts full). clock_timestamp(), not now(): a claim that waited for the lock must not count
- * from before the previous holder's refill.
+ * starts full), at $5 (a test's driven clock) or, when none is passed, clock_timestamp(), not
+ * now(): a claim that waited for the lock must not count from before the previous holder's
+ * refill. The bucket's time never goes back (a caller's clock behind it refills nothing).
  */
+const AT = 'coalesce($5::timestamptz, clock_timestamp())';
 const REFILL = `
   INSERT INTO hookgate.destination_rate AS r (endpoint, destination, tokens, tokens_at)
-  VALUES ($1, $2, $3::double precision, clock_timestamp())
+  VALUES ($1, $2, $3::double precision, ${AT})
   ON CONFLICT (endpoint, destination) DO UPDATE
     SET tokens = least($3::double precision,
-                       r.tokens + greatest(0, extract(epoch FROM clock_timestamp() - r.tokens_at))
+                       r.tokens + greatest(0, extract(epoch FROM ${AT} - r.tokens_at))
                                   * $4::double precision),
-        tokens_at = clock_timestamp()
+        tokens_at = greatest(r.tokens_at, ${AT})
   RETURNING tokens`;
 
 const TAKE = `
@@ -36,12 +38,14 @@ export async function refillTokens(
   endpoint: string,
   destination: string,
   limit: RateLimit,
+  now: Date | null = null,
 ): Promise<number> {
   const { rows } = await tx.query<{ tokens: number }>(REFILL, [
     endpoint,
     destination,
     limit.burst,
     limit.perSecond,
+    now,
   ]);
   return rows[0]!.tokens;
 }

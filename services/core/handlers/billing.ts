@@ -208,7 +208,7 @@ export function createBillingHandler(
   if (!subscriptions) {
     // Once per process at start: an endpoint that never gets subscription events is fine.
     deps.logger.warn(
-      { endpoint: deps.endpoint, option: 'stripeApiKey', code: 'option_missing' },
+      { option: 'stripeApiKey', code: 'option_missing' },
       'billing: options.stripeApiKey is not set; customer.subscription.* events will end dead at once with option_missing (set it and requeue them); invoice events are not affected',
     );
   }

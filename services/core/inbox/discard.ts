@@ -19,25 +19,16 @@ const PREVIEW_DISCARD = `
    LIMIT $4`;
 
 /**
- * Locks the matching rows, then settles them. A row a concurrent requeue moved to pending while
- * this waited for its lock no longer matches (READ COMMITTED re-checks the WHERE of a row it
- * waited for) and is left alone: each event ends in exactly one of the two actions.
+ * Locks the matching rows, then settles them: migration 0024's SECURITY DEFINER function, the one
+ * way the console's role (and the CLI) discards, which takes parked and dead rows only. A row a
+ * concurrent requeue moved to pending while this waited for its lock no longer matches (READ
+ * COMMITTED re-checks the WHERE of a row it waited for) and is left alone: each event ends in
+ * exactly one of the two actions.
  */
 const DISCARD_ROWS = `
-  WITH picked AS (
-    SELECT endpoint, event_id
-      FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${DISCARD_FILTER}
-     ORDER BY received_at, event_id
-     LIMIT $4
-     FOR UPDATE
-  )
-  UPDATE hookgate.inbox i
-     SET status = 'discarded', discarded_at = now(), discarded_by = $8, discard_reason = $9,
-         next_attempt_at = NULL
-    FROM picked
-   WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
-  RETURNING i.event_id`;
+  SELECT event_id
+    FROM hookgate.discard_events($1::text, $2::text[], $3::text[], $5::text, $6::timestamptz, $7::timestamptz,
+                                 $4::int, $8::text, $9::text)`;
 
 export interface DiscardRequest {
   readonly endpoint: string;

@@ -90,7 +90,7 @@ export async function defaultPartitionRows(db: Queryable): Promise<number> {
 // ---------------------------------------------------------------------------------------------
 // Retention
 
-const DROP_PARTITION = `SELECT moved, kept FROM hookgate.inbox_drop_partition($1, $2, $3)`;
+const DROP_PARTITION = `SELECT moved, kept, dropped FROM hookgate.inbox_drop_partition($1, $2, $3)`;
 
 const LOCK_NOT_AVAILABLE = '55P03';
 
@@ -98,6 +98,8 @@ export interface PartitionDrop {
   readonly name: string;
   /** Rows kept by moving them to the default partition (null when the partition was left). */
   readonly moved: number | null;
+  /** Settled rows that went with the partition (0 when it was left). */
+  readonly rows: number;
   /** Why a partition past retention is still there: its unsettled rows (at least), or a lock wait. */
   readonly left?: 'unsettled_rows' | 'lock_timeout';
   readonly kept?: number;
@@ -114,7 +116,7 @@ export async function dropExpiredPartitions(db: pg.Pool, cutoff: Date): Promise<
     if (partition.to_at.getTime() > cutoff.getTime()) break;
     try {
       const row = (
-        await db.query<{ moved: string | null; kept: string }>(DROP_PARTITION, [
+        await db.query<{ moved: string | null; kept: string; dropped: string | null }>(DROP_PARTITION, [
           partition.name,
           cutoff,
           INBOX_MAX_MOVED_ROWS,
@@ -122,12 +124,12 @@ export async function dropExpiredPartitions(db: pg.Pool, cutoff: Date): Promise<
       ).rows[0]!;
       drops.push(
         row.moved === null
-          ? { name: partition.name, moved: null, left: 'unsettled_rows', kept: Number(row.kept) }
-          : { name: partition.name, moved: Number(row.moved) },
+          ? { name: partition.name, moved: null, rows: 0, left: 'unsettled_rows', kept: Number(row.kept) }
+          : { name: partition.name, moved: Number(row.moved), rows: Number(row.dropped ?? 0) },
       );
     } catch (error) {
       if ((error as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw error;
-      drops.push({ name: partition.name, moved: null, left: 'lock_timeout' });
+      drops.push({ name: partition.name, moved: null, rows: 0, left: 'lock_timeout' });
     }
   }
   return drops;
@@ -137,8 +139,8 @@ export async function dropExpiredPartitions(db: pg.Pool, cutoff: Date): Promise<
  * Rows pruned one by one: settled rows received before both the cutoff and the oldest day
  * partition, that is rows of the table the inbox was before its conversion and of the default
  * partition (rows a missing day partition let in, rows kept from dropped days and settled since).
- * Deleted by key (ctid is not unique across partitions); each row's delete trigger takes its key.
- * Parameters as pruneInBatches gives them: cursor, cutoff, batch size.
+ * Deleted by key (ctid is not unique across partitions); their keys stay, until the dedupe
+ * horizon (pruneInboxKeys). Parameters as pruneInBatches gives them: cursor, cutoff, batch size.
  */
 export const PRUNE_INBOX_ROWS_BATCH = `
   WITH bound AS (
@@ -172,13 +174,15 @@ export const COUNT_PRUNABLE_INBOX_ROWS = `
      AND status IN (${SETTLED_SQL})`;
 
 /**
- * Keys of rows that are gone, in one stretch of time no partition covers any more ($1 cursor, $2
- * the stretch's end, $3 batch size): a batch of candidates in received_at order, deleted by ctid
- * unless the default partition holds their row (an unsettled row moved out of a dropped week;
- * nowhere else can a row of that time be). The candidates' last received_at moves the cursor on,
- * so a kept key is stepped over once, not read again by every batch.
+ * Keys of rows that are gone, in one stretch of time ($1 cursor, $2 the stretch's end, $3 batch
+ * size): a batch of candidates in received_at order, deleted by ctid unless one of the tables a
+ * row of that time can be in still holds it. In a stretch no partition covers any more, that is
+ * only the default partition (an unsettled row moved out of a dropped week); in the stretch of
+ * the table the inbox was before its conversion (pruned row by row), that table too. The
+ * candidates' last received_at moves the cursor on, so a kept key is stepped over once, not read
+ * again by every batch.
  */
-const PRUNE_KEYS_BATCH = `
+const pruneKeysBatch = (holders: readonly string[]) => `
   WITH candidates AS MATERIALIZED (
     SELECT k.ctid AS tid, k.endpoint, k.event_id, k.received_at
       FROM hookgate.inbox_keys k
@@ -189,18 +193,49 @@ const PRUNE_KEYS_BATCH = `
     DELETE FROM hookgate.inbox_keys
      WHERE ctid = ANY (ARRAY(
              SELECT c.tid FROM candidates c
-              WHERE NOT EXISTS (SELECT 1 FROM hookgate.inbox_default d
-                                 WHERE d.endpoint = c.endpoint AND d.event_id = c.event_id)))
+              WHERE ${holders
+                .map(
+                  (table) =>
+                    `NOT EXISTS (SELECT 1 FROM ${table} d WHERE d.endpoint = c.endpoint AND d.event_id = c.event_id)`,
+                )
+                .join('\n                AND ')}))
     RETURNING 1
   )
   SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM candidates)::int AS seen,
          (SELECT max(received_at) FROM candidates)::text AS last`;
 
+const PRUNE_KEYS_BATCH = pruneKeysBatch(['hookgate.inbox_default']);
+const PRUNE_KEYS_BATCH_UNPARTITIONED = pruneKeysBatch([
+  'hookgate.inbox_default',
+  'hookgate.inbox_unpartitioned',
+]);
+
 export interface KeysPruneOptions {
-  readonly cutoff: Date;
+  /** The caller's clock: keys of events received more than `horizonMs` before it may go. */
+  readonly now: Date;
+  /** `dedupe.horizon`: how long a key outlives its row. */
+  readonly horizonMs: number;
   readonly batchSize: number;
   readonly pauseMs?: number;
   readonly signal?: AbortSignal;
+}
+
+/**
+ * Where the keys' retention has reached (migration 0024): it only moves forward, and moves before
+ * the keys go, so a run stopped halfway still says they may be gone.
+ */
+const RAISE_KEYS_FLOOR = `
+  INSERT INTO hookgate.inbox_keys_floor AS f (pruned_before) VALUES ($1::timestamptz)
+  ON CONFLICT (singleton) DO UPDATE SET pruned_before = greatest(f.pruned_before, EXCLUDED.pruned_before)`;
+
+const KEYS_FLOOR = `SELECT pruned_before FROM hookgate.inbox_keys_floor`;
+
+/**
+ * Before when keys may be gone: the furthest the keys' retention has reached (null: it never ran,
+ * and no row was pruned with its key before the horizon existed).
+ */
+export async function keysPrunedBefore(db: Queryable): Promise<Date | null> {
+  return (await db.query<{ pruned_before: Date }>(KEYS_FLOOR)).rows[0]?.pruned_before ?? null;
 }
 
 /**
@@ -232,14 +267,30 @@ export function uncoveredBefore(
   return gaps.filter((g) => g.from === '-infinity' || new Date(g.from).getTime() < g.to.getTime());
 }
 
-/** Deletes the keys of rows that are gone, before the cutoff; returns how many it deleted. */
+/**
+ * The keys' own retention: deletes the keys of rows that are gone, of events received more than
+ * the horizon before `now` (a row still in the inbox keeps its key, whatever its age); returns
+ * how many it deleted.
+ */
 export async function pruneInboxKeys(db: pg.Pool, options: KeysPruneOptions): Promise<number> {
+  const cutoff = new Date(options.now.getTime() - options.horizonMs);
+  await db.query(RAISE_KEYS_FLOOR, [cutoff]);
+  const partitions = await listInboxPartitions(db);
+  const stretches = uncoveredBefore(partitions, cutoff).map((gap) => ({ ...gap, sql: PRUNE_KEYS_BATCH }));
+  // The table the inbox was covers everything before its end, and loses rows one by one.
+  const unpartitioned = partitions.find((partition) => partition.from_at === null);
+  if (unpartitioned)
+    stretches.push({
+      from: '-infinity',
+      to: new Date(Math.min(unpartitioned.to_at.getTime(), cutoff.getTime())),
+      sql: PRUNE_KEYS_BATCH_UNPARTITIONED,
+    });
   let total = 0;
-  for (const gap of uncoveredBefore(await listInboxPartitions(db), options.cutoff)) {
+  for (const gap of stretches) {
     let cursor = gap.from;
     for (;;) {
       const row = (
-        await db.query<{ deleted: number; seen: number; last: string | null }>(PRUNE_KEYS_BATCH, [
+        await db.query<{ deleted: number; seen: number; last: string | null }>(gap.sql, [
           cursor,
           gap.to,
           options.batchSize,

@@ -4,14 +4,15 @@ import { bodyDigestOf } from './claim-sql.ts';
 
 /**
  * For a dry run: per fetched event (in order), its body digest when its id is unsigned (as the
- * claim would store it) and whether the inbox already holds it under its id or its digest, so
- * the count is what the real run would absorb. Two index lookups per event (the primary key and
- * inbox_body_digest_key).
+ * claim would store it) and whether deduplication already knows it under its id or its digest, so
+ * the count is what the real run would absorb. The keys, not the rows: a key outlives its row by
+ * the dedupe horizon. Two index lookups per event (the keys' primary key and
+ * inbox_keys_body_digest_key).
  */
 const PRESENT = `
   SELECT i.ord::int AS ord, i.digest,
-         EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.event_id = i.event_id)
-         OR EXISTS (SELECT 1 FROM hookgate.inbox b WHERE b.endpoint = $1 AND b.body_digest = i.digest) AS present
+         EXISTS (SELECT 1 FROM hookgate.inbox_keys b WHERE b.endpoint = $1 AND b.event_id = i.event_id)
+         OR EXISTS (SELECT 1 FROM hookgate.inbox_keys b WHERE b.endpoint = $1 AND b.body_digest = i.digest) AS present
     FROM (SELECT t.ord, t.event_id, CASE WHEN t.digest_body THEN ${bodyDigestOf('t.payload')} END AS digest
             FROM unnest($2::text[], $3::jsonb[], $4::boolean[]) WITH ORDINALITY AS t(event_id, payload, digest_body, ord)) i
    ORDER BY i.ord`;

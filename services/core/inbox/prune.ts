@@ -25,13 +25,15 @@ export type { PruneCounts, PruneOptions, PruneProgress };
 
 /**
  * Retention for the inbox (docs/storage.md, "The partitioned inbox"): partitions made ahead, then
- * each day partition whose whole range is older than the cutoff dropped (its pending, parked,
+ * each week partition whose whole range is older than the cutoff dropped (its pending, parked,
  * dead and discarded rows moved to the default partition first: never deleted, whatever their
- * age), then the rows no day partition holds pruned one by one, then the keys of what is gone. A
- * row's key going ends deduplication for its event id, so the window must outlast every
- * provider's retries (Stripe: 3 days).
+ * age), then the rows no week partition holds pruned one by one, then, on their own clock, the
+ * keys of what is gone that are older than the dedupe horizon ("Dedupe horizon"): a key outlives
+ * its row by that much, so a redelivery, a replay or a reconciliation of a pruned event within it
+ * is still a duplicate. Rows counted are the settled rows deleted, one by one or with their
+ * partition, as the dry run counts them.
  */
-export async function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<InboxPruneCounts> {
+export async function pruneInbox(db: pg.Pool, options: InboxPruneOptions): Promise<InboxPruneCounts> {
   const rowSql = { batch: PRUNE_INBOX_ROWS_BATCH, count: COUNT_PRUNABLE_INBOX_ROWS };
   if (options.dryRun) {
     const counts = await pruneInBatches(db, 'inbox', rowSql, options);
@@ -40,26 +42,41 @@ export async function pruneInbox(db: pg.Pool, options: PruneOptions): Promise<In
   const cutoff = await cutoffFor(db, options.olderThan);
   await ensureInboxPartitions(db);
   const partitions = await dropExpiredPartitions(db, cutoff);
+  const inPartitions = partitions.reduce((sum, partition) => sum + partition.rows, 0);
   const counts = await pruneInBatches(db, 'inbox', rowSql, options);
-  if (options.signal?.aborted) return { ...counts, partitions, keys: 0 };
+  const rows = counts.rows + inPartitions;
+  if (options.signal?.aborted) return { ...counts, rows, partitions, keys: 0 };
   const keys = await pruneInboxKeys(db, {
-    cutoff,
+    now: options.dedupe.now,
+    horizonMs: options.dedupe.horizonMs,
     batchSize: options.batchSize,
     ...(options.pauseMs ? { pauseMs: options.pauseMs } : {}),
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  return { ...counts, partitions, keys };
+  return { ...counts, rows, partitions, keys };
+}
+
+/** The keys' retention: the caller's clock, and `dedupe.horizon`. */
+export interface DedupeRetention {
+  readonly now: Date;
+  readonly horizonMs: number;
+}
+
+export interface InboxPruneOptions extends PruneOptions {
+  readonly dedupe: DedupeRetention;
 }
 
 export interface InboxPruneCounts extends PruneCounts {
-  /** Day partitions past the window: dropped, or left (and why). */
+  /** Week partitions past the window: dropped, or left (and why). */
   readonly partitions: readonly PartitionDrop[];
-  /** Keys deleted of rows gone with their partition. */
+  /** Keys deleted: of rows gone, older than the dedupe horizon. */
   readonly keys: number;
 }
 
 export interface PruneRequest {
   readonly inboxOlderThanMs: number;
+  /** The keys' retention (`dedupe.horizon` and the caller's clock), apart from the payloads'. */
+  readonly dedupe: DedupeRetention;
   readonly deliveriesOlderThanMs: number;
   /** The audit trail's window (default 365 days). */
   readonly auditOlderThanMs?: number;
@@ -76,8 +93,12 @@ export interface PruneRequest {
 }
 
 export interface PruneReport {
-  /** Settled inbox rows deleted one by one (rows of dropped partitions are not counted here). */
+  /** Settled inbox rows deleted, one by one or with their week's partition. */
   readonly inboxRows: number;
+  /** Of which went with dropped partitions. */
+  readonly inboxRowsInPartitions: number;
+  /** Deduplication keys deleted (their rows gone, their events older than the horizon). */
+  readonly inboxKeys: number;
   /** Day partitions of the inbox dropped whole. */
   readonly inboxPartitions: number;
   /** Day partitions past the window left in place, with why (too many unsettled rows, a lock wait). */
@@ -112,8 +133,11 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       deliveries_older_than_ms: request.deliveriesOlderThanMs,
       audit_older_than_ms: request.auditOlderThanMs ?? AUDIT_RETENTION_MS,
       quarantine_older_than_ms: request.quarantineOlderThanMs ?? QUARANTINE_RETENTION_MS,
+      dedupe_horizon_ms: request.dedupe.horizonMs,
       inbox_rows: report.inboxRows,
+      inbox_rows_in_partitions: report.inboxRowsInPartitions,
       inbox_partitions: report.inboxPartitions,
+      inbox_keys: report.inboxKeys,
       deliveries: report.deliveries,
       destination_deliveries: report.destinationDeliveries,
       attempts: report.attempts,
@@ -144,6 +168,8 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     -readonly [K in keyof PruneReport]: PruneReport[K];
   } = {
     inboxRows: 0,
+    inboxRowsInPartitions: 0,
+    inboxKeys: 0,
     inboxPartitions: 0,
     inboxPartitionsLeft: [],
     deliveries: 0,
@@ -152,8 +178,14 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     audit: 0,
     quarantine: 0,
   };
-  const inbox = await pruneInbox(db, { ...common, olderThan: request.inboxOlderThanMs });
+  const inbox = await pruneInbox(db, {
+    ...common,
+    olderThan: request.inboxOlderThanMs,
+    dedupe: request.dedupe,
+  });
   report.inboxRows = inbox.rows;
+  report.inboxRowsInPartitions = inbox.partitions.reduce((sum, partition) => sum + partition.rows, 0);
+  report.inboxKeys = inbox.keys;
   report.inboxPartitions = inbox.partitions.filter((p) => p.moved !== null).length;
   report.inboxPartitionsLeft = inbox.partitions.filter((p) => p.moved === null);
   if (request.signal?.aborted) return report;
@@ -189,7 +221,7 @@ export async function countPrunable(
   db: pg.Pool,
   windows: Pick<
     PruneRequest,
-    'inboxOlderThanMs' | 'deliveriesOlderThanMs' | 'auditOlderThanMs' | 'quarantineOlderThanMs'
+    'inboxOlderThanMs' | 'deliveriesOlderThanMs' | 'auditOlderThanMs' | 'quarantineOlderThanMs' | 'dedupe'
   >,
 ): Promise<PruneReport> {
   return pruneBoth(db, { ...windows, chunk: 1, dryRun: true });

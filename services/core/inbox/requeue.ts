@@ -4,7 +4,7 @@ import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { recordAction } from '../audit/audit.ts';
 import { withTransaction } from '../db/transaction.ts';
-import { dispatchEvents } from './dispatch.ts';
+import { EVENTS_PER_JOB } from './dispatch.ts';
 import { type SweepPolicy, sweepOrphans } from './orphans.ts';
 
 /** The optional filters ($3 ids, $5 type, $6 since, $7 until): NULL means "any". */
@@ -30,25 +30,16 @@ const COUNT_REQUEUE = `
   ) matching`;
 
 /**
- * Moves parked/dead rows back to pending; the dispatch that follows in the same transaction gives
- * them a job that counts on from their attempts. Rows are locked, so two requeues cannot both
- * move one event.
+ * Moves parked/dead rows back to pending, each batch of EVENTS_PER_JOB under a new apply job that
+ * names them, with a fresh retry budget counted on from their attempts: migration 0024's
+ * SECURITY DEFINER function, the one way the console's role (and the CLI) requeues. It locks the
+ * rows, so two requeues cannot both move one event, and writes only apply jobs of the endpoint's
+ * queue for rows that exist.
  */
 const REQUEUE_ROWS = `
-  WITH picked AS (
-    SELECT endpoint, event_id
-      FROM hookgate.inbox
-     WHERE endpoint = $1 AND status = ANY($2::text[]) AND ${REQUEUE_FILTER}
-     ORDER BY received_at, event_id
-     LIMIT $4
-     FOR UPDATE
-  )
-  UPDATE hookgate.inbox i
-     SET status = 'pending', processed_at = NULL,
-         discarded_at = NULL, discarded_by = NULL, discard_reason = NULL
-    FROM picked
-   WHERE i.endpoint = picked.endpoint AND i.event_id = picked.event_id
-  RETURNING i.event_id, i.attempts`;
+  SELECT event_id, attempts
+    FROM hookgate.requeue_events($1::text, $2::text[], $3::text[], $5::text, $6::timestamptz, $7::timestamptz,
+                                 $4::int, $8::int)`;
 
 export interface RequeueRequest {
   readonly endpoint: string;
@@ -115,11 +106,11 @@ export async function previewRequeue(pool: pg.Pool, request: RequeueRequest): Pr
 }
 
 /**
- * Requeues in chunks, each one transaction: rows back to pending, and their jobs (dispatchEvents);
- * then records the action, with every event it moved, in the audit trail.
+ * Requeues in chunks, each one statement and transaction: rows back to pending, and their jobs
+ * (REQUEUE_ROWS); then records the action, with every event it moved, in the audit trail.
  */
-export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
-  const all = await requeueChunks(pool, boss, request);
+export async function requeue(pool: pg.Pool, request: RequeueRequest): Promise<string[]> {
+  const all = await requeueChunks(pool, request);
   await recordAction(pool, {
     actor: request.actor,
     command: 'requeue',
@@ -132,26 +123,17 @@ export async function requeue(pool: pg.Pool, boss: PgBoss, request: RequeueReque
   return all;
 }
 
-async function requeueChunks(pool: pg.Pool, boss: PgBoss, request: RequeueRequest): Promise<string[]> {
+async function requeueChunks(pool: pg.Pool, request: RequeueRequest): Promise<string[]> {
   const chunk = request.chunk ?? 500;
   const all: string[] = [];
   for (;;) {
     const remaining = request.limit === undefined ? chunk : Math.min(chunk, request.limit - all.length);
     if (remaining <= 0) return all;
-    const ids = await withTransaction(pool, async (client) => {
-      const result = await client.query<{ event_id: string; attempts: number }>(
-        REQUEUE_ROWS,
-        requeueParams(request, remaining),
-      );
-      await dispatchEvents(
-        boss,
-        client,
-        request.endpoint,
-        result.rows.map((row) => ({ eventId: row.event_id, attempts: row.attempts })),
-        { restart: true },
-      );
-      return result.rows.map((row) => row.event_id);
-    });
+    const result = await pool.query<{ event_id: string; attempts: number }>(REQUEUE_ROWS, [
+      ...requeueParams(request, remaining),
+      EVENTS_PER_JOB,
+    ]);
+    const ids = result.rows.map((row) => row.event_id);
     all.push(...ids);
     request.onChunk?.(ids.length);
     if (ids.length < remaining) return all;

@@ -1,13 +1,18 @@
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue, keepHeaders } from './headers.ts';
+import { eventHeaders, headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
 import type { ExtractOverrides, Provider } from './types.ts';
 
 const SIGNATURE_HEADER = 'x-hub-signature-256';
 const PREFIX = 'sha256=';
-const KEPT_HEADERS = ['x-github-event', 'x-github-hook-id'];
+const RULES = headerRules({
+  identity: ['x-github-delivery', 'x-github-event'],
+  delivery: ['x-github-event', 'x-github-hook-id'],
+  // The SHA-1 signature is not checked, and not kept either.
+  secret: [SIGNATURE_HEADER, 'x-hub-signature'],
+});
 
 /**
  * The entity a delivery is about, from the signed body alone (the event name is an unsigned
@@ -30,6 +35,7 @@ function entityOf(body: unknown): { type: string; path: string } | null {
 export function createGithubProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'github',
+    headerRules: RULES,
     verify(request) {
       const value = headerValue(request.headers, SIGNATURE_HEADER);
       if (value === undefined)
@@ -85,7 +91,7 @@ export function createGithubProvider(overrides?: ExtractOverrides): Provider {
             return entity === null ? undefined : evaluatePointer(body, `${entity.path}/updated_at`);
           },
         },
-        headers: keepHeaders(headers, KEPT_HEADERS),
+        headers: eventHeaders(headers, RULES),
       });
     },
   };

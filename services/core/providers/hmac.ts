@@ -1,6 +1,6 @@
 import { anyMatch, decodeBase64, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue, keepHeaders } from './headers.ts';
+import { eventHeaders, headerRules, headerValue } from './headers.ts';
 import type { HmacOptions } from './hmac-options.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
@@ -14,8 +14,14 @@ import type { ExtractOverrides, Provider } from './types.ts';
 export function createHmacProvider(options: HmacOptions, overrides?: ExtractOverrides): Provider {
   const header = options.header.toLowerCase();
   const decode = options.encoding === 'hex' ? decodeHex : decodeBase64;
+  const rules = headerRules({
+    identity: [options.eventIdHeader, options.eventTypeHeader],
+    delivery: [options.eventTypeHeader],
+    secret: [header],
+  });
   return {
     name: 'hmac',
+    headerRules: rules,
     verify(request) {
       const value = headerValue(request.headers, header);
       if (value === undefined)
@@ -55,12 +61,12 @@ export function createHmacProvider(options: HmacOptions, overrides?: ExtractOver
         {
           eventId: source(options.eventIdHeader, overrides?.eventId, 'eventId'),
           eventType: source(options.eventTypeHeader, overrides?.eventType, 'eventType'),
-          eventTypeFallback: 'unknown',
-          headers: keepHeaders(
-            headers,
-            options.eventTypeHeader === undefined ? [] : [options.eventTypeHeader],
-            [header],
-          ),
+          // `unknown` only where no type source is configured: a configured header or pointer that
+          // is absent is a delivery that cannot become an event (quarantined, event_type_missing).
+          ...(options.eventTypeHeader === undefined && overrides?.eventType === undefined
+            ? { eventTypeFallback: 'unknown' }
+            : {}),
+          headers: eventHeaders(headers, rules),
         },
       );
     },

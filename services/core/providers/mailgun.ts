@@ -1,5 +1,6 @@
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
+import { headerRules } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import type { Preset } from './preset.ts';
 import { reject } from './rejection.ts';
@@ -44,6 +45,8 @@ function createMailgunProvider(
 ): Provider {
   return {
     name,
+    // Mailgun's signature, token and timestamp travel in the body (kept with it); no header counts.
+    headerRules: headerRules({ secret: [] }),
     verify(request) {
       const fields = signedFields(request.rawBody);
       if (fields === null)

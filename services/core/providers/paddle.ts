@@ -1,10 +1,13 @@
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue } from './headers.ts';
+import { headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
 import { checkTolerance, parseUnixSeconds } from './timestamp.ts';
 import type { ExtractOverrides, Provider, Rejection } from './types.ts';
+
+// Everything Paddle says is in the signed body; its one header is the signature.
+const RULES = headerRules({ secret: ['paddle-signature'] });
 
 const TIMESTAMP_SOURCE = 'timestamp (ts=) of the Paddle-Signature header';
 
@@ -40,6 +43,7 @@ function parseHeader(value: string): PaddleHeader | Rejection {
 export function createPaddleProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'paddle',
+    headerRules: RULES,
     verify(request) {
       const value = headerValue(request.headers, 'paddle-signature');
       if (value === undefined)

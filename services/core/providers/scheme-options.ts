@@ -186,7 +186,6 @@ export function schemeFromOptions(options: SchemeOptions): { scheme: SchemeSpec;
     eventId: field(options.id),
     eventType:
       type === undefined ? { literal: 'unknown' } : 'value' in type ? { literal: type.value } : field(type),
-    eventTypeFallback: 'unknown',
     ...(type !== undefined && 'header' in type ? { keep: [type.header.toLowerCase()] } : {}),
   };
   return { scheme, identity };

@@ -1,7 +1,7 @@
 import { createHash, createSecretKey, type KeyObject } from 'node:crypto';
 import { anyMatch, decodeBase64, decodeBase64Key, decodeSignature, hmac, utf8Key } from './crypto.ts';
 import { identifyEvent, type Source } from './extract.ts';
-import { headerValue, keepHeaders } from './headers.ts';
+import { eventHeaders, type HeaderRules, headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { type AsymmetricAlgorithm, publicKey, verifyWith } from './keys.ts';
 import { reject } from './rejection.ts';
@@ -354,6 +354,7 @@ export function identifyScheme(
   identity: IdentitySpec,
   delivery: VerifiedDelivery,
   overrides: ExtractOverrides | undefined,
+  rules: HeaderRules = schemeHeaderRules(spec, identity),
 ): Identification {
   const entityType = identity.entityType;
   return identifyEvent(delivery.body, overrides, {
@@ -370,7 +371,42 @@ export function identifyScheme(
         }),
     ...(identity.entityId === undefined ? {} : { entityId: toSource(identity.entityId, delivery) }),
     ...(identity.version === undefined ? {} : { version: toSource(identity.version, delivery) }),
-    headers: keepHeaders(delivery.headers, identity.keep ?? [], spec.headers),
+    headers: eventHeaders(delivery.headers, rules),
+  });
+}
+
+/** The headers a field may be read from (every branch of a `first`, `ifPresent` or `join`). */
+function fieldHeaders(source: FieldSource | undefined): string[] {
+  if (source === undefined) return [];
+  if ('header' in source) return [source.header];
+  if ('first' in source) return source.first.flatMap(fieldHeaders);
+  if ('join' in source) return source.join.flatMap(fieldHeaders);
+  if ('ifPresent' in source) return [...fieldHeaders(source.present), ...fieldHeaders(source.otherwise)];
+  return [];
+}
+
+/**
+ * A scheme's header rules, from its definition alone: the signature (or token) headers are secret;
+ * the identity fields', the timestamp's and the signed content's headers identify; `keep` is read.
+ * A preset or a `scheme` configuration cannot leave them out.
+ */
+export function schemeHeaderRules(spec: SchemeSpec, identity: IdentitySpec): HeaderRules {
+  const from = spec.timestamp?.from;
+  return headerRules({
+    secret: spec.headers,
+    identity: [
+      ...[
+        identity.eventId,
+        identity.eventType,
+        identity.entityType,
+        identity.entityId,
+        identity.version,
+      ].flatMap(fieldHeaders),
+      from !== undefined && 'header' in from ? from.header : undefined,
+      spec.idHeader,
+      ...spec.content.flatMap((piece) => ('header' in piece ? [piece.header] : [])),
+    ],
+    delivery: identity.keep ?? [],
   });
 }
 
@@ -383,13 +419,15 @@ export function createSchemeProvider(
 ): Provider {
   const urls = settings.urls ?? [];
   const hooks = settings.hooks ?? {};
+  const rules = schemeHeaderRules(spec, identity);
   const provider: Provider = {
     name,
+    headerRules: rules,
     verify: (request) => verifyScheme(spec, request, urls),
     identify(delivery) {
       const reply = hooks.reply?.(delivery);
       if (reply) return { ok: true, reply };
-      return identifyScheme(spec, identity, delivery, settings.overrides);
+      return identifyScheme(spec, identity, delivery, settings.overrides, rules);
     },
     ...(hooks.handshake ? { handshake: hooks.handshake } : {}),
     ...(hooks.handshakeMethods ? { handshakeMethods: hooks.handshakeMethods } : {}),

@@ -1,6 +1,6 @@
 import { anyMatch, decodeBase64, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { firstHeader, keepHeaders } from './headers.ts';
+import { eventHeaders, firstHeader, headerRules } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
 import type { ExtractOverrides, HeaderBag, Provider } from './types.ts';
@@ -22,7 +22,11 @@ function gidType(value: unknown): string | undefined {
   return GID.exec(value)?.[1];
 }
 
-const KEPT_HEADERS = ['topic', 'shop-domain', 'api-version', 'triggered-at'].flatMap(names);
+const RULES = headerRules({
+  identity: ['event-id', 'webhook-id', 'topic'].flatMap(names),
+  delivery: ['topic', 'shop-domain', 'api-version', 'triggered-at'].flatMap(names),
+  secret: names('hmac-sha256'),
+});
 
 /**
  * Shopify signs the body alone, with no timestamp: replay is bounded only by deduplication, on
@@ -31,6 +35,7 @@ const KEPT_HEADERS = ['topic', 'shop-domain', 'api-version', 'triggered-at'].fla
 export function createShopifyProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'shopify',
+    headerRules: RULES,
     verify(request) {
       const value = shopifyHeader(request.headers, 'hmac-sha256');
       if (value === undefined)
@@ -76,7 +81,7 @@ export function createShopifyProvider(overrides?: ExtractOverrides): Provider {
         // Only the signed body may order events: X-Shopify-Triggered-At is unsigned, and a
         // replay with a far-future value would freeze the entity.
         version: { label: 'the body field /updated_at', read: () => evaluatePointer(body, '/updated_at') },
-        headers: keepHeaders(headers, KEPT_HEADERS),
+        headers: eventHeaders(headers, RULES),
       });
     },
   };

@@ -1,6 +1,6 @@
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue, keepHeaders } from './headers.ts';
+import { eventHeaders, headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
 import { checkTolerance, parseUnixSeconds } from './timestamp.ts';
@@ -8,11 +8,16 @@ import type { ExtractOverrides, Provider } from './types.ts';
 
 const PREFIX = 'v0=';
 const TIMESTAMP_SOURCE = 'X-Slack-Request-Timestamp header';
-const KEPT_HEADERS = ['x-slack-retry-num', 'x-slack-retry-reason'];
+const RULES = headerRules({
+  identity: ['x-slack-request-timestamp'],
+  delivery: ['x-slack-retry-num', 'x-slack-retry-reason'],
+  secret: ['x-slack-signature'],
+});
 
 export function createSlackProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'slack',
+    headerRules: RULES,
     verify(request) {
       const value = headerValue(request.headers, 'x-slack-signature');
       if (value === undefined)
@@ -56,7 +61,7 @@ export function createSlackProvider(overrides?: ExtractOverrides): Provider {
           label: 'the body field /event/type or /type',
           read: () => evaluatePointer(body, '/event/type') ?? evaluatePointer(body, '/type'),
         },
-        headers: keepHeaders(headers, KEPT_HEADERS),
+        headers: eventHeaders(headers, RULES),
       });
     },
   };

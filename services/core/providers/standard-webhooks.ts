@@ -1,7 +1,7 @@
 import { createSecretKey, type KeyObject } from 'node:crypto';
 import { anyMatch, decodeBase64, decodeBase64Key, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue } from './headers.ts';
+import { headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { publicKey, verifyWith } from './keys.ts';
 import { reject } from './rejection.ts';
@@ -24,6 +24,11 @@ const STANDARD: HeaderSet = {
   timestamp: 'webhook-timestamp',
   signature: 'webhook-signature',
 };
+
+const RULES = headerRules({
+  identity: [SVIX.id, SVIX.timestamp, STANDARD.id, STANDARD.timestamp],
+  secret: [SVIX.signature, STANDARD.signature],
+});
 
 /**
  * Svix sends `svix-*`, other senders `webhook-*`. The three headers are taken as one set
@@ -79,6 +84,7 @@ function signatures(list: string): { v1: Buffer[]; v1a: Buffer[] } {
 export function createStandardWebhooksProvider(name: string, overrides?: ExtractOverrides): Provider {
   return {
     name,
+    headerRules: RULES,
     verify(request) {
       const names = headerSet(request.headers);
       const signatureList = headerValue(request.headers, names.signature);

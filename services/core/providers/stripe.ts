@@ -1,12 +1,14 @@
 import { anyMatch, decodeHex, hmac } from './crypto.ts';
 import { identifyEvent } from './extract.ts';
-import { headerValue } from './headers.ts';
+import { headerRules, headerValue } from './headers.ts';
 import { evaluatePointer } from './json-pointer.ts';
 import { reject } from './rejection.ts';
 import { checkTolerance, parseUnixSeconds } from './timestamp.ts';
 import type { ExtractOverrides, Provider, Rejection } from './types.ts';
 
 const HEADER = 'stripe-signature';
+// Everything Stripe says is in the signed body; its one header is the signature.
+const RULES = headerRules({ secret: [HEADER] });
 
 interface StripeHeader {
   readonly timestamp: string | undefined;
@@ -41,6 +43,7 @@ function parseHeader(value: string): StripeHeader | Rejection {
 export function createStripeProvider(overrides?: ExtractOverrides): Provider {
   return {
     name: 'stripe',
+    headerRules: RULES,
     verify(request) {
       const value = headerValue(request.headers, HEADER);
       if (value === undefined)

@@ -1,3 +1,5 @@
+import type { HeaderRules } from './headers.ts';
+
 /** Request headers with lower-cased names; repeated headers arrive joined by ", ". */
 export type HeaderBag = Readonly<Record<string, string | undefined>>;
 
@@ -41,7 +43,7 @@ export interface EventIdentity {
   readonly entityId: string | null;
   /** Normalised to a decimal integer string (see version.ts) so PostgreSQL can order it. */
   readonly entityVersion: string | null;
-  /** Non-secret headers worth keeping with the event (event topic, retry count, ...). */
+  /** The provider's delivery headers present (eventHeaders): never a signature or token. */
   readonly headers: Readonly<Record<string, string>>;
   /**
    * The event id came from a header the signature does not cover (GitHub, Shopify, hmac's
@@ -110,6 +112,11 @@ export interface ExtractOverrides {
 
 export interface Provider {
   readonly name: string;
+  /**
+   * Which headers the provider reads, keeps for reading, and must never keep (its signature or
+   * token): the only headers an inbox event or a quarantined delivery stores (headers.ts).
+   */
+  readonly headerRules: HeaderRules;
   verify(request: VerifyRequest): Verdict;
   identify(delivery: VerifiedDelivery): Identification;
   /** The answer to an unsigned handshake, or null when the request is not one (then it is verified as usual). */

@@ -67,3 +67,18 @@ export function normaliseVersion(value: unknown, where: string): VersionResult {
   }
   return { ok: true, version: micros.toString() };
 }
+
+// Versions normalised from timestamps are microseconds since the epoch; an integer version that
+// large is implausible, so one in this century's range is also shown as the time it encodes.
+const MICROS_2000 = 946_684_800_000_000n;
+const MICROS_2100 = 4_102_444_800_000_000n;
+
+/** `v42`, or `v1796414700000000 (2026-12-04T20:05:00Z)` for a version read from a timestamp. */
+export function describeVersion(version: string): string {
+  if (!/^\d{1,19}$/.test(version)) return `v${version}`;
+  const micros = BigInt(version);
+  if (micros < MICROS_2000 || micros >= MICROS_2100) return `v${version}`;
+  const date = new Date(Number(micros / 1000n));
+  const fraction = micros % 1_000_000n === 0n ? '' : `.${String(micros % 1_000_000n).padStart(6, '0')}`;
+  return `v${version} (${date.toISOString().slice(0, 19)}${fraction}Z)`;
+}

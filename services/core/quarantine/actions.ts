@@ -1,11 +1,8 @@
 import type pg from 'pg';
-import type { PgBoss } from 'pg-boss';
 import { recordAction } from '../audit/audit.ts';
 import type { Config } from '../config/schema.ts';
 import type { Queryable } from '../db/pool.ts';
 import { withTransaction } from '../db/transaction.ts';
-import { HookgateError } from '../errors.ts';
-import { claimBatch } from '../inbox/claim.ts';
 import { identityProblem } from '../inbox/identity-checks.ts';
 import { createProvider } from '../providers/index.ts';
 import { decodeVerifiedBody } from '../providers/parse-body.ts';
@@ -114,48 +111,104 @@ export async function showQuarantined(db: Queryable, ids: readonly string[]): Pr
 
 const HELD = ' AND released_at IS NULL AND dropped_at IS NULL';
 
-const MARK_RELEASED = `
-  UPDATE hookgate.quarantine SET released_at = now(), settled_by = $2, settle_reason = $3
-   WHERE id = ANY($1::bigint[])${HELD}
-  RETURNING id::text AS id`;
-
 const MARK_STILL_UNUSABLE = `
   UPDATE hookgate.quarantine AS q SET reason = u.reason, message = left(u.message, 1000)
     FROM unnest($1::bigint[], $2::text[], $3::text[]) AS u(id, reason, message)
    WHERE q.id = u.id${HELD.replaceAll(' released_at', ' q.released_at').replaceAll(' dropped_at', ' q.dropped_at')}`;
+
+/**
+ * One held row claimed and marked released in one transaction (migration 0024's SECURITY DEFINER
+ * function): the row is locked first, so a drop of it waits and then finds it released, or this
+ * finds it dropped. The identity is what the provider made of the held delivery here; the payload
+ * is the held body, parsed by the function itself (as JSON, or as a form post when the provider
+ * decodes one), so a caller cannot put anything else into the inbox.
+ */
+const RELEASE = `
+  SELECT outcome, endpoint, settled_at, settled_by
+    FROM hookgate.release_quarantined($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint,
+                                      $8::jsonb, $9::boolean, $10::boolean, $11::text, $12::text)`;
+
+interface ReleaseRow {
+  readonly outcome: 'accepted' | 'duplicate' | 'released' | 'dropped' | 'unknown';
+  readonly endpoint: string | null;
+  readonly settled_at: Date | null;
+  readonly settled_by: string | null;
+}
 
 export interface ReleaseOutcome {
   readonly id: string;
   /** `accepted` or `duplicate` (now in the inbox), `still_unusable` (stays held), `not_held`. */
   readonly outcome: 'accepted' | 'duplicate' | 'still_unusable' | 'not_held';
   readonly eventId?: string;
-  /** Why it stays held (a refusal code and its sentence). */
+  /** Why it stays held (a refusal code and its sentence), or why it is not held (`not_found`, `quarantine_settled`). */
   readonly reason?: string;
   readonly message?: string;
 }
 
+/** Why a row is not held: who settled it and when, as a sentence ending with what did not happen. */
+function settledSentence(
+  id: string,
+  how: 'released' | 'dropped',
+  at: Date | null,
+  by: string | null,
+  nothing: string,
+): string {
+  return `Quarantined delivery ${id} was ${how}${by ? ` by ${by}` : ''}${at ? ` at ${at.toISOString()}` : ''}: ${nothing}.`;
+}
+
+function notHeld(
+  id: string,
+  row?: Pick<QuarantinedRow, 'released_at' | 'dropped_at' | 'settled_by'>,
+): ReleaseOutcome {
+  if (!row) {
+    return {
+      id,
+      outcome: 'not_held',
+      reason: 'not_found',
+      message: `No quarantined delivery has id ${id}: nothing was released.`,
+    };
+  }
+  return {
+    id,
+    outcome: 'not_held',
+    reason: 'quarantine_settled',
+    message: settledSentence(
+      id,
+      row.released_at ? 'released' : 'dropped',
+      row.released_at ?? row.dropped_at,
+      row.settled_by,
+      'nothing was released',
+    ),
+  };
+}
+
+/** PostgreSQL refused the held body as the inbox's payload (a \u0000 in JSON, a body that is not UTF-8). */
+function isDataError(error: unknown): error is Error & { code: string } {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('54'));
+}
+
 /**
- * Runs held deliveries through the normal claim with the current config (an `extract` pointer
- * added since, say): the ones that now identify are claimed into the inbox (and applied like any
- * delivery) and marked released; the others stay held with the reason they fail for now. Not
- * verified again: they were verified on arrival, and their signatures' timestamps are long past
- * tolerance. The claim commits before the mark; a release cut between the two leaves the row
- * held, and releasing it again finds the event a duplicate: applied once either way.
+ * Runs held deliveries through the endpoint's provider with the current config (an `extract`
+ * pointer added since, say): the ones that now identify are claimed into the inbox (and applied
+ * like any delivery) and marked released, in one transaction each (RELEASE); the others stay held
+ * with the reason they fail for now. Not verified again: they were verified on arrival, and their
+ * signatures' timestamps are long past tolerance. A row released or dropped meanwhile (by another
+ * operator, at the same moment) is `not_held` with who settled it and when.
  */
 export async function releaseQuarantined(
   pool: pg.Pool,
-  boss: PgBoss,
   config: Config,
   request: { readonly ids: readonly string[]; readonly actor: string; readonly reason?: string | undefined },
 ): Promise<ReleaseOutcome[]> {
   const rows = await showQuarantined(pool, request.ids);
   const outcomes: ReleaseOutcome[] = [];
   const found = new Set(rows.map((row) => row.id));
-  for (const id of request.ids) if (!found.has(id)) outcomes.push({ id, outcome: 'not_held' });
+  for (const id of request.ids) if (!found.has(id)) outcomes.push(notHeld(id));
   const unusable: ReleaseOutcome[] = [];
   for (const row of rows) {
     if (row.released_at || row.dropped_at) {
-      outcomes.push({ id: row.id, outcome: 'not_held' });
+      outcomes.push(notHeld(row.id, row));
       continue;
     }
     const endpoint = config.endpoints[row.endpoint];
@@ -204,25 +257,53 @@ export async function releaseQuarantined(
       });
       continue;
     }
-    const [result] = await claimBatch(pool, boss, [
-      {
-        endpoint: row.endpoint,
-        provider: provider.name,
-        event: identity.event,
-        body: decoded.text,
-        traceparent: null,
-        receivedVia: null,
-        dedupe: endpoint.dedupe,
-      },
-    ]);
-    if (!result?.ok) {
-      const error = result?.error ?? new HookgateError('database_unavailable', 'The claim failed.');
-      if (error.code !== 'payload_unstorable') throw error;
-      unusable.push({ id: row.id, outcome: 'still_unusable', reason: error.code, message: error.message });
+    const event = identity.event;
+    let released: ReleaseRow;
+    try {
+      released = (
+        await pool.query<ReleaseRow>(RELEASE, [
+          row.id,
+          provider.name,
+          event.eventId,
+          event.eventType,
+          event.entityType,
+          event.entityId,
+          event.entityVersion,
+          JSON.stringify(event.headers),
+          event.idUnsigned === true,
+          provider.decodeBody !== undefined,
+          request.actor,
+          request.reason ?? null,
+        ])
+      ).rows[0]!;
+    } catch (error) {
+      if (!isDataError(error)) throw error;
+      unusable.push({
+        id: row.id,
+        outcome: 'still_unusable',
+        reason: 'payload_unstorable',
+        message: `PostgreSQL cannot store this payload: ${error.message}.`,
+      });
       continue;
     }
-    await pool.query(MARK_RELEASED, [[row.id], request.actor, request.reason ?? null]);
-    outcomes.push({ id: row.id, outcome: result.outcome, eventId: identity.event.eventId });
+    if (released.outcome === 'accepted' || released.outcome === 'duplicate') {
+      outcomes.push({ id: row.id, outcome: released.outcome, eventId: event.eventId });
+    } else if (released.outcome === 'unknown') {
+      outcomes.push(notHeld(row.id));
+    } else {
+      outcomes.push({
+        id: row.id,
+        outcome: 'not_held',
+        reason: 'quarantine_settled',
+        message: settledSentence(
+          row.id,
+          released.outcome,
+          released.settled_at,
+          released.settled_by,
+          'nothing was released',
+        ),
+      });
+    }
   }
   if (unusable.length > 0)
     await pool.query(MARK_STILL_UNUSABLE, [
@@ -245,20 +326,68 @@ export async function releaseQuarantined(
   return outcomes;
 }
 
+/**
+ * Each held row among the ids marked dropped (migration 0024's function, which locks the rows in id
+ * order: a release holding one is waited for, and then found to have released it).
+ */
 const DROP = `
-  UPDATE hookgate.quarantine SET dropped_at = now(), settled_by = $2, settle_reason = $3
-   WHERE id = ANY($1::bigint[])${HELD}
-  RETURNING id::text AS id, endpoint`;
+  SELECT id::text AS id, endpoint, outcome, settled_at, settled_by
+    FROM hookgate.drop_quarantined($1::bigint[], $2::text, $3::text)`;
+
+export interface DropResult {
+  /** The rows this call dropped. */
+  readonly dropped: string[];
+  /** The ids it did not drop, each with why: no such row, or settled already (by whom, when). */
+  readonly notDropped: ReadonlyArray<{
+    readonly id: string;
+    readonly code: 'not_found' | 'quarantine_settled';
+    readonly message: string;
+  }>;
+}
 
 /** Gives up held deliveries for good (kept, marked dropped, with who and why); audited. */
 export async function dropQuarantined(
   pool: pg.Pool,
   request: { readonly ids: readonly string[]; readonly actor: string; readonly reason: string },
-): Promise<string[]> {
+): Promise<DropResult> {
   return withTransaction(pool, async (client) => {
-    const dropped = (
-      await client.query<{ id: string; endpoint: string }>(DROP, [request.ids, request.actor, request.reason])
+    const rows = (
+      await client.query<{
+        id: string;
+        endpoint: string;
+        outcome: 'dropped_now' | 'released' | 'dropped';
+        settled_at: Date | null;
+        settled_by: string | null;
+      }>(DROP, [request.ids, request.actor, request.reason])
     ).rows;
+    const dropped = rows.filter((row) => row.outcome === 'dropped_now');
+    const seen = new Set(rows.map((row) => row.id));
+    const notDropped: DropResult['notDropped'][number][] = [
+      ...rows.flatMap((row) =>
+        row.outcome === 'dropped_now'
+          ? []
+          : [
+              {
+                id: row.id,
+                code: 'quarantine_settled' as const,
+                message: settledSentence(
+                  row.id,
+                  row.outcome,
+                  row.settled_at,
+                  row.settled_by,
+                  'nothing was dropped',
+                ),
+              },
+            ],
+      ),
+      ...[...new Set(request.ids)]
+        .filter((id) => !seen.has(id))
+        .map((id) => ({
+          id,
+          code: 'not_found' as const,
+          message: `No quarantined delivery has id ${id}: nothing was dropped.`,
+        })),
+    ];
     await recordAction(client, {
       actor: request.actor,
       command: 'quarantine drop',
@@ -268,6 +397,6 @@ export async function dropQuarantined(
       dryRun: false,
       reason: request.reason,
     });
-    return dropped.map((row) => row.id);
+    return { dropped: dropped.map((row) => row.id), notDropped };
   });
 }

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Queryable } from '../db/pool.ts';
+import { type HeaderRules, quarantineHeaders } from '../providers/headers.ts';
 import type { HeaderBag } from '../providers/types.ts';
 
 // Quarantine (hookgate.quarantine, migrations/0017_quarantine.sql): verified deliveries that
@@ -19,16 +20,14 @@ export function isQuarantineReason(code: string): code is QuarantineReason {
   return (QUARANTINE_REASONS as readonly string[]).includes(code);
 }
 
-/** Headers never kept: credentials of the request itself, not of the delivery. */
-const NOT_KEPT = new Set(['authorization', 'proxy-authorization', 'cookie', 'x-hookgate-replay-token']);
-
-/** The headers a release needs to identify the delivery again (its id and type headers). */
-export function keptHeaders(headers: HeaderBag): Record<string, string> {
-  const kept: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined && !NOT_KEPT.has(name)) kept[name] = value;
-  }
-  return kept;
+/**
+ * The headers kept with a quarantined delivery: an allow-list from the endpoint's provider (its
+ * id, type, timestamp and delivery headers: what a release needs to identify it again), never
+ * its signature or token header nor any other credential. Rows stored before this rule were
+ * redacted by migrations/0025_quarantine_headers.sql.
+ */
+export function keptHeaders(headers: HeaderBag, rules: HeaderRules): Record<string, string> {
+  return quarantineHeaders(headers, rules);
 }
 
 export interface QuarantineEntry {

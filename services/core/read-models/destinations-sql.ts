@@ -23,8 +23,10 @@ export interface DeliveryRow {
   readonly settled_at: Date | null;
 }
 
+// last_error bounded as it is read too: rows written before it was bounded on write.
 const COLUMNS = `id::text AS id, endpoint, destination, event_id, event_type, webhook_id, status,
-  attempts, http_status, last_error, created_at, last_attempt_at, next_attempt_at, settled_at`;
+  attempts, http_status, left(last_error, 2000) AS last_error, created_at, last_attempt_at,
+  next_attempt_at, settled_at`;
 
 export interface DeliveryQuery {
   readonly endpoint?: string | undefined;
@@ -75,13 +77,22 @@ export interface AttemptRow {
   readonly started_at: Date;
   readonly duration_ms: number;
   readonly http_status: number | null;
+  /** Escaped and bounded when written (services/core/destinations/answer.ts). */
   readonly error: string | null;
+  /** The answer's first bytes as readable text, and its headers (`name: value` lines). */
   readonly response_head: string | null;
+  readonly response_headers: string | null;
+  /** The answer's first bytes (at most 1200), as hex. */
+  readonly response_hex: string | null;
+  /** No result was recorded: its lease ran out first. */
+  readonly unrecorded: boolean;
 }
 
 const DELIVERY_BY_ID = `SELECT ${COLUMNS} FROM hookgate.destination_deliveries WHERE id = $1::bigint`;
 const ATTEMPTS_OF = `
-  SELECT attempt, started_at, duration_ms, http_status, error, response_head
+  SELECT attempt, started_at, duration_ms, http_status, left(error, 2000) AS error,
+         left(response_head, 2000) AS response_head, left(response_headers, 4000) AS response_headers,
+         encode(substring(response_bytes FROM 1 FOR 1200), 'hex') AS response_hex, unrecorded
     FROM hookgate.destination_attempts WHERE delivery_id = $1::bigint ORDER BY attempt`;
 
 export async function deliveryWithAttempts(

@@ -4,6 +4,7 @@ import type { PgBoss } from 'pg-boss';
 import { recordAction } from '../audit/audit.ts';
 import type { EndpointConfig } from '../config/schema.ts';
 import { describeError, HookgateError } from '../errors.ts';
+import { checkDedupeHorizon } from '../inbox/dedupe-horizon.ts';
 import { knownEventIds } from '../inbox/known.ts';
 import { createProvider } from '../providers/index.ts';
 import { claimFetchedPage } from '../replay/run.ts';
@@ -40,6 +41,10 @@ export interface ReconcileOptions {
    * hookgate.audit; the worker's scheduled runs pass none and are not operator actions.
    */
   readonly actor?: string;
+  /** `dedupe.horizon`: a listing starting before it is refused unless forced. */
+  readonly horizonMs: number;
+  /** `hookgate reconcile --force`: list past the horizon anyway (audited as forced). */
+  readonly force?: boolean;
 }
 
 export interface ReconcileReport extends Omit<RunFigures, 'error'> {
@@ -71,7 +76,7 @@ export async function reconcileEndpoint(
   endpointName: string,
   endpoint: EndpointConfig,
   source: ReplaySource,
-  options: ReconcileOptions = {},
+  options: ReconcileOptions,
 ): Promise<ReconcileReport> {
   const settings = endpoint.reconcile;
   if (!settings) {
@@ -109,6 +114,33 @@ export async function reconcileEndpoint(
       : new Date(Math.floor((startedAt - settings.since) / 1000) * 1000));
   const coveredSince = state.coveredSince ?? from;
   let watermark = state.watermark;
+  let horizon: { readonly safeSince: Date; readonly beyond: boolean };
+  try {
+    horizon = await checkDedupeHorizon(pool, {
+      since: from,
+      now: startedAt,
+      horizonMs: options.horizonMs,
+      force: options.force === true,
+      action: 'reconciliation',
+      flag: '--since, or a reconcile.lookback that keeps runs inside it',
+    });
+  } catch (refusal) {
+    // The run ends here, said on the endpoint's state (`reconcile status`, the alert) and to the caller.
+    if (!dryRun) {
+      await finishRun(pool, endpointName, owner, {
+        listed: 0,
+        present: 0,
+        filled: 0,
+        unusable: 0,
+        deliveryFailures: 0,
+        apiCalls: 0,
+        outcome: 'failed',
+        error: describeError(refusal),
+        durationMs: performance.now() - started,
+      });
+    }
+    throw refusal;
+  }
 
   let lost = false;
   const renewal = dryRun
@@ -207,6 +239,8 @@ export async function reconcileEndpoint(
         listed: figures.listed,
         present: figures.present,
         outcome,
+        dedupe_safe_since: horizon.safeSince.toISOString(),
+        ...(horizon.beyond ? { forced_past_dedupe_horizon: true } : {}),
       },
       count: figures.filled,
       dryRun,

@@ -4,6 +4,7 @@ import { recordAction } from '../audit/audit.ts';
 import type { EndpointConfig } from '../config/schema.ts';
 import { HookgateError } from '../errors.ts';
 import { type Claim, claimBatch } from '../inbox/claim.ts';
+import { checkDedupeHorizon } from '../inbox/dedupe-horizon.ts';
 import { identityProblem } from '../inbox/identity-checks.ts';
 import { presentInInbox } from '../inbox/presence.ts';
 import { createProvider } from '../providers/index.ts';
@@ -31,6 +32,12 @@ export interface ReplayOptions {
   readonly actor: string;
   readonly dryRun?: boolean;
   readonly onPage?: (fetchedSoFar: number) => void;
+  /** `dedupe.horizon`: a window starting before it is refused unless forced. */
+  readonly horizonMs: number;
+  /** `--force`: replay a window reaching past the horizon anyway (audited as forced). */
+  readonly force?: boolean;
+  /** The clock the horizon is measured from (epoch ms; default now). */
+  readonly now?: number;
 }
 
 /** What claiming one page of fetched events came to. */
@@ -135,6 +142,15 @@ export async function replayEvents(
   window: ReplayWindow,
   options: ReplayOptions,
 ): Promise<ReplayReport> {
+  // Before anything is fetched: a refused window costs no API request.
+  const horizon = await checkDedupeHorizon(pool, {
+    since: window.since,
+    now: options.now ?? Date.now(),
+    horizonMs: options.horizonMs,
+    force: options.force === true,
+    action: 'replay',
+    flag: '--since',
+  });
   const provider = createProvider(endpoint);
   let fetched = 0;
   let fresh = 0;
@@ -165,6 +181,8 @@ export async function replayEvents(
       fetched,
       already_present: present,
       unusable,
+      dedupe_safe_since: horizon.safeSince.toISOString(),
+      ...(horizon.beyond ? { forced_past_dedupe_horizon: true } : {}),
     },
     count: fresh,
     dryRun: options.dryRun === true || !boss,

@@ -143,3 +143,33 @@ describe('hmac identify', () => {
     expect(result.ok && 'event' in result ? result.event.headers : 'not identified').toEqual({});
   });
 });
+
+describe('hmac identify without its configured type', () => {
+  it('refuses as event_type_missing (quarantined by the gateway) when the configured type header or pointer is absent', () => {
+    const byHeader = createProvider({
+      provider: 'hmac',
+      hmac: hmacOptionsSchema.parse({ header: 'X-Signature', eventTypeHeader: 'X-Event-Type' }),
+      extract: { eventId: '/id' },
+    });
+    expect(identify(byHeader, request(BODY, { 'X-Signature': sign(BODY) }, [SECRET]))).toMatchObject({
+      ok: false,
+      code: 'event_type_missing',
+    });
+    const byPointer = createProvider({
+      provider: 'hmac',
+      hmac: hmacOptionsSchema.parse({ header: 'X-Signature' }),
+      extract: { eventId: '/id', eventType: '/type' },
+    });
+    expect(identify(byPointer, request(BODY, { 'X-Signature': sign(BODY) }, [SECRET]))).toMatchObject({
+      ok: false,
+      code: 'event_type_missing',
+    });
+    // With the header present, the type is read as before.
+    expect(
+      identify(
+        byHeader,
+        request(BODY, { 'X-Signature': sign(BODY), 'X-Event-Type': 'order.paid' }, [SECRET]),
+      ),
+    ).toMatchObject({ ok: true, event: { eventType: 'order.paid' } });
+  });
+});

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { normaliseVersion } from '../../../services/core/providers/version.ts';
+import { describeVersion, normaliseVersion } from '../../../services/core/providers/version.ts';
 
 function version(value: unknown): string {
   const result = normaliseVersion(value, 'the test field');
@@ -75,5 +75,15 @@ describe('normaliseVersion', () => {
     const result = normaliseVersion('nope', 'the body field /updated_at');
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.message).toContain('/updated_at');
+  });
+});
+
+describe('describeVersion', () => {
+  it('shows a version read from a timestamp as the time it encodes, and an integer as itself', () => {
+    expect(describeVersion('42')).toBe('v42');
+    expect(describeVersion('1796414700000000')).toBe('v1796414700000000 (2026-12-04T20:05:00Z)');
+    expect(describeVersion('1796414700123456')).toBe('v1796414700123456 (2026-12-04T20:05:00.123456Z)');
+    // Outside this century's microseconds: an integer, shown as it is.
+    expect(describeVersion('99999999999999999')).toBe('v99999999999999999');
   });
 });
