@@ -128,7 +128,11 @@ describe('a database outage in the log', () => {
     const outage = new OutageLog(logger, { where: 'db:5432/hookgate' });
     const dropped = new Error('Connection terminated unexpectedly');
     // pg-boss's worker loops emit { ...error, message, stack, queue, worker }.
-    const fromQueue = { message: `${dropped.message} (Queue: q, Worker: w)`, stack: dropped.stack, queue: 'q' };
+    const fromQueue = {
+      message: `${dropped.message} (Queue: q, Worker: w)`,
+      stack: dropped.stack,
+      queue: 'q',
+    };
     expect(outage.failed('loop 0', dropped)).toBe(true);
     expect(outage.failed('queue', fromQueue)).toBe(true);
     expect(outage.failed('queue', { message: 'relation "x" does not exist' })).toBe(false);
