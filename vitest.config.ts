@@ -19,6 +19,8 @@ const SOAK = [
   'test/e2e/pgbouncer.test.ts',
   'test/e2e/load-smoke.test.ts',
 ];
+// The console's browser tests: one Chromium for all of them (test/support/browser-server.ts).
+const BROWSER = ['test/e2e/*-browser.test.ts'];
 // The chart's rendered pods run as local processes: minutes, real processes (not in `make check`).
 const CHART_RUN = ['test/chart/render-and-run.test.ts', 'test/chart/render-and-run-console.test.ts'];
 const PG18 = 'test/support/global-setup.ts';
@@ -62,7 +64,8 @@ export default defineConfig({
       project('chart', ['test/chart/**/*.test.ts'], [PG18], CHART_RUN),
       project('chart-run', CHART_RUN, [PG18], [], PROCESSES),
       project('integration', ['test/integration/**/*.test.ts'], [PG18]),
-      project('e2e', ['test/e2e/**/*.test.ts'], [PG18], SOAK, PROCESSES),
+      project('e2e', ['test/e2e/**/*.test.ts'], [PG18], [...SOAK, ...BROWSER], PROCESSES),
+      project('e2e-browser', BROWSER, [PG18, 'test/support/browser-server.ts'], [], PROCESSES),
       project('soak', SOAK, [PG18], [], PROCESSES),
       project('integration-pg15', Object.keys(SECOND_MAJOR), [PG15]),
       project('soak-pg15', ['test/e2e/load-smoke.test.ts'], [PG15], [], PROCESSES),
