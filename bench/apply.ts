@@ -86,7 +86,7 @@ export interface EndToEndResult {
   readonly cpu: CpuCost;
   /**
    * pg-boss job rows hookgate wrote during the measured load and its drain, by queue kind
-   * (`apply`, `outbox`), and all of them per accepted event.
+   * (`apply`), and all of them per accepted event.
    */
   readonly jobs: { readonly byKind: Readonly<Record<string, number>>; readonly perEvent: number };
   /** `hookgate verify` over the acknowledged deliveries after the drain. */
@@ -255,15 +255,7 @@ const BASELINE_SCHEMA = `
     error       text,
     UNIQUE (endpoint, event_id)
   );
-  CREATE INDEX queue_todo_idx ON bench_baseline.queue (id) WHERE NOT done;
-  CREATE TABLE bench_baseline.outbox (
-    kind     text  NOT NULL,
-    key      text  NOT NULL,
-    endpoint text  NOT NULL,
-    event_id text  NOT NULL,
-    payload  jsonb NOT NULL,
-    PRIMARY KEY (kind, key)
-  );`;
+  CREATE INDEX queue_todo_idx ON bench_baseline.queue (id) WHERE NOT done;`;
 
 async function preloadBaseline(db: pg.Client, events: readonly BenchEvent[]): Promise<void> {
   await db.query(BASELINE_SCHEMA);

@@ -7,7 +7,7 @@ import type pg from 'pg';
 import { z } from 'zod';
 import { createPool } from '../services/core/db/pool.ts';
 import { createBillingHandler } from '../services/core/handlers/billing.ts';
-import type { InboxEvent, Outbox } from '../services/core/handlers/types.ts';
+import type { InboxEvent } from '../services/core/handlers/types.ts';
 import { createLogger } from '../services/core/logging.ts';
 
 const env = z
@@ -29,11 +29,6 @@ const TAKE_ONE = `
    LIMIT 1`;
 const MARK_DONE = 'UPDATE bench_baseline.queue SET done = true, done_at = clock_timestamp() WHERE id = $1';
 const MARK_FAILED = `UPDATE bench_baseline.queue SET done = true, done_at = clock_timestamp(), error = $2 WHERE id = $1`;
-/** The hand-rolled outbox: a plain table, deduplicated on (kind, key) like hookgate's job ids. */
-const OUTBOX_INSERT = `
-  INSERT INTO bench_baseline.outbox (kind, key, endpoint, event_id, payload)
-  VALUES ($1, $2, $3, $4, $5)
-  ON CONFLICT (kind, key) DO NOTHING`;
 
 interface QueueRow {
   readonly id: string;
@@ -57,21 +52,11 @@ const pool: pg.Pool = createPool({
   applicationName: 'bench-baseline-worker',
 });
 
-const counts = { applied: 0, failed: 0, outbox: 0 };
+const counts = { applied: 0, failed: 0 };
 
-function outboxFor(client: pg.ClientBase, row: QueueRow): Outbox {
-  return {
-    async enqueue(message) {
-      await client.query(OUTBOX_INSERT, [
-        message.kind,
-        message.key,
-        row.endpoint,
-        row.event_id,
-        JSON.stringify(message.payload),
-      ]);
-      counts.outbox += 1;
-    },
-  };
+/** The billing handler here has no `notify` destination: it routes nothing. */
+function route(): void {
+  throw new Error('the baseline has no destinations to route to');
 }
 
 function eventOf(row: QueueRow): InboxEvent {
@@ -107,10 +92,9 @@ async function loop(): Promise<void> {
       try {
         // The handler's own form, on one event: a batch of one (its `apply` where it has one).
         const event = eventOf(row);
-        const outbox = outboxFor(client, row);
         const [result] = handler.applyBatch
-          ? await handler.applyBatch({ tx: client, outbox: () => outbox, logger }, [event])
-          : [await handler.apply!({ tx: client, outbox, logger }, event)];
+          ? await handler.applyBatch({ tx: client, route, logger }, [event])
+          : [await handler.apply!({ tx: client, route, logger }, event)];
         if (typeof result === 'object' && result !== null) throw result.error;
         await client.query(MARK_DONE, [row.id]);
         await client.query('COMMIT');

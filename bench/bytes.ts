@@ -54,11 +54,11 @@ export interface BytesReport {
   /** Stored size of the verified bodies (pg_column_size of inbox.payload), per event. */
   readonly payloadPerEvent: number;
   readonly tables: readonly TableBytes[];
-  /** Per event, payload excluded: the inbox, pg-boss's tables and outbox_deliveries. */
+  /** Per event, payload excluded: the inbox, pg-boss's tables and destination_deliveries. */
   readonly overheadPerEvent: {
     readonly inbox: number;
     readonly pgboss: number;
-    readonly outboxDeliveries: number;
+    readonly deliveries: number;
     readonly billing: number;
     /** hookgate.inbox_raw (only with `raw`): the original bytes and headers, with their row and index. */
     readonly raw: number;
@@ -160,7 +160,7 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
     const sizes = await tableSizes(db);
     const live = await db.query<{ inbox: number | null; deliveries: number | null; jobs: number | null }>(
       `SELECT (SELECT avg(pg_column_size(t.*)) FROM hookgate.inbox t)::float8 AS inbox,
-              (SELECT avg(pg_column_size(t.*)) FROM hookgate.outbox_deliveries t)::float8 AS deliveries,
+              (SELECT avg(pg_column_size(t.*)) FROM hookgate.destination_deliveries t)::float8 AS deliveries,
               (SELECT avg(pg_column_size(t.*)) FROM pgboss.job t WHERE name LIKE 'hookgate.%')::float8 AS jobs`,
     );
     const per = (n: number) => n / events;
@@ -179,7 +179,7 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
       jobs: Object.fromEntries(jobs.rows.map((r) => [r.state, r.n])),
       liveRowBytes: {
         'hookgate.inbox': live.rows[0]?.inbox ?? Number.NaN,
-        'hookgate.outbox_deliveries': live.rows[0]?.deliveries ?? Number.NaN,
+        'hookgate.destination_deliveries': live.rows[0]?.deliveries ?? Number.NaN,
         'pgboss.job': live.rows[0]?.jobs ?? Number.NaN,
       },
       payloadPerEvent: per(payload),
@@ -189,7 +189,7 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
         inbox: per(sum(sizes, 'hookgate.inbox') - sum(sizes, 'hookgate.inbox_raw') - payload),
         raw: per(sum(sizes, 'hookgate.inbox_raw')),
         pgboss: per(sum(sizes, 'pgboss.')),
-        outboxDeliveries: per(sum(sizes, 'hookgate.outbox_deliveries')),
+        deliveries: per(sum(sizes, 'hookgate.destination_deliveries')),
         billing: per(sum(sizes, 'billing.')),
       },
       queues: queues.rows.map((q) => ({
@@ -231,7 +231,7 @@ export function renderBytes(report: BytesReport): string[] {
     `  average live row (pg_column_size, no page or index overhead): ${Object.entries(report.liveRowBytes)
       .map(([table, bytes]) => `${table} ${bytes.toFixed(0)} B`)
       .join(', ')}`,
-    `  overhead per event, payload excluded: inbox ${o.inbox.toFixed(0)} B, pg-boss ${o.pgboss.toFixed(0)} B, outbox_deliveries ${o.outboxDeliveries.toFixed(0)} B (billing tables ${o.billing.toFixed(0)} B, the handler's own data)`,
+    `  overhead per event, payload excluded: inbox ${o.inbox.toFixed(0)} B, pg-boss ${o.pgboss.toFixed(0)} B, destination_deliveries ${o.deliveries.toFixed(0)} B (billing tables ${o.billing.toFixed(0)} B, the handler's own data)`,
     ...(s.raw
       ? [
           `  body: raw kept (hookgate.inbox_raw): ${o.raw.toFixed(0)} B per event, of which the original bytes ${report.rawBodyPerEvent.toFixed(0)} B`,

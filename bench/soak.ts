@@ -35,7 +35,7 @@ export interface SoakSettings {
 /** The tables retention manages, grouped as an operator reads them. */
 const GROUPS = {
   inbox: (t: string) => t === 'hookgate.inbox',
-  outbox_deliveries: (t: string) => t === 'hookgate.outbox_deliveries',
+  destination_deliveries: (t: string) => t === 'hookgate.destination_deliveries',
   'pgboss.job': (t: string) => /^pgboss\.job/.test(t),
 } as const;
 type Group = keyof typeof GROUPS;
@@ -132,10 +132,6 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         maintenanceInterval: `${settings.maintenanceSeconds}s`,
         superviseInterval: '5s',
       },
-      // The relay's defaults (batches of 10, polled every second) fall behind ~50 notifications/s
-      // on a busy 2-core machine; queued outbox jobs would then grow the job table, which is a
-      // backlog, not retention. Sized so the soak measures retention.
-      relay: { completedJobRetention: retention, batchSize: 50, concurrency: 4 },
       endpoints: { [ENDPOINT]: { provider: 'stripe', secrets: [SECRET], handler: 'billing' } },
     },
     1,
@@ -165,7 +161,7 @@ export async function soakScenario(database: BenchDatabase, settings: SoakSettin
         });
         prunes.runs += 1;
         prunes.inboxRows += report.inboxRows;
-        prunes.deliveries += report.deliveries;
+        prunes.deliveries += report.destinationDeliveries;
       }
     })();
     let load: DriverResult;

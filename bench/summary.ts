@@ -112,10 +112,10 @@ export function renderSummary(
   }
   if (bytes) {
     const o = bytes.overheadPerEvent;
-    const beyond = o.inbox + o.pgboss + o.outboxDeliveries;
+    const beyond = o.inbox + o.pgboss + o.deliveries;
     rows.push([
       `bytes per event beyond the payload after ${bytes.events} billing events (inbox + pg-boss's retained jobs + delivery records)`,
-      `${fixed(beyond, 0)} B (inbox ${fixed(o.inbox, 0)}, pg-boss ${fixed(o.pgboss, 0)}, deliveries ${fixed(o.outboxDeliveries, 0)})`,
+      `${fixed(beyond, 0)} B (inbox ${fixed(o.inbox, 0)}, pg-boss ${fixed(o.pgboss, 0)}, deliveries ${fixed(o.deliveries, 0)})`,
       '',
       `<= ${GOALS.bytesPerEvent} B`,
       verdict(beyond <= GOALS.bytesPerEvent),

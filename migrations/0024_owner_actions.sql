@@ -424,12 +424,15 @@ BEGIN
   END IF;
   body := CASE WHEN p_form THEN hookgate.form_params(convert_from(held.body, 'UTF8'))
                ELSE convert_from(held.body, 'UTF8')::jsonb END;
+  -- The event was received when the delivery arrived, not when an operator released it: its
+  -- timeline, latency and dedupe horizon count from then (received_via says how it came in).
   INSERT INTO hookgate.inbox AS i
     (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
-     body_digest, dispatch_job)
+     body_digest, dispatch_job, received_at, received_via)
   VALUES (held.endpoint, p_event_id, p_provider, p_event_type, p_entity_type, p_entity_id, p_entity_version,
           body, coalesce(p_headers, '{}'::jsonb),
-          CASE WHEN p_digest_body THEN sha256(convert_to(body::text, 'UTF8')) END, job)
+          CASE WHEN p_digest_body THEN sha256(convert_to(body::text, 'UTF8')) END, job,
+          held.received_at, 'quarantine_release')
   ON CONFLICT DO NOTHING;
   is_new := FOUND;
   IF is_new THEN

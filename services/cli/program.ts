@@ -339,9 +339,9 @@ ${examples([
   const prune = addConfigOption(
     program
       .command('prune')
-      .description('delete settled inbox rows (and delivered downstream effects) older than a window')
+      .description('delete settled inbox rows (and delivered destination deliveries) older than a window')
       .option('--older-than <duration>', 'inbox retention for processed/ignored/stale rows', '30d')
-      .option('--outbox-older-than <duration>', 'retention for delivered downstream effects', '90d')
+      .option('--deliveries-older-than <duration>', 'retention for delivered destination deliveries', '90d')
       .option('--audit-older-than <duration>', 'retention for the audit trail (default 365d)')
       .option(
         '--quarantine-older-than <duration>',

@@ -73,9 +73,9 @@ export const ERROR_CODES = {
   handler_invalid: FAILURE,
   handler_batch_invalid: FAILURE,
   handler_result_invalid: FAILURE,
-  outbox_event_unknown: FAILURE,
-  outbox_key_invalid: FAILURE,
-  outbox_kind_unknown: FAILURE,
+  // A handler's route() named an event it was not given, or no destination it may route to.
+  route_event_unknown: FAILURE,
+  route_destination_unknown: FAILURE,
   stripe_refetch_failed: FAILURE,
   entity_not_yet_known: FAILURE,
   option_missing: FAILURE,
@@ -84,6 +84,9 @@ export const ERROR_CODES = {
   // A destination's connection went to an address relay.allowedDestinations refuses (recorded on
   // the attempt as `code: message`; the delivery is dead at once).
   destination_address_refused: FAILURE,
+  // A delivery row names a destination the loaded configuration does not have: dead at once
+  // (services/worker/destination-sweep.ts), redeliverable once the destination is back.
+  destination_unconfigured: FAILURE,
 
   // Refusals of a delivery at the gateway, by the status they are answered with. 401 says "not
   // from who it claims"; 400 says "malformed".

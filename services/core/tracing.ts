@@ -246,12 +246,6 @@ export function activeTraceId(): string | undefined {
   return span?.isRecording() ? span.spanContext().traceId : undefined;
 }
 
-/** The traceparent of the active span, if one is recording (e.g. to carry it across a queue). */
-export function activeTraceparent(): string | null {
-  const span = trace.getActiveSpan();
-  return span ? traceparentOf(span) : null;
-}
-
 /** The trace id carried by a `traceparent` value. */
 export function traceIdOf(traceparent: string | null | undefined): string | undefined {
   return traceparent?.split('-')[1];

@@ -22,7 +22,7 @@ import { OutageLog } from '../core/outage-log.ts';
 import { registerPauseMetrics } from '../core/pause/metrics.ts';
 import { registerQuarantineMetrics } from '../core/quarantine/metrics.ts';
 import { createBoss } from '../core/queue/boss.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../core/queue/queues.ts';
 import { registerBacklogMetrics } from '../core/read-models/backlog.ts';
 import { registerReconcileMetrics } from '../core/reconcile/metrics.ts';
 import { reconcilingEndpoints } from '../core/reconcile/schedule.ts';
@@ -33,7 +33,6 @@ import {
   startDestinationRelay,
 } from '../worker/destinations.ts';
 import { startReconciler } from '../worker/reconciler.ts';
-import { createRelayMetrics, startRelays } from '../worker/relay.ts';
 import { type RunningWorker, startWorker } from '../worker/worker.ts';
 
 // The one composition root: what a `hookgate serve` process runs for its role — pools sized for
@@ -66,8 +65,6 @@ export interface RuntimeOptions {
   readonly claimHooks?: ClaimHooks;
   /** The gateway's clock (signature timestamps, the replay-token limit's windows); tests drive one. */
   readonly now?: () => number;
-  /** The relay's polling interval (tests; default pg-boss's). */
-  readonly relayPollingIntervalSeconds?: number;
   /** How long the backlog gauges are cached (tests: 0). */
   readonly backlogCacheMs?: number;
 }
@@ -164,12 +161,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
   // The console only sends jobs to queues the gateways and workers made: it changes no queue, so
   // its database role (hookgate_console, roles.ts) needs no rights on pg-boss's queue table.
   if (role !== 'console')
-    await ensureQueues(
-      boss,
-      Object.keys(config.endpoints),
-      retryPolicyFrom(config.worker),
-      outboxPolicyFrom(config.relay),
-    );
+    await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
 
   const registry = createRegistry();
   // One set for the process: the worker and sync-mode endpoints of the gateway both apply events.
@@ -247,7 +239,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     ready,
   });
   let worker: RunningWorker | null = null;
-  let relays: { stop(): Promise<void> } | null = null;
   let destinationRelay: RunningDestinationRelay | null = null;
   let reconciler: { stop(): Promise<void> } | null = null;
   let gateway: RunningGateway | null = null;
@@ -257,7 +248,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     await Promise.all([
       gateway?.stop(),
       worker?.stop(),
-      relays?.stop(),
       destinationRelay?.stop(),
       reconciler?.stop(),
       consoleServer?.stop(),
@@ -295,20 +285,6 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         configDir: options.configDir,
         metrics: applyMetrics,
         outage,
-      });
-      relays = await startRelays({
-        boss,
-        pool: workerPool,
-        logger: loopLogger,
-        metrics: createRelayMetrics(registry),
-        stopTimeoutMs: config.worker.shutdownTimeout,
-        batchSize: config.relay.batchSize,
-        concurrency: config.relay.concurrency,
-        queues: outboxPolicyFrom(config.relay),
-        allowedDestinations: config.relay.allowedDestinations,
-        ...(options.relayPollingIntervalSeconds === undefined
-          ? {}
-          : { pollingIntervalSeconds: options.relayPollingIntervalSeconds }),
       });
       destinationRelay = startDestinationRelay({
         pool: workerPool,

@@ -13,9 +13,11 @@ import { refillTokens, takeTokens } from '../core/destinations/rate.ts';
 import { destinationRedactor, type Redactor } from '../core/destinations/redact.ts';
 import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
+import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
 import { createFinisher, type Recorded } from './destination-finisher.ts';
 import { sendToDestination } from './destination-http.ts';
 import { requestHeaders, retryDelayMs } from './destination-request.ts';
+import { endUnconfigured } from './destination-sweep.ts';
 import { guardedDispatcher } from './guarded-dispatcher.ts';
 
 // The destinations' relay: per destination, loops that claim due deliveries from
@@ -237,28 +239,43 @@ function relayParts(options: DestinationRelayOptions) {
       };
     }
     const body = raw && delivery.raw_body ? delivery.raw_body : delivery.body;
-    const sent = await sendToDestination({
-      url: route.settings.url,
-      headers: requestHeaders(
-        route.settings,
-        {
-          endpoint: route.endpoint,
-          destination: route.name,
-          eventId: delivery.event_id,
-          eventType: delivery.event_type,
-          webhookId: delivery.webhook_id,
-          body,
-          keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
-        },
-        Date.now(),
-      ),
-      body,
-      timeoutMs: route.settings.timeout,
-      redactor: redactorOf(route),
-      signal: aborting.signal,
-      nowMs: startedAt.getTime(),
-      ...(dispatcher ? { dispatcher } : {}),
+    // webhook.deliver continues the event's trace (the claim span its inbox row names).
+    const attributes = spanAttributes({
+      ...labelsOf(route),
+      event_id: delivery.event_id,
+      attempt: delivery.attempts,
     });
+    const sent = await inSpan(
+      'webhook.deliver',
+      attributes,
+      async (span) => {
+        const result = await sendToDestination({
+          url: route.settings.url,
+          headers: requestHeaders(
+            route.settings,
+            {
+              endpoint: route.endpoint,
+              destination: route.name,
+              eventId: delivery.event_id,
+              eventType: delivery.event_type,
+              webhookId: delivery.webhook_id,
+              body,
+              keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
+            },
+            Date.now(),
+          ),
+          body,
+          timeoutMs: route.settings.timeout,
+          redactor: redactorOf(route),
+          signal: aborting.signal,
+          nowMs: startedAt.getTime(),
+          ...(dispatcher ? { dispatcher } : {}),
+        });
+        setOutcome(span, result.outcome, result.outcome === 'delivered' ? undefined : result.error);
+        return result;
+      },
+      contextFromTraceparent(delivery.traceparent),
+    );
     const durationMs = performance.now() - started;
     options.metrics?.attemptSeconds.observe(labelsOf(route), durationMs / 1000);
     const common = { startedAt, durationMs, httpStatus: sent.status };
@@ -441,6 +458,15 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
   const parts = relayParts(options);
   // closing: no more claims (and idle loops wake); parts.aborting: in-flight requests are cut off.
   const closing = new AbortController();
+  // Rows naming a destination this configuration lacks are claimed by none of these loops.
+  const swept = endUnconfigured({
+    pool: options.pool,
+    routes: options.routes,
+    logger,
+    metrics: options.metrics ?? null,
+  }).catch((error: unknown) =>
+    logger.error({ err: error }, 'destination relay: could not end deliveries to unconfigured destinations'),
+  );
   const loops: Promise<void>[] = [];
   for (const routes of options.routes.values()) {
     for (const route of routes) loops.push(run(route));
@@ -536,6 +562,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       const drained = Promise.allSettled(loops);
       if ((await Promise.race([drained, late])) === 'late') parts.aborting.abort();
       await drained;
+      await swept;
       clearTimeout(timer);
       await parts.dispatcher?.close();
     },

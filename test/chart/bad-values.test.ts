@@ -139,18 +139,18 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: true,
   },
   {
-    name: 'a forward handler without its url',
-    set: ['config.endpoints.stripe.handler=forward', 'config.endpoints.stripe.options.timeout=5s'],
-    message: /at '\/config\/endpoints\/stripe\/options': missing property 'url'/,
+    name: 'a forward handler (a destination now)',
+    set: ['config.endpoints.stripe.handler=forward'],
+    message: /at '\/config\/endpoints\/stripe\/handler'/,
     schema: true,
   },
   {
     name: 'a misspelt handler option',
     set: [
       'config.endpoints.stripe.handler=billing',
-      'config.endpoints.stripe.options.notifyUrll=https://x.example',
+      'config.endpoints.stripe.options.notifyUrl=https://x.example',
     ],
-    message: /at '\/config\/endpoints\/stripe\/options': additional properties 'notifyUrll' not allowed/,
+    message: /at '\/config\/endpoints\/stripe\/options': additional properties 'notifyUrl' not allowed/,
     schema: true,
   },
   {

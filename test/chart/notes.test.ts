@@ -108,9 +108,9 @@ describe('NOTES.txt: PostgreSQL connections at full scale', () => {
   const cases: { name: string; scenario: string; set: string[]; warns: boolean }[] = [
     { name: 'the defaults', scenario: 'default-values.yaml', set: [], warns: false },
     {
-      name: 'two endpoints, a larger worker pool and more relay loops',
+      name: 'two endpoints, a larger worker pool and more workers',
       scenario: 'existing-secret-values.yaml',
-      set: ['config.worker.poolSize=30', 'config.relay.concurrency=4', 'worker.replicaCount=3'],
+      set: ['config.worker.poolSize=30', 'worker.replicaCount=3'],
       warns: true,
     },
     {
@@ -161,7 +161,7 @@ describe('NOTES.txt: PostgreSQL connections at full scale', () => {
       'gateway.autoscaling.enabled=true',
       'worker.keda.enabled=true',
     ]);
-    expect(text).toContain('= 13 gateway pods × 12 + 13 worker pods × 15 + 2 (migration Job) + 1 (KEDA)');
-    expect(figure(text)).toEqual({ total: 13 * 12 + 13 * 15 + 2 + 1, limit: 100 });
+    expect(text).toContain('= 13 gateway pods × 12 + 13 worker pods × 11 + 2 (migration Job) + 1 (KEDA)');
+    expect(figure(text)).toEqual({ total: 13 * 12 + 13 * 11 + 2 + 1, limit: 100 });
   });
 });

@@ -105,7 +105,7 @@ describe('values.schema.json: every bounded duration and size, at and past its b
         'endpoints.stripe.tolerance',
         'server.requestTimeout',
         'worker.deadJobRetention',
-        'relay.expireIn',
+        'relay.pollingInterval',
         'server.maxBufferedBytes',
         'claim.maxBatchBytes',
       ]),
@@ -241,15 +241,9 @@ describe('values.schema.json: the endpoint rules that span keys', () => {
       endpoint: { ...STRIPE, dedupe: 'observe' },
       valid: true,
     },
-    { name: 'forward without its url', endpoint: { ...STRIPE, handler: 'forward' }, valid: false },
     {
-      name: 'forward with a url',
+      name: 'forward, a destination now (refused with the configuration to write)',
       endpoint: { ...STRIPE, handler: 'forward', options: { url: 'https://x.example' } },
-      valid: true,
-    },
-    {
-      name: 'forward with a misspelt option',
-      endpoint: { ...STRIPE, handler: 'forward', options: { url: 'https://x.example', timout: '5s' } },
       valid: false,
     },
     {
@@ -263,13 +257,28 @@ describe('values.schema.json: the endpoint rules that span keys', () => {
       valid: true,
     },
     {
-      name: 'billing with a notify timeout',
-      endpoint: { ...STRIPE, handler: 'billing', options: { notifyTimeout: '5s' } },
+      name: 'billing notifying a destination its handler routes to',
+      endpoint: {
+        ...STRIPE,
+        handler: 'billing',
+        options: { notify: 'ledger' },
+        destinations: { ledger: { url: 'https://ledger.example/paid', routedBy: 'handler' } },
+      },
       valid: true,
     },
     {
+      name: 'billing notifying a URL instead of a destination',
+      endpoint: { ...STRIPE, handler: 'billing', options: { notify: 'https://ledger.example/paid' } },
+      valid: false,
+    },
+    {
       name: 'billing with a timeout that is not a duration',
-      endpoint: { ...STRIPE, handler: 'billing', options: { notifyTimeout: 'soon' } },
+      endpoint: { ...STRIPE, handler: 'billing', options: { stripeTimeout: 'soon' } },
+      valid: false,
+    },
+    {
+      name: 'a destination routed by an unknown rule',
+      endpoint: { ...STRIPE, destinations: { d: { url: 'https://d.example/', routedBy: 'payload' } } },
       valid: false,
     },
     {

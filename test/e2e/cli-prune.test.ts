@@ -51,7 +51,6 @@ describe('hookgate prune', () => {
       inbox_rows: 3,
       dedupe_horizon: '35d',
       dedupe_safe_since: expect.stringMatching(/^\d{4}-/),
-      deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
@@ -81,13 +80,12 @@ describe('hookgate prune', () => {
       // Every row here is in the partition that holds now: no whole week is past the window.
       inbox_partitions: 0,
       inbox_partitions_left: [],
-      deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
       quarantine: 0,
       delivery_count_rows: 2,
-      batches: 8,
+      batches: 7,
     });
     const countsLeft = await db.pool.query('SELECT count(*)::int AS n FROM hookgate.delivery_counts');
     expect(countsLeft.rows[0].n).toBe(1);
@@ -109,7 +107,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\) \(0 with their partition\), 0 attempt history row\(s\), 0 delivered downstream effect\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\), 0 per-minute delivery count row\(s\) and 0 deduplication key\(s\) older than the horizon in 8 batch\(es\)\.\nDeduplication keys are kept 35d \(dedupe\.horizon\), whether or not their payloads are: replay and reconciliation windows starting after \S+ are safe; earlier ones are refused unless forced\./,
+      /Deleted 0 settled inbox row\(s\) \(0 with their partition\), 0 attempt history row\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\), 0 per-minute delivery count row\(s\) and 0 deduplication key\(s\) older than the horizon in 8 batch\(es\)\.\nDeduplication keys are kept 35d \(dedupe\.horizon\), whether or not their payloads are: replay and reconciliation windows starting after \S+ are safe; earlier ones are refused unless forced\./,
     );
   });
 
@@ -127,7 +125,7 @@ describe('hookgate prune', () => {
     const elapsed = Date.now() - started;
     expect(run.code, run.output).toBe(0);
     // 450 rows by 100: five inbox statements (the last one short), then one each for the
-    // attempt history, the delivery records, the destinations' deliveries, the audit trail and the
+    // attempt history, the destinations' deliveries, the audit trail and the
     // counts; a pause between the full ones.
     expect(JSON.parse(run.stdout)).toEqual({
       inbox_rows: 450,
@@ -137,13 +135,12 @@ describe('hookgate prune', () => {
       dedupe_safe_since: expect.stringMatching(/^\d{4}-/),
       inbox_partitions: 0,
       inbox_partitions_left: [],
-      deliveries: 0,
       destination_deliveries: 0,
       attempts: 0,
       audit: 0,
       quarantine: 0,
       delivery_count_rows: 0,
-      batches: 12,
+      batches: 11,
     });
     expect(elapsed).toBeGreaterThanOrEqual(4 * 400);
     const left = await db.pool.query(

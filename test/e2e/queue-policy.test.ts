@@ -1,12 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
-import {
-  DEFAULT_OUTBOX_QUEUE_SETTINGS,
-  DEFAULT_RETRY_POLICY,
-  outboxPolicyFrom,
-  retryPolicyFrom,
-} from '../../services/core/queue/queues.ts';
+import { DEFAULT_RETRY_POLICY, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { startHookgate } from '../support/process.ts';
 import { workerConfigDocument, writeConfigFile } from '../support/worker-harness.ts';
@@ -23,17 +18,10 @@ const QUEUE_POLICY = `
    WHERE name LIKE 'hookgate.%'
    ORDER BY name`;
 
-const document = {
-  ...workerConfigDocument({ demo: { handler: 'record' } }, { completedJobRetention: '20m' }),
-  relay: {
-    retryLimit: 4,
-    retryDelay: '3s',
-    retryDelayMax: '120s',
-    expireIn: '200s',
-    completedJobRetention: '10m',
-    deadJobRetention: '2d',
-  },
-};
+const document = workerConfigDocument(
+  { demo: { handler: 'record' } },
+  { completedJobRetention: '20m', retryLimit: 4, retryDelay: '3s', retryDelayMax: '120s', expireIn: '200s' },
+);
 
 let gatewayFirst: TestDatabase;
 let workerFirst: TestDatabase;
@@ -73,21 +61,18 @@ describe('queue policy', { timeout: 90_000 }, () => {
     ]);
     const byGateway = await policies(gatewayFirst);
     const byWorker = await policies(workerFirst);
-    // The premise: both created the outbox queues, with the configured relay policy.
-    const notify = byWorker.find((q) => q.name === 'hookgate.outbox.notify');
-    expect(notify).toMatchObject({
-      retry_limit: 4,
-      retry_delay: 3,
-      retry_delay_max: 120,
-      expire_seconds: 200,
-      deletion_seconds: 600,
-    });
-    expect(byWorker.find((q) => q.name === 'hookgate.outbox.notify.dead')).toMatchObject({
-      deletion_seconds: 2 * 86_400,
-      retention_seconds: 2 * 86_400,
-    });
-    expect(byWorker.find((q) => q.name === 'hookgate.apply.demo')).toMatchObject({ deletion_seconds: 1_200 });
-    expect(byGateway.map((q) => q.name)).toContain('hookgate.outbox.notify');
+    // The premise: both created the endpoint's apply queue, with the configured worker policy;
+    // it is hookgate's only queue (destinations keep their deliveries in their own table).
+    expect(byWorker).toEqual([
+      expect.objectContaining({
+        name: 'hookgate.apply.demo',
+        retry_limit: 4,
+        retry_delay: 3,
+        retry_delay_max: 120,
+        expire_seconds: 200,
+        deletion_seconds: 1_200,
+      }),
+    ]);
     expect(byGateway).toEqual(byWorker);
 
     // And a process starting later changes nothing.
@@ -102,7 +87,6 @@ describe('queue policy', { timeout: 90_000 }, () => {
       { endpoints: { demo: { provider: 'stripe', secrets: ['whsec_test_stripe_secret_for_hookgate'] } } },
       {},
     );
-    expect(outboxPolicyFrom(config.relay)).toEqual(DEFAULT_OUTBOX_QUEUE_SETTINGS);
     expect(retryPolicyFrom(config.worker)).toEqual(DEFAULT_RETRY_POLICY);
   });
 });

@@ -3,10 +3,10 @@ import { type FakeDownstream, startFakeDownstream } from '../support/fake-downst
 import { statusCounts, waitFor } from '../support/worker-harness.ts';
 import { useWorkerStack } from '../support/worker-stack.ts';
 
-// A downstream that hangs must not slow the apply path: the relay's deliveries are bounded by
-// their timeout and run on the relay's own pg-boss workers, and no database connection is held
-// while a request waits. Here every relay slot is held by a hanging destination while events of
-// another endpoint keep being applied at their usual latency.
+// A downstream that hangs must not slow the apply path: a destination's deliveries are bounded
+// by its timeout and run in its own slots, and no database connection is held while a request
+// waits. Here every slot of a destination is held by requests the downstream does not answer
+// while events of another endpoint keep being applied at their usual latency.
 
 const HANG_MS = 60_000;
 const TIMEOUT = '20s';
@@ -19,7 +19,10 @@ const stack = useWorkerStack({
     stack.defer(() => downstream.close());
   },
   endpoints: () => ({
-    fwd: { handler: 'forward', options: { url: `${downstream.url}/hang`, timeout: TIMEOUT } },
+    out: {
+      handler: 'record',
+      destinations: { hang: { url: `${downstream.url}/hang`, timeout: TIMEOUT, concurrency: 20 } },
+    },
     things: { handler: 'record' },
   }),
   worker: { batchSize: 20, concurrency: 2 },
@@ -27,16 +30,16 @@ const stack = useWorkerStack({
 });
 
 describe('a slow downstream', { timeout: 120_000 }, () => {
-  it('holds every relay slot while apply latency stays bounded', async () => {
+  it('holds every slot of its destination while apply latency stays bounded', async () => {
     const proc = stack.spawnWorker();
     await stack.claimer.claim(
-      'fwd',
+      'out',
       Array.from({ length: 60 }, (_, i) => ({ eventId: `f_${i}` })),
     );
-    // The premise: the relay is saturated by requests the downstream does not answer.
+    // The premise: the destination's slots are all taken by requests the downstream does not answer.
     const hanging = await downstream.waitFor('/hang', 20, 30_000);
     expect(hanging.length).toBeGreaterThanOrEqual(20);
-    expect((await statusCounts(stack.db.pool, 'fwd')).processed).toBe(60);
+    expect((await statusCounts(stack.db.pool, 'out')).processed).toBe(60);
 
     for (let round = 0; round < 10; round += 1) {
       await stack.claimer.claim(

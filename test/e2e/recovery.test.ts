@@ -43,8 +43,8 @@ let downstream: FakeDownstream;
 const endpoints = {
   crash: { handler: 'project' },
   slow: { handler: 'module:./slow.mjs' },
-  // The forward handler's default timeout (10 s): a delivery's lease lasts 15 s.
-  fwd: { handler: 'forward', options: { url: 'http://127.0.0.1:1/placeholder' } },
+  // A destination's default timeout (10 s): a delivery's lease lasts 15 s.
+  out: { handler: 'record', destinations: { hook: { url: 'http://127.0.0.1:1/placeholder' } } },
 };
 
 let holder: pg.Client;
@@ -56,7 +56,7 @@ const stack = useWorkerStack({
   setup: async (db) => {
     downstream = await startFakeDownstream();
     stack.defer(() => downstream.close());
-    endpoints.fwd.options.url = `${downstream.url}/hook`;
+    endpoints.out.destinations.hook.url = `${downstream.url}/hook`;
     await db.pool.query('CREATE TABLE public.slow_effects (event_id text NOT NULL)');
     // A killed worker's backend blocked on a lock notices its closed socket within 100 ms.
     await db.pool.query(`ALTER DATABASE ${db.name} SET client_connection_check_interval = '100ms'`);
@@ -165,7 +165,7 @@ describe('recovery after a worker dies', { timeout: 300_000 }, () => {
     // The first request hangs (the victim is killed while it waits); the next one is answered.
     downstream.script('/hook', [{ status: 200, delayMs: 120_000 }, 200]);
     const victim = spawnWorker();
-    await stack.claimer.claim('fwd', [{ eventId: 'fwd_1' }]);
+    await stack.claimer.claim('out', [{ eventId: 'out_1' }]);
     await downstream.waitFor('/hook', 1, 30_000);
     const rescuer = spawnWorker();
     await workersListening(2);
@@ -178,7 +178,7 @@ describe('recovery after a worker dies', { timeout: 300_000 }, () => {
     expect(recoveryMs).toBeLessThan(RECOVERY_BOUND_MS);
     await waitFor('delivered', async () => {
       const { rows } = await stack.db.pool.query(
-        `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'forward' AND key = 'fwd:fwd_1'`,
+        `SELECT status FROM hookgate.destination_deliveries WHERE endpoint = 'out' AND event_id = 'out_1'`,
       );
       return rows[0]?.status === 'delivered';
     });

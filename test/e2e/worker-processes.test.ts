@@ -2,7 +2,7 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { ensureApplyQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { effectCounts, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
 import {
   statusCounts,
@@ -111,7 +111,7 @@ describe('worker processes', { timeout: 300_000 }, () => {
     const shipped = workerConfigDocument(endpoints, { ...worker, expireIn: '2m' });
     const shippedExpiry = writeConfigFile(shipped);
     // Jobs take their queue's expiry when claimed: the queue has it before the first claim.
-    await ensureApplyQueues(stack.claimer.boss, ['bulk'], retryPolicyFrom(parseConfig(shipped, {}).worker));
+    await ensureQueues(stack.claimer.boss, ['bulk'], retryPolicyFrom(parseConfig(shipped, {}).worker));
     const procs = Array.from({ length: 4 }, () => stack.spawnWorker({ configFile: shippedExpiry }));
     const events = Array.from({ length: 500 }, (_, i) => entity(`bulk_${i}`, `b_${i}`));
     for (let i = 0; i < events.length; i += 50) await stack.claimer.claim('bulk', events.slice(i, i + 50));

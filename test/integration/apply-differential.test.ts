@@ -2,10 +2,11 @@ import { randomInt } from 'node:crypto';
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPool } from '../../services/core/db/pool.ts';
+import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { createHandler } from '../../services/core/handlers/index.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
 import { createLogger } from '../../services/core/logging.ts';
-import { applyQueue, eventIdsOf, outboxQueue } from '../../services/core/queue/names.ts';
+import { applyQueue, eventIdsOf } from '../../services/core/queue/names.ts';
 import { applyJobs, type FetchedJob, type JobPolicy } from '../../services/worker/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { Claimer, type TestEvent, workerConfig } from '../support/worker-harness.ts';
@@ -17,7 +18,9 @@ import { Claimer, type TestEvent, workerConfig } from '../support/worker-harness
 // makes the whole batch fall back to one by one) — claims the same batches on two databases,
 // applies each claim's job through the worker's path as one batch on one, and event by event
 // (each a batch of one, in the order the engine applies a batch) on the other, and compares
-// invoices, ledger, entity state, inbox outcomes and each event's dispatch.
+// invoices, ledger, entity state, inbox outcomes, each event's dispatch, and the deliveries the
+// billing handler routed to its `notify` destination (one per new ledger entry, whichever form
+// ran and whether a batch was rolled back to its savepoint and rerun event by event).
 //
 // Each run checks 20 seeds from a base drawn anew every run (printed, so that any run's seeds can
 // be run again: DIFFERENTIAL_SEED_BASE=<base>), and goes on past 20 until the mix has produced
@@ -39,9 +42,10 @@ const config = workerConfig(
         stripeApiKey: 'sk_test_differential',
         stripeApiBase: 'http://127.0.0.1:9',
         stripeTimeout: '2s',
-        // Notifications are only queued (no relay runs): both sides' outbox jobs are compared.
-        notifyUrl: 'http://127.0.0.1:9/paid',
+        // Routed deliveries are only written (no relay runs): both sides' rows are compared.
+        notify: 'paid',
       },
+      destinations: { paid: { url: 'http://127.0.0.1:9/paid', routedBy: 'handler' } },
     },
     proj: { handler: 'project' },
     projc: { handler: 'project', options: { createOn: ['thing.created'] } },
@@ -246,7 +250,7 @@ async function run(side: Side, batch: Batch): Promise<void> {
   for (const endpoint of ENDPOINTS) {
     if (batch[endpoint].length > 0) await side.claimer.claim(endpoint, batch[endpoint]);
   }
-  const deps = { pool: side.pool, boss: side.claimer.boss, logger };
+  const deps = { pool: side.pool, boss: side.claimer.boss, logger, destinations: routesFrom(config) };
   for (const endpoint of ENDPOINTS) {
     const fetched = await side.claimer.boss.fetch(applyQueue(endpoint), { batchSize: 100 });
     if (fetched.length === 0) continue;
@@ -310,29 +314,6 @@ function normalised(value: unknown): unknown {
 async function snapshot(db: pg.Pool, seed: number) {
   const prefix = `s${seed}\\_%`;
   const rows = async (sql: string) => normalised((await db.query(sql, [prefix])).rows);
-  const ledgerIds = new Map(
-    (
-      await db.query<{ invoice_id: string; id: string }>(
-        'SELECT invoice_id, id FROM billing.ledger_entries WHERE invoice_id LIKE $1',
-        [prefix],
-      )
-    ).rows.map((r) => [r.invoice_id, Number(r.id)]),
-  );
-  const outbox = (
-    await db.query<{
-      id: string;
-      state: string;
-      data: { key: string; payload: { body: Record<string, unknown> } };
-    }>(`SELECT id, state, data FROM pgboss.job WHERE name = $2 AND data->>'key' LIKE $1 ORDER BY id`, [
-      prefix,
-      outboxQueue('notify'),
-    ])
-  ).rows.map((job) => {
-    const { ledgerEntry, ...body } = job.data.payload.body;
-    // The notification names its own database's ledger row.
-    expect(ledgerEntry).toBe(ledgerIds.get(String(body.invoice)));
-    return normalised({ ...job, data: { ...job.data, payload: { ...job.data.payload, body } } });
-  });
   return {
     invoices: await rows(
       `SELECT id, customer_id, status, currency, amount_due, amount_paid, paid_at, voided_at, created_by, updated_by
@@ -357,7 +338,11 @@ async function snapshot(db: pg.Pool, seed: number) {
          LEFT JOIN pgboss.job j ON j.name = 'hookgate.apply.' || i.endpoint AND j.id = i.dispatch_job
         WHERE i.event_id LIKE $1 ORDER BY i.endpoint, i.event_id`,
     ),
-    outbox,
+    // What the billing handler routed: the event that booked each new ledger entry, no other.
+    routed: await rows(
+      `SELECT endpoint, destination, event_id, event_type, webhook_id, status
+         FROM hookgate.destination_deliveries WHERE event_id LIKE $1 ORDER BY endpoint, destination, event_id`,
+    ),
   };
 }
 
@@ -390,7 +375,10 @@ describe('a batch equals the same events applied one by one', () => {
       ).toEqual(b);
       for (const row of b.inbox as { status: string }[]) seen.outcomes.add(row.status);
       seen.ledger += (b.ledger as unknown[]).length;
-      seen.notifications += b.outbox.length;
+      // Once per new ledger entry: exactly the events that booked one were routed.
+      const booked = (b.ledger as { event_id: string }[]).map((row) => row.event_id).sort();
+      expect((b.routed as { event_id: string }[]).map((row) => row.event_id).sort()).toEqual(booked);
+      seen.notifications += (b.routed as unknown[]).length;
     }
     console.log(`apply-differential: ${runs} seeds, ${SEED_BASE} to ${SEED_BASE + runs - 1}`);
     expect([...seen.outcomes].sort()).toEqual(OUTCOMES);

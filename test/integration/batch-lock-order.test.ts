@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import { createProjectHandler } from '../../services/core/handlers/project.ts';
-import type { Handler, InboxEvent, OutboxMessage } from '../../services/core/handlers/types.ts';
+import type { Handler, InboxEvent } from '../../services/core/handlers/types.ts';
 import { silentLogger, stripeEvent } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
@@ -83,13 +83,12 @@ async function applyBatch(
         };
       },
     });
-    const messages: OutboxMessage[] = [];
     // As the worker does: the batch's locks first, then the set-based pass.
     await handler.lockBatch?.(tx, events);
     const results = await handler.applyBatch!(
       {
         tx,
-        outbox: () => ({ enqueue: async (message) => void messages.push(message) }),
+        route: () => {},
         logger: silentLogger,
       },
       events,

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Claim, claimBatch, claimDocument } from '../../services/core/inbox/claim.ts';
 import { CLAIM_STATEMENT_NAME } from '../../services/core/inbox/claim-sql.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { startBoss } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
 import { createTestDatabase, createTestPool, type TestDatabase } from '../support/database.ts';
@@ -27,7 +27,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
+  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker));
   // One connection, so every claim below runs on the connection that prepared the statement.
   pool = createTestPool(db.url, 'test-claim-plan', 1);
 }, 60_000);

@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { WAKEUP_CHANNEL } from '../../services/core/queue/wakeup.ts';
 import { startBoss } from '../support/apply.ts';
 import { plainClaim } from '../support/claims.ts';
@@ -27,7 +27,7 @@ let statements = 0;
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker), outboxPolicyFrom(config.relay));
+  await ensureQueues(boss, [ENDPOINT], retryPolicyFrom(config.worker));
   pool = createTestPool(db.url, 'test-round-trips');
   // Counts what the claim sends through its pooled client (the connection is real).
   const counted = new WeakSet<pg.PoolClient>();

@@ -65,7 +65,6 @@ describe('hookgate prune and destination deliveries', () => {
       inboxRows: 0,
       inboxRowsInPartitions: 0,
       inboxKeys: 0,
-      deliveries: 0,
       destinationDeliveries: 1,
       attempts: 0,
       audit: 0,

@@ -60,7 +60,6 @@ beforeAll(async () => {
           headers: { Authorization: 'Bearer ${LEDGER_API_KEY}' },
           retry: { limit: 0 },
         },
-        credentials: { url: `http://svc-user:p%40ss-word@127.0.0.1:${port}/in`, retry: { limit: 0 } },
       },
     },
   };
@@ -102,7 +101,7 @@ describe("a destination's secrets in what its receiver echoes", () => {
         status: string;
         last_error: string;
       }>(`SELECT destination, status, last_error FROM hookgate.destination_deliveries ORDER BY destination`);
-      return found.length === 2 && found.every((row) => row.status === 'dead') ? found : null;
+      return found.length === 1 && found.every((row) => row.status === 'dead') ? found : null;
     });
     // The relay's stop waits for every record and log line of the attempts in flight.
     await relay.stop();
@@ -133,9 +132,6 @@ describe("a destination's secrets in what its receiver echoes", () => {
     expect(echoing.error).toContain('{"token":"${LEDGER_TOKEN}"}; auth Bearer ${LEDGER_API_KEY}');
     expect(echoing.response_headers).toContain('x-echo: ${LEDGER_TOKEN}');
     expect(bytes.subarray(2).toString('utf16le')).toMatch(/^no such token: \$\{LEDGER_TOKEN\} /);
-    expect(rows.find((row) => row.destination === 'credentials')!.last_error).toBe(
-      `the request could not be built: Request cannot be constructed from a URL that includes credentials: http://[redacted]:[redacted]@${url.slice('http://'.length)}/in`,
-    );
     expect(logged.join('')).toContain('no such token: ${LEDGER_TOKEN}');
   });
 });

@@ -4,7 +4,6 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
-import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { ApplyFailed, applyEvent, silentLogger, startBoss, stripeEvent } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type FakeStripe, startFakeStripe } from '../support/fake-stripe.ts';
@@ -36,7 +35,6 @@ const apply = (event: ReturnType<typeof subEvent>) => applyEvent(db.pool, boss, 
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureOutboxQueues(boss);
   stripe = await startFakeStripe();
   billing = createBillingHandler({ stripeApiKey: KEY, stripeApiBase: stripe.url, stripeTimeout: '2s' }, deps);
 });

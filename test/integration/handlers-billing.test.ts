@@ -1,14 +1,13 @@
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { routesFrom, webhookIdFor } from '../../services/core/destinations/routes.ts';
 import { HookgateError } from '../../services/core/errors.ts';
 import { createBillingHandler } from '../../services/core/handlers/billing.ts';
 import type { Handler } from '../../services/core/handlers/types.ts';
-import { outboxQueue } from '../../services/core/queue/names.ts';
-import { ensureOutboxQueues } from '../../services/core/queue/queues.ts';
 import { applyJobs } from '../../services/worker/apply.ts';
 import {
-  applyEvent,
+  ApplyFailed,
   claimEvents,
   fetchWaiting,
   ONE_ATTEMPT,
@@ -17,8 +16,19 @@ import {
   stripeEvent,
 } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { workerConfig } from '../support/worker-harness.ts';
 
 const deps = { endpoint: 'stripe', logger: silentLogger, configDir: process.cwd() };
+/** billing's `notify` names a destination routed by the handler (no relay runs: rows are counted). */
+const destinations = routesFrom(
+  workerConfig({
+    stripe: {
+      handler: 'billing',
+      options: { notify: 'ledger' },
+      destinations: { ledger: { url: 'http://127.0.0.1:9/ledger', routedBy: 'handler' } },
+    },
+  }),
+);
 
 let db: TestDatabase;
 let boss: PgBoss;
@@ -56,24 +66,44 @@ async function status(id: string): Promise<string | undefined> {
   return (await db.pool.query('SELECT status FROM billing.invoices WHERE id = $1', [id])).rows[0]?.status;
 }
 
-/** Notification jobs queued (committed) for an invoice, whatever their state. */
+/** Deliveries to the `notify` destination (committed) of an invoice's events, whatever their state. */
 async function notifications(id: string): Promise<number> {
   const { rows } = await db.pool.query(
-    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND data->>'key' = $2`,
-    [outboxQueue('notify'), `${id}:paid`],
+    `SELECT count(*)::int AS n
+       FROM hookgate.destination_deliveries d
+       JOIN hookgate.inbox i ON i.endpoint = d.endpoint AND i.event_id = d.event_id
+      WHERE d.destination = 'ledger' AND i.payload #>> '{data,object,id}' = $1`,
+    [id],
   );
   return rows[0].n;
 }
 
-const apply = (event: ReturnType<typeof stripeEvent>, handler: Handler = billing, pool: pg.Pool = db.pool) =>
-  applyEvent(pool, boss, handler, event);
+/** The worker's path, with the endpoint's destinations: claimed, fetched, applied in one transaction. */
+async function apply(
+  event: ReturnType<typeof stripeEvent>,
+  handler: Handler = billing,
+  pool: pg.Pool = db.pool,
+): Promise<string> {
+  await claimEvents(pool, boss, [event]);
+  const jobs = await fetchWaiting(boss, event.endpoint);
+  const results = await applyJobs(
+    { pool, boss, logger: silentLogger, destinations },
+    event.endpoint,
+    handler,
+    jobs,
+    ONE_ATTEMPT,
+  );
+  const result = results.find((candidate) => candidate.eventId === event.eventId);
+  if (!result) throw new Error(`no job carried ${event.eventId}`);
+  if (['retry', 'dead', 'parked'].includes(result.outcome)) throw new ApplyFailed(result);
+  return result.outcome;
+}
 
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureOutboxQueues(boss);
   wide = new pg.Pool({ connectionString: db.url, max: 10 });
-  billing = createBillingHandler({ notifyUrl: 'http://127.0.0.1:9/notify' }, deps);
+  billing = createBillingHandler({ notify: 'ledger' }, deps);
 });
 
 afterAll(async () => {
@@ -94,7 +124,7 @@ describe('billing: invoices', () => {
     expect(await status(id)).toBe('draft');
   });
 
-  it('the same invoice.paid event twice books one ledger row and queues one notification', async () => {
+  it('the same invoice.paid event twice books one ledger row and routes one notification', async () => {
     await apply(created(id));
     const event = paid(id);
     expect(await apply(event)).toBe('processed');
@@ -120,7 +150,13 @@ describe('billing: invoices', () => {
     for (const c of clients) c.release();
     const results = await Promise.all(
       jobs.map((job) =>
-        applyJobs({ pool: wide, boss, logger: silentLogger }, 'stripe', handler, [job], ONE_ATTEMPT),
+        applyJobs(
+          { pool: wide, boss, logger: silentLogger, destinations },
+          'stripe',
+          handler,
+          [job],
+          ONE_ATTEMPT,
+        ),
       ),
     );
     return results.flat().map((result) => result.outcome);
@@ -233,20 +269,24 @@ describe('billing: invoices', () => {
     expect(await ledgerRows(id)).toHaveLength(1);
   });
 
-  it('the notification carries what the relay needs', async () => {
+  it('the notification is a delivery naming the endpoint, the destination and the event, nothing else', async () => {
     const event = paid(id);
     await apply(event);
     const { rows } = await db.pool.query(
-      `SELECT data FROM pgboss.job WHERE name = $1 AND data->>'key' = $2`,
-      [outboxQueue('notify'), `${id}:paid`],
+      `SELECT endpoint, destination, event_id, event_type, webhook_id, status
+         FROM hookgate.destination_deliveries WHERE event_id = $1`,
+      [event.eventId],
     );
-    expect(rows[0].data.payload).toMatchObject({
-      url: 'http://127.0.0.1:9/notify',
-      idempotencyKey: `${id}:paid`,
-      endpoint: 'stripe',
-      eventId: event.eventId,
-      body: { type: 'invoice.paid', invoice: id, amount: 1200, currency: 'eur', customer: 'cus_1' },
-    });
+    expect(rows).toEqual([
+      {
+        endpoint: 'stripe',
+        destination: 'ledger',
+        event_id: event.eventId,
+        event_type: 'invoice.paid',
+        webhook_id: webhookIdFor('stripe', event.eventId, 'ledger'),
+        status: 'pending',
+      },
+    ]);
   });
 
   it('other invoice events are ignored; a payload without an invoice id fails with a clear error', async () => {
@@ -270,13 +310,13 @@ describe('billing: options', () => {
     expect(attempt({ stripeApiBase: 'https://api.stripe.com/v1' })).toThrow(
       /stripe\.options\.stripeApiBase: must not have a path/,
     );
-    expect(attempt({ notifyUrl: 'not a url' })).toThrow(
-      /stripe\.options\.notifyUrl: must be an http\(s\) URL/,
+    expect(attempt({ notify: 'http://x.example/hook' })).toThrow(
+      /stripe\.options\.notify: must name one of the endpoint's destinations/,
     );
     expect(attempt({ stripeTimeout: 'soon' })).toThrow(
       /stripe\.options\.stripeTimeout: "soon" is not a duration/,
     );
-    expect(attempt({ notifyURL: 'http://x' })).toThrow(/stripe\.options\.notifyURL: unknown option/);
+    expect(attempt({ notifyUrl: 'http://x' })).toThrow(/stripe\.options\.notifyUrl: unknown option/);
     try {
       createBillingHandler({ stripeApiKey: '' }, deps);
       expect.unreachable();

@@ -19,6 +19,14 @@ import { bodyDigestOf, CLAIM_INBOX_ROWS } from '../../services/core/inbox/claim-
 import { inboxIsPartitioned, listInboxPartitions } from '../../services/core/inbox/partitions.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
+/** What migrating a database of the release before 0021 to the end applies: 0021 onwards, then the conversion. */
+const FROM_0021 = [
+  ...readMigrations()
+    .filter((migration) => migration.version >= 21)
+    .map(migrationName),
+  'inbox partitioned (online conversion)',
+];
+
 // Enough for several backfill batches of 10 000 (the interrupted run is killed in the second).
 const ROWS = 60_000;
 const CLAIMERS = 3;
@@ -458,14 +466,6 @@ async function interruptedMigrate(db: TestDatabase, pattern: RegExp, ready?: str
   expect(await inboxIsPartitioned(db.pool)).toBe(false);
 }
 
-/** What migrate applies from 0021 on, then the conversion (migrations later ones add come in between). */
-const fromPartitions = () => [
-  ...readMigrations()
-    .filter((migration) => migration.version >= 21)
-    .map(migrationName),
-  'inbox partitioned (online conversion)',
-];
-
 describe('hookgate migrate converts a populated inbox online', () => {
   it('while the previous release keeps claiming: every answer right, one row and one key per event', async () => {
     const { db, runtimeUrl } = await previousRelease();
@@ -473,7 +473,7 @@ describe('hookgate migrate converts a populated inbox online', () => {
     try {
       await claimers.waitForClaims(200);
       const run = await migrateToEnd(db);
-      expect(run.applied).toEqual(fromPartitions());
+      expect(run.applied).toEqual(FROM_0021);
       const before = claimers.claims.length;
       await claimers.waitForClaims(before + 200);
       await claimers.stop();
@@ -543,7 +543,7 @@ describe('hookgate migrate converts a populated inbox online', () => {
        SELECT 'sw-billing', 'pre_' || g, 'standard-webhooks', 't', '{}', 'processed', now() - make_interval(hours => g)
          FROM generate_series(1, 1000) g`,
     );
-    expect((await migrate(client, db.url)).applied).toEqual(fromPartitions());
+    expect((await migrate(client, db.url)).applied).toEqual(FROM_0021);
     const shape = async () =>
       (
         await db.pool.query(
@@ -590,7 +590,7 @@ describe('hookgate migrate behind a long reader of the inbox', () => {
     // Longer than the 2 s the statement waits, shorter than the switch's retries.
     await new Promise((resolve) => setTimeout(resolve, 3_000));
     await reader.query('COMMIT');
-    expect((await run).applied).toEqual(fromPartitions());
+    expect((await run).applied).toEqual(FROM_0021);
     expect(await inboxIsPartitioned(db.pool)).toBe(true);
   });
 });

@@ -1,13 +1,8 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { prune } from '../../services/core/inbox/prune.ts';
-import { applyQueue, outboxJobIdFor, outboxQueue } from '../../services/core/queue/names.ts';
-import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
-import { startRelays } from '../../services/worker/relay.ts';
-import { silentLogger } from '../support/apply.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';
@@ -20,60 +15,41 @@ import {
 } from '../support/worker-harness.ts';
 
 // Finished jobs are deleted by pg-boss's own maintenance (run by the supervising worker) soon
-// after they finish, with retention windows shortened to a second here. The inbox row and the
-// outbox delivery record stay. Whatever the job's state, a redelivery is a duplicate while the
-// row exists and is applied once the row is pruned (in a job of its own).
+// after they finish, with retention windows shortened to a second here. The inbox row stays.
+// Whatever the job's state, a redelivery is a duplicate while the row exists and is applied once
+// the row is pruned (in a job of its own).
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const DAY = 86_400_000;
 
-// The notifications' receiver: billing queues a notification only where it has a URL to go to.
-const sink = createServer((request, response) => {
-  request.resume();
-  request.on('end', () => response.writeHead(200).end());
-});
-
-function configFor(notifyUrl: string) {
-  const document = workerConfigDocument(
+const config = parseConfig(
+  workerConfigDocument(
     {
       redo: { handler: 'record' },
-      billing: { handler: 'billing', options: { notifyUrl } },
       kids: { handler: 'project', options: { createOn: ['thing.created'] } },
     },
     { completedJobRetention: '1s', maintenanceInterval: '1s' },
-  );
-  return parseConfig({ ...document, relay: { completedJobRetention: '1s' } }, {});
-}
+  ),
+  {},
+);
 
 let db: TestDatabase;
 let gateway: TestGateway;
 let worker: TestWorker;
 let claimer: Claimer;
-let relays: { stop(): Promise<void> };
 
 beforeAll(async () => {
-  await new Promise<void>((resolve) => sink.listen(0, '127.0.0.1', resolve));
-  const config = configFor(`http://127.0.0.1:${(sink.address() as AddressInfo).port}/paid`);
   db = await createTestDatabase();
   gateway = await startTestGateway(db.url, config);
   worker = await startTestWorker(db.url, config);
   claimer = await Claimer.start(db.url, config);
-  relays = await startRelays({
-    boss: worker.boss,
-    pool: worker.pool,
-    logger: silentLogger,
-    queues: outboxPolicyFrom(config.relay),
-    pollingIntervalSeconds: 0.5,
-  });
 });
 
 afterAll(async () => {
-  await relays?.stop();
   await worker?.stop();
   await claimer?.stop();
   await gateway?.stop();
   await db?.drop();
-  sink.close();
 });
 
 async function row(endpoint: string, eventId: string) {
@@ -141,17 +117,11 @@ async function pruneRow(endpoint: string, eventId: string): Promise<void> {
 describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
   it('the queues carry the configured retention', async () => {
     const { rows } = await db.pool.query(
-      `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name = ANY($1::text[]) ORDER BY name COLLATE "C"`,
-      [[applyQueue('redo'), outboxQueue('notify'), `${outboxQueue('notify')}.dead`]],
+      `SELECT name, deletion_seconds, retention_seconds FROM pgboss.queue WHERE name LIKE 'hookgate.%' ORDER BY name COLLATE "C"`,
     );
     expect(rows).toEqual([
+      { name: applyQueue('kids'), deletion_seconds: 1, retention_seconds: 90 * 86_400 },
       { name: applyQueue('redo'), deletion_seconds: 1, retention_seconds: 90 * 86_400 },
-      { name: outboxQueue('notify'), deletion_seconds: 1, retention_seconds: 14 * 86_400 },
-      {
-        name: `${outboxQueue('notify')}.dead`,
-        deletion_seconds: 30 * 86_400,
-        retention_seconds: 30 * 86_400,
-      },
     ]);
   });
 
@@ -179,40 +149,6 @@ describe('finished jobs are deleted soon', { timeout: 90_000 }, () => {
     expect(await row('redo', 'soon_2')).toMatchObject({ status: 'processed', attempts: 1 });
     await gone(await jobOfRow('redo', 'soon_2'), 'the second completed apply job');
     expect((await deliver('soon_2')).json.status).toBe('duplicate');
-  });
-
-  it('a completed outbox job is deleted; outbox_deliveries keeps the record', async () => {
-    const invoice = 'in_retention_1';
-    await claimer.claim('billing', [
-      {
-        eventId: 'evt_paid_1',
-        eventType: 'invoice.paid',
-        body: {
-          id: 'evt_paid_1',
-          type: 'invoice.paid',
-          data: {
-            object: { id: invoice, object: 'invoice', status: 'paid', amount_paid: 500, currency: 'eur' },
-          },
-        },
-      },
-    ]);
-    await processed('billing', 'evt_paid_1');
-    const key = `${invoice}:paid`;
-    const outboxId = outboxJobIdFor('notify', key);
-    // The premise: the apply queued the effect, and the relay delivered it.
-    await waitFor('the delivery settled', async () => {
-      const { rows } = await db.pool.query(
-        `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
-        [key],
-      );
-      return rows[0]?.status === 'delivered';
-    });
-    await gone(outboxId, 'the completed outbox job');
-    const { rows } = await db.pool.query(
-      `SELECT status FROM hookgate.outbox_deliveries WHERE kind = 'notify' AND key = $1`,
-      [key],
-    );
-    expect(rows).toEqual([{ status: 'delivered' }]);
   });
 
   it('an event that ends parked: every job that carried it is completed and deleted, the row stays parked', async () => {

@@ -24,7 +24,7 @@ beforeAll(async () => {
   hookgate = await startObservedHookgate(
     db.url,
     workerConfig({
-      traced: { handler: 'forward', options: { url: `${downstream.url}/hook` } },
+      traced: { handler: 'record', destinations: { hook: { url: `${downstream.url}/hook` } } },
       direct: { handler: 'record', mode: 'sync' },
       xero: { provider: 'xero', secrets: [XERO_KEY], handler: 'record' },
     }),
@@ -46,7 +46,7 @@ const spanCounts = (names: readonly string[], eventId: string) =>
   Object.fromEntries(names.map((name) => [name, named(name, eventId).length]));
 
 describe('traces', () => {
-  it("join the gateway's claim span and the worker's apply span (and the relay's forward) in one trace", async () => {
+  it("join the gateway's claim span, the worker's apply span and the destination's delivery in one trace", async () => {
     const delivery = standardWebhook(SECRET, { eventId: 'evt_traced' });
     // The provider's own trace context: the whole chain continues it.
     const providerTrace = '0af7651916cd43dd8448eb211c80319c';
@@ -56,27 +56,30 @@ describe('traces', () => {
     });
     expect(reply.status).toBe(200);
     await downstream.waitFor('/hook', 1);
-    await waitFor('forward span', async () => named('webhook.forward', 'evt_traced').length === 1);
+    await waitFor('delivery span', async () => named('webhook.deliver', 'evt_traced').length === 1);
 
     const [claim] = named('webhook.claim', 'evt_traced');
     const [apply] = named('webhook.apply', 'evt_traced');
-    const [forward] = named('webhook.forward', 'evt_traced');
-    expect(spanCounts(['webhook.claim', 'webhook.apply', 'webhook.forward'], 'evt_traced')).toEqual({
+    const [deliver] = named('webhook.deliver', 'evt_traced');
+    expect(spanCounts(['webhook.claim', 'webhook.apply', 'webhook.deliver'], 'evt_traced')).toEqual({
       'webhook.claim': 1,
       'webhook.apply': 1,
-      'webhook.forward': 1,
+      'webhook.deliver': 1,
     });
     expect(attribute(claim!, 'endpoint')).toBe('traced');
     expect(attribute(claim!, 'outcome')).toBe('accepted');
     expect(attribute(apply!, 'outcome')).toBe('applied');
-    expect(attribute(forward!, 'outcome')).toBe('delivered');
+    expect(attribute(deliver!, 'outcome')).toBe('delivered');
+    expect(attribute(deliver!, 'destination')).toBe('hook');
+    expect(attribute(deliver!, 'attempt')).toBe(1);
 
-    // One trace: the provider's; apply is the child of claim (across the inbox row), forward of apply.
+    // One trace: the provider's; apply and the delivery are children of claim (across the inbox
+    // row, whose traceparent the delivery's claim reads back).
     expect(claim!.spanContext().traceId).toBe(providerTrace);
     expect(apply!.spanContext().traceId).toBe(providerTrace);
-    expect(forward!.spanContext().traceId).toBe(providerTrace);
+    expect(deliver!.spanContext().traceId).toBe(providerTrace);
     expect(apply!.parentSpanContext?.spanId).toBe(claim!.spanContext().spanId);
-    expect(forward!.parentSpanContext?.spanId).toBe(apply!.spanContext().spanId);
+    expect(deliver!.parentSpanContext?.spanId).toBe(claim!.spanContext().spanId);
 
     // The HTTP server span continues the provider's context and names the route, on the
     // gateway's one webhook path (the same code runs untraced).

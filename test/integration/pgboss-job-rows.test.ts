@@ -7,10 +7,10 @@ import { insertJobs } from 'pg-boss/dist/plans.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INSERT_JOB_ROWS, PGBOSS_JOB_ROWS_VERSION } from '../../services/core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../services/core/queue/names.ts';
-import { DEFAULT_RETRY_POLICY, ensureQueues, outboxPolicyFrom } from '../../services/core/queue/queues.ts';
+import { DEFAULT_RETRY_POLICY, ensureQueues } from '../../services/core/queue/queues.ts';
 import { startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { REPO_ROOT, workerConfig } from '../support/worker-harness.ts';
+import { REPO_ROOT } from '../support/worker-harness.ts';
 
 // The claim writes pg-boss's job rows with its own SQL (services/core/queue/job-rows.ts), a copy
 // of what pg-boss 12.38.0's insert does for jobs with an id and data. These tests fail loudly if
@@ -26,12 +26,7 @@ const QUEUE = applyQueue(ENDPOINT);
 beforeAll(async () => {
   db = await createTestDatabase();
   boss = await startBoss(db.url);
-  await ensureQueues(
-    boss,
-    [ENDPOINT],
-    DEFAULT_RETRY_POLICY,
-    outboxPolicyFrom(workerConfig({ [ENDPOINT]: { handler: 'record' } }).relay),
-  );
+  await ensureQueues(boss, [ENDPOINT], DEFAULT_RETRY_POLICY);
 });
 
 afterAll(async () => {

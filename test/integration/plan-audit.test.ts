@@ -24,11 +24,9 @@ import { pauseEndpoint, resumeEndpoint } from '../../services/core/pause/pause.t
 import { dropQuarantined, listQuarantined, showQuarantined } from '../../services/core/quarantine/actions.ts';
 import { registerQuarantineMetrics } from '../../services/core/quarantine/metrics.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { outboxPolicyFrom } from '../../services/core/queue/queues.ts';
 import { registerBacklogMetrics } from '../../services/core/read-models/backlog.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
 import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
-import { startRelays } from '../../services/worker/relay.ts';
 import { silentLogger } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
@@ -45,11 +43,11 @@ import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../supp
 // inbox and job table on every claim as they grew.
 //
 // The audit records what really runs (a gateway and a worker in this process, deliveries over
-// HTTP, retries into dead, a forward to a local downstream, stats, backlog metrics, requeue,
+// HTTP, retries into dead, destinations (by filter and routed by billing) to a local downstream, stats, backlog metrics, requeue,
 // prune), then, for each distinct statement that can read a watched table, prepares it while the
 // tables are tiny (analysed, as autovacuum leaves a small table), forces the generic plan and
 // runs it more than five times (PostgreSQL then settles on a cached plan), grows the inbox, the
-// job table, the outbox, the counts and every table of plans.ts's WATCHED_HOOKGATE (destinations,
+// job table, the counts and every table of plans.ts's WATCHED_HOOKGATE (destinations,
 // audit, attempts, pause state, quarantine, reconciliation) to GROWN rows each, and asks for the
 // plan again:
 // - the custom plan (what an unnamed statement gets: planned for every execution) on the grown
@@ -66,7 +64,6 @@ let db: TestDatabase;
 let gateway: TestGateway;
 let worker: TestWorker;
 let downstream: FakeDownstream;
-let relays: { stop(): Promise<void> } | undefined;
 let destinationRelay: RunningDestinationRelay | undefined;
 let sent: SentStatement[] = [];
 
@@ -76,7 +73,11 @@ const endpoints = (downstreamUrl: string) => ({
     handler: 'project',
     extract: { entityId: '/data/id', version: '/data/version' },
   },
-  fwd: { handler: 'forward', options: { url: `${downstreamUrl}/hook`, timeout: '2s' } },
+  billed: {
+    handler: 'billing',
+    options: { notify: 'ledger' },
+    destinations: { ledger: { url: `${downstreamUrl}/ledger`, routedBy: 'handler' } },
+  },
   fails: { handler: `sql:SELECT CASE WHEN $1::jsonb #>> '{payload,data,fail}' = 'yes' THEN 'x' END` },
   sync: { handler: 'record', mode: 'sync' },
   dest: {
@@ -92,8 +93,13 @@ const endpoints = (downstreamUrl: string) => ({
   },
 });
 
-async function deliver(endpoint: string, eventId: string, data: Record<string, unknown>): Promise<void> {
-  const delivery = standardWebhook(SECRET, { eventId, data });
+async function deliver(
+  endpoint: string,
+  eventId: string,
+  data: Record<string, unknown>,
+  type?: string,
+): Promise<void> {
+  const delivery = standardWebhook(SECRET, { eventId, data, ...(type ? { type } : {}) });
   const reply = await post(`${gateway.url}/webhooks/${endpoint}`, delivery);
   expect(reply.status, JSON.stringify(reply.json)).toBe(200);
 }
@@ -114,13 +120,6 @@ beforeAll(async () => {
   try {
     gateway = await startTestGateway(db.url, config);
     worker = await startTestWorker(db.url, config);
-    relays = await startRelays({
-      boss: worker.boss,
-      pool: worker.pool,
-      logger: silentLogger,
-      queues: outboxPolicyFrom(config.relay),
-      pollingIntervalSeconds: 0.5,
-    });
     destinationRelay = startDestinationRelay({
       pool: worker.pool,
       routes: routesFrom(config),
@@ -131,15 +130,16 @@ beforeAll(async () => {
       await deliver('dest', `dest_${n}`, { id: `d${n}` });
       await deliver('rec', `rec_${n}`, { id: `r${n}` });
       await deliver('proj', `proj_${n}`, { id: `e${n % 3}`, version: n });
-      await deliver('fwd', `fwd_${n}`, { id: `f${n}` });
+      const invoice = { id: `in_${n}`, status: 'paid', amount_paid: 100 + n, currency: 'eur' };
+      await deliver('billed', `billed_${n}`, { object: invoice }, 'invoice.paid');
       await deliver('sync', `sync_${n}`, { id: `s${n}` });
       await deliver('fails', `fails_${n}`, { id: `x${n}`, fail: n % 4 === 0 ? 'yes' : 'no' });
       // Duplicates, as providers send them.
       if (n % 3 === 0) await deliver('rec', `rec_${n}`, { id: `r${n}` });
     }
     await waitFor('every event applied or dead', async () => (await unsettled()) === 0, 60_000);
-    // The forwards and the destination deliveries (the test's own reads would be audited too).
-    await waitFor('the forwards delivered', async () => downstream.requests.length >= 24, 30_000);
+    // The destination deliveries, by filter and routed (the test's own reads would be audited too).
+    await waitFor('the deliveries delivered', async () => downstream.requests.length >= 24, 30_000);
     // A verified delivery without a type: quarantined (the gateway's insert within the cap).
     const untyped = standardWebhook(SECRET, { eventId: 'untyped_1', body: '{"no":"type"}' });
     expect((await post(`${gateway.url}/webhooks/rec`, untyped)).json).toMatchObject({
@@ -209,10 +209,10 @@ async function cliCommands(): Promise<void> {
     await eventsListCommand({ endpoint: 'fails', status: 'dead', json: true });
     await eventsListCommand({ json: true });
     await eventsShowCommand({ eventId: 'fails_0', endpoint: 'fails', json: true });
-    await eventsShowCommand({ eventId: 'fwd_0', endpoint: 'fwd', json: true });
+    await eventsShowCommand({ eventId: 'billed_0', endpoint: 'billed', json: true });
     await eventsShowCommand({ eventId: 'dest_0', endpoint: 'dest', json: true });
     await auditCommand({ since: '1h', json: true });
-    await pruneCommand({ olderThan: '3d', outboxOlderThan: '3d', batch: 100, json: true });
+    await pruneCommand({ olderThan: '3d', deliveriesOlderThan: '3d', batch: 100, json: true });
   } finally {
     process.stdout.write = saved.write;
     if (saved.url === undefined) delete process.env.DATABASE_URL;
@@ -222,7 +222,6 @@ async function cliCommands(): Promise<void> {
 
 afterAll(async () => {
   await destinationRelay?.stop();
-  await relays?.stop();
   await worker?.stop();
   await gateway?.stop();
   await downstream?.close();
@@ -251,7 +250,7 @@ async function growRows(client: pg.ClientBase): Promise<void> {
   await client.query(
     `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, headers, status, attempts,
                                  received_at, processed_at)
-     SELECT (ARRAY['rec','proj','fwd','sync','fails'])[1 + n % 5], 'grown_' || n, 'standard-webhooks', 'thing.updated',
+     SELECT (ARRAY['rec','proj','billed','sync','fails'])[1 + n % 5], 'grown_' || n, 'standard-webhooks', 'thing.updated',
             jsonb_build_object('id', n), '{}',
             CASE WHEN n % 1000 = 0 THEN 'dead' WHEN n % 1000 = 1 THEN 'pending' ELSE 'processed' END,
             1, now() - (n % 43200) * interval '1 minute', now()
@@ -272,14 +271,8 @@ async function growRows(client: pg.ClientBase): Promise<void> {
     [GROWN, applyQueue('rec'), applyQueue('proj'), applyQueue('fails')],
   );
   await client.query(
-    `INSERT INTO hookgate.outbox_deliveries (kind, key, endpoint, url, status, attempts, settled_at)
-     SELECT 'forward', 'fwd:grown_' || n, 'fwd', 'http://127.0.0.1/hook', 'delivered', 1, now() - n * interval '1 second'
-       FROM generate_series(1, $1::int) AS n`,
-    [GROWN],
-  );
-  await client.query(
     `INSERT INTO hookgate.delivery_counts (endpoint, minute, shard, accepted, duplicate)
-     SELECT (ARRAY['rec','proj','fwd','sync','fails'])[1 + n % 5], date_trunc('minute', now()) - (n / 50) * interval '1 minute',
+     SELECT (ARRAY['rec','proj','billed','sync','fails'])[1 + n % 5], date_trunc('minute', now()) - (n / 50) * interval '1 minute',
             (n % 50)::smallint, 10, 2
        FROM generate_series(1, $1::int) AS n`,
     [GROWN],
@@ -287,7 +280,7 @@ async function growRows(client: pg.ClientBase): Promise<void> {
   await growNewerTables(client);
 }
 
-const ENDPOINTS_SQL = `(ARRAY['rec','proj','fwd','sync','fails','dest'])[1 + n % 6]`;
+const ENDPOINTS_SQL = `(ARRAY['rec','proj','billed','sync','fails','dest'])[1 + n % 6]`;
 
 /** The tables of operations, destinations, quarantine and reconciliation, grown the same way. */
 async function growNewerTables(client: pg.ClientBase): Promise<void> {
@@ -403,9 +396,8 @@ describe('the plans of every statement on a hot path', () => {
         for (let n = 0; n < 6; n += 1) await statement.explain('auto');
       }
       await grow(client);
-      const sizes = await client.query<{ inbox: number; jobs: number; outbox: number; counts: number }>(
+      const sizes = await client.query<{ inbox: number; jobs: number; counts: number }>(
         `SELECT (SELECT count(*)::int FROM hookgate.inbox) AS inbox, (SELECT count(*)::int FROM pgboss.job) AS jobs,
-                (SELECT count(*)::int FROM hookgate.outbox_deliveries) AS outbox,
                 (SELECT count(*)::int FROM hookgate.delivery_counts) AS counts`,
       );
       for (const size of Object.values(sizes.rows[0]!)) expect(size).toBeGreaterThanOrEqual(GROWN);

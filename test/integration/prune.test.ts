@@ -1,8 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
+import {
+  insertDeliveries,
+  PRUNE_DELIVERIES_BATCH,
+  pruneDestinationDeliveries,
+} from '../../services/core/destinations/deliveries.ts';
 import { PRUNE_INBOX_ROWS_BATCH } from '../../services/core/inbox/partitions.ts';
 import { type PruneProgress, prune, pruneInbox } from '../../services/core/inbox/prune.ts';
-import { PRUNE_DELIVERIES_BATCH, pruneDeliveries } from '../../services/core/outbox/deliveries.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;
@@ -16,6 +20,22 @@ afterAll(async () => {
 });
 
 const DAY = 86_400_000;
+
+/** Destination delivery rows (pending) for these event ids, to settle as a test needs. */
+async function deliveries(eventIds: readonly string[]): Promise<void> {
+  await insertDeliveries(
+    db.pool,
+    'ep',
+    eventIds.map((eventId) => ({
+      destination: 'd',
+      eventId,
+      eventType: 't',
+      webhookId: `msg_${eventId}`,
+      entityKey: null,
+      entityVersion: null,
+    })),
+  );
+}
 
 async function row(eventId: string, status: string, ageDays: number): Promise<void> {
   await db.pool.query(
@@ -32,11 +52,11 @@ describe('prune', () => {
       await row(`new_${status}`, status, 1);
     }
     for (let i = 0; i < 5; i += 1) await row(`old_extra_${i}`, 'processed', 50);
+    await deliveries(['old', 'recent', 'stuck']);
     await db.pool.query(
-      `INSERT INTO hookgate.outbox_deliveries (kind, key, status, settled_at)
-       VALUES ('notify', 'old', 'delivered', now() - interval '100 days'),
-              ('notify', 'recent', 'delivered', now() - interval '10 days'),
-              ('notify', 'stuck', 'dead', now() - interval '100 days')`,
+      `UPDATE hookgate.destination_deliveries
+          SET status = CASE event_id WHEN 'stuck' THEN 'dead' ELSE 'delivered' END,
+              settled_at = now() - CASE event_id WHEN 'recent' THEN interval '10 days' ELSE interval '100 days' END`,
     );
     // The attempt history goes with the inbox window (three old rows, in two chunks of 2).
     await db.pool.query(
@@ -66,8 +86,7 @@ describe('prune', () => {
       inboxPartitions: 0,
       inboxPartitionsLeft: [],
       inboxRows: 8,
-      deliveries: 1,
-      destinationDeliveries: 0,
+      destinationDeliveries: 1,
       attempts: 3,
       audit: 1,
       quarantine: 0,
@@ -89,8 +108,10 @@ describe('prune', () => {
       'old_parked',
       'old_pending',
     ]);
-    const deliveries = await db.pool.query('SELECT key FROM hookgate.outbox_deliveries ORDER BY key');
-    expect(deliveries.rows.map((r) => r.key)).toEqual(['recent', 'stuck']);
+    const kept = await db.pool.query(
+      'SELECT event_id FROM hookgate.destination_deliveries ORDER BY event_id',
+    );
+    expect(kept.rows.map((r) => r.event_id)).toEqual(['recent', 'stuck']);
   });
 });
 
@@ -168,18 +189,17 @@ describe('prune in bounded batches', () => {
     expect(left.rows[0]!.n).toBe(6);
   });
 
-  it('walks delivery records the same way: settled ones only', async () => {
-    await db.pool.query('DELETE FROM hookgate.outbox_deliveries');
+  it('walks destination deliveries the same way: delivered ones only', async () => {
+    await db.pool.query('DELETE FROM hookgate.destination_deliveries');
+    await deliveries(['old_1', 'old_2', 'old_3', 'old_4', 'old_5', 'dead', 'recent']);
     await db.pool.query(
-      `INSERT INTO hookgate.outbox_deliveries (kind, key, status, settled_at)
-       SELECT 'notify', 'old_' || g, CASE WHEN g % 2 = 0 THEN 'delivered' ELSE 'nowhere' END,
-              now() - interval '100 days' + g * interval '1 second'
-         FROM generate_series(1, 5) AS g
-       UNION ALL VALUES ('notify', 'dead', 'dead', now() - interval '100 days'),
-                        ('notify', 'recent', 'delivered', now() - interval '1 day')`,
+      `UPDATE hookgate.destination_deliveries
+          SET status = CASE event_id WHEN 'dead' THEN 'dead' ELSE 'delivered' END,
+              settled_at = CASE event_id WHEN 'recent' THEN now() - interval '1 day'
+                                ELSE now() - interval '100 days' + id * interval '1 second' END`,
     );
     const batches: number[] = [];
-    const counts = await pruneDeliveries(db.pool, {
+    const counts = await pruneDestinationDeliveries(db.pool, {
       olderThan: 90 * DAY,
       batchSize: 2,
       onBatch: (p) => {
@@ -188,8 +208,10 @@ describe('prune in bounded batches', () => {
     });
     expect(counts).toMatchObject({ rows: 5, batches: 3 });
     expect(batches).toEqual([2, 2, 1]);
-    const left = await db.pool.query('SELECT key FROM hookgate.outbox_deliveries ORDER BY key');
-    expect(left.rows.map((r) => r.key)).toEqual(['dead', 'recent']);
+    const left = await db.pool.query(
+      'SELECT event_id FROM hookgate.destination_deliveries ORDER BY event_id',
+    );
+    expect(left.rows.map((r) => r.event_id)).toEqual(['dead', 'recent']);
   });
 });
 
@@ -202,7 +224,7 @@ async function plan(sql: string, params: unknown[]): Promise<string> {
 describe('each prune batch reads an index from its cursor, never the whole table', () => {
   beforeAll(async () => {
     await db.pool.query('DELETE FROM hookgate.inbox');
-    await db.pool.query('DELETE FROM hookgate.outbox_deliveries');
+    await db.pool.query('DELETE FROM hookgate.destination_deliveries');
     // Enough rows that a sequential scan would be the planner's choice if no index served.
     await db.pool.query(
       `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, status, received_at)
@@ -210,11 +232,11 @@ describe('each prune batch reads an index from its cursor, never the whole table
          FROM generate_series(1, 50000) AS g`,
     );
     await db.pool.query(
-      `INSERT INTO hookgate.outbox_deliveries (kind, key, status, settled_at)
-       SELECT 'notify', 'plan_' || g, 'delivered', now() - g * interval '1 minute'
+      `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status, settled_at)
+       SELECT 'ep', 'd', 'plan_' || g, 't', 'msg_plan_' || g, 'delivered', now() - g * interval '1 minute'
          FROM generate_series(1, 50000) AS g`,
     );
-    await db.pool.query('ANALYZE hookgate.inbox, hookgate.outbox_deliveries');
+    await db.pool.query('ANALYZE hookgate.inbox, hookgate.destination_deliveries');
   });
 
   it('inbox: rows no day partition holds, by their received_at index, deleted by key', async () => {
@@ -224,10 +246,11 @@ describe('each prune batch reads an index from its cursor, never the whole table
     expect(text).not.toMatch(/Seq Scan on inbox_unpartitioned/);
   });
 
-  it('delivery records: outbox_deliveries_settled_idx, rows deleted by ctid', async () => {
+  it('destination deliveries: destination_deliveries_settled_idx, rows deleted by id', async () => {
     const text = await plan(PRUNE_DELIVERIES_BATCH, ['-infinity', new Date(Date.now() - 30 * DAY), 5000]);
-    expect(text).toMatch(/Index Scan using outbox_deliveries_settled_idx on outbox_deliveries/);
-    expect(text).toMatch(/Tid Scan on outbox_deliveries/);
+    expect(text).toMatch(
+      /Index (Only )?Scan using destination_deliveries_settled_idx on destination_deliveries/,
+    );
     expect(text).not.toMatch(/Seq Scan/);
   });
 });

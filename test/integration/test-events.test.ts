@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { collectStats, renderStats } from '../../services/cli/commands/stats.ts';
 import { TEST_EVENT_TYPE } from '../../services/core/handlers/test-event.ts';
-import { outboxQueue } from '../../services/core/queue/names.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   Claimer,
@@ -44,7 +43,8 @@ beforeAll(async () => {
     proj: { handler: 'project' },
     // No stripeApiKey: subscription events end dead at once (option_missing).
     bill: { handler: 'billing' },
-    fwd: { handler: 'forward', options: { url: 'http://127.0.0.1:9/downstream' } },
+    // A destination (no relay runs here): only the real event gets a delivery row.
+    dest: { handler: 'record', destinations: { down: { url: 'http://127.0.0.1:9/downstream' } } },
     sqlh: {
       handler: `sql:INSERT INTO app.applied (event_id, via) VALUES ($1::jsonb->>'event_id', 'sql')`,
     },
@@ -73,7 +73,7 @@ const statuses = async () =>
 describe('test events', () => {
   it('settle ignored on every handler with no business write; real events beside them apply', async () => {
     const entity = (n: number) => ({ entityType: 'thing', entityId: `t${n}`, version: 1 });
-    for (const endpoint of ['rec', 'proj', 'fwd', 'sqlh', 'mod']) {
+    for (const endpoint of ['rec', 'proj', 'dest', 'sqlh', 'mod']) {
       // Several test events in one claim, so they share batches with the real event.
       await claimer.claim(endpoint, [
         { eventId: 'test_1', eventType: TEST_EVENT_TYPE, ...entity(1) },
@@ -103,7 +103,7 @@ describe('test events', () => {
       return rows.length === 18 && rows.every((row) => row.status !== 'pending');
     });
     const rows = await statuses();
-    for (const endpoint of ['rec', 'proj', 'bill', 'fwd', 'sqlh', 'mod']) {
+    for (const endpoint of ['rec', 'proj', 'bill', 'dest', 'sqlh', 'mod']) {
       expect(rows.get(`${endpoint}/test_1`)?.status, endpoint).toBe('ignored');
       expect(rows.get(`${endpoint}/test_2`)?.status, endpoint).toBe('ignored');
       expect(rows.get(`${endpoint}/real_1`)?.status, endpoint).toBe('processed');
@@ -119,11 +119,10 @@ describe('test events', () => {
       { event_id: 'real_1', via: 'module' },
       { event_id: 'real_1', via: 'sql' },
     ]);
-    const forwarded = await db.pool.query<{ key: string }>(
-      `SELECT data->>'key' AS key FROM pgboss.job WHERE name = $1`,
-      [outboxQueue('forward')],
+    const delivered = await db.pool.query<{ key: string }>(
+      `SELECT endpoint || ':' || destination || ':' || event_id AS key FROM hookgate.destination_deliveries`,
     );
-    expect(forwarded.rows.map((row) => row.key)).toEqual(['fwd:real_1']);
+    expect(delivered.rows.map((row) => row.key)).toEqual(['dest:down:real_1']);
 
     // stats: the test events in a column of their own, not among the ignored ones.
     const report = await collectStats(db.pool, new Date(Date.now() - 3_600_000), null, []);

@@ -5,7 +5,7 @@ import type { Handler, InboxEvent } from '../../services/core/handlers/types.ts'
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { applyQueue, eventIdsOf, PGBOSS_SCHEMA } from '../../services/core/queue/names.ts';
-import { ensureApplyQueues } from '../../services/core/queue/queues.ts';
+import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { applyJobs, type FetchedJob, type JobPolicy } from '../../services/worker/apply.ts';
 
 // Handler tests go through the real path: the event is claimed as the gateway claims it (inbox
@@ -38,8 +38,7 @@ async function queueFor(boss: PgBoss, endpoint: string): Promise<void> {
   const known = queues.get(boss) ?? new Set<string>();
   queues.set(boss, known);
   if (known.has(endpoint)) return;
-  // The apply queue only: a test's outbox queue settings (short relay retries) stay as it made them.
-  await ensureApplyQueues(boss, [endpoint]);
+  await ensureQueues(boss, [endpoint]);
   known.add(endpoint);
 }
 

@@ -30,7 +30,6 @@ export async function startObservedHookgate(databaseUrl: string, config: Config)
     host: '127.0.0.1',
     metricsPort: 0,
     metricsHost: '127.0.0.1',
-    relayPollingIntervalSeconds: 0.5,
     // No cache: the test reads the database and the metrics back to back.
     backlogCacheMs: 0,
   });

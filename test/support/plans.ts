@@ -11,7 +11,6 @@ const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as {
 /** hookgate's tables the audit watches (pg-boss's job tables besides). */
 export const WATCHED_HOOKGATE = [
   'inbox',
-  'outbox_deliveries',
   'delivery_counts',
   'destination_deliveries',
   'destination_attempts',

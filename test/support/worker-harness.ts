@@ -12,7 +12,7 @@ import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../services/core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { type RunningWorker, startWorker } from '../../services/worker/worker.ts';
 import { reportLongWait } from './long-wait.ts';
 
@@ -104,12 +104,7 @@ export class Claimer {
     });
     boss.on('error', () => {});
     await boss.start();
-    await ensureQueues(
-      boss,
-      Object.keys(config.endpoints),
-      retryPolicyFrom(config.worker),
-      outboxPolicyFrom(config.relay),
-    );
+    await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
     return new Claimer(pool, boss, config.worker.batchSize);
   }
 
@@ -180,12 +175,7 @@ export async function startTestWorker(
   });
   boss.on('error', () => {});
   await boss.start();
-  await ensureQueues(
-    boss,
-    Object.keys(config.endpoints),
-    retryPolicyFrom(config.worker),
-    outboxPolicyFrom(config.relay),
-  );
+  await ensureQueues(boss, Object.keys(config.endpoints), retryPolicyFrom(config.worker));
   const worker = await startWorker({
     config,
     pool,

@@ -33,7 +33,7 @@ describe('configuration problems are all reported at once', () => {
           handler: 'project',
           options: { state: 'no', extra: 1 },
         },
-        fwd: { provider: 'stripe', secrets: ['whsec_x'], handler: 'forward', options: { url: 42 } },
+        bill: { provider: 'stripe', secrets: ['whsec_x'], handler: 'billing', options: { notify: 'ledger' } },
         mod: { provider: 'stripe', secrets: ['whsec_x'], handler: 'module:./x.js', options: { anything: 1 } },
       },
     });
@@ -46,7 +46,9 @@ describe('configuration problems are all reported at once', () => {
         'endpoints.hm.hmac: is required when provider is hmac',
         expect.stringMatching(/^endpoints\.proj\.options\.state: must be a JSON pointer/),
         'endpoints.proj.options.extra: unknown option',
-        expect.stringMatching(/^endpoints\.fwd\.options\.url: /),
+        expect.stringMatching(
+          /^endpoints\.bill\.options\.notify: names destination ledger, which this endpoint does not have/,
+        ),
       ]),
     );
     // module: handlers validate their own options when loaded.

@@ -27,6 +27,7 @@ describe('destinations in the configuration', () => {
     expect(config.endpoints.pay?.handler).toBe('billing');
     expect(config.endpoints.pay?.destinations?.ledger).toEqual({
       url: 'https://ledger.example/hooks',
+      routedBy: 'filter',
       timeout: 10_000,
       retry: { limit: 10, backoff: 5_000, max: 900_000, jitter: 0.2 },
       body: 'event',

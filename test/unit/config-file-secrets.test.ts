@@ -92,7 +92,22 @@ describe('${file:/path}', () => {
     expect(message).not.toContain(SECRET);
   });
 
-  it('is refused in a relay URL option, which the relay resolves from its environment when it sends', () => {
+  it('in a destination URL is read at load like any value; a refused forward handler shows it as written, never its content', () => {
+    const config = parseConfig(
+      {
+        endpoints: {
+          out: {
+            provider: 'stripe',
+            secrets: ['s'],
+            destinations: { down: { url: `https://hooks.example.com/in?token=\${file:${stripeFile}}` } },
+          },
+        },
+      },
+      {},
+    );
+    expect(config.endpoints.out?.destinations?.down?.url).toBe(
+      `https://hooks.example.com/in?token=${SECRET}`,
+    );
     const message = problems({
       endpoints: {
         fwd: {
@@ -103,7 +118,8 @@ describe('${file:/path}', () => {
         },
       },
     });
-    expect(message).toContain('endpoints.fwd.options.url: ${file:…} is not read here');
+    expect(message).toContain(`url: https://hooks.example.com/in?token=\${file:${stripeFile}}`);
+    expect(message).not.toContain(SECRET);
   });
 
   it('a file secret the provider refuses is named by its key, never by its content', () => {

@@ -23,7 +23,7 @@ describe('configuration', () => {
     const config = parseConfig({ endpoints: { pay: endpoint } }, {});
     expect(config.server.bodyLimit).toBe(1024 * 1024);
     expect(config.server.maxBufferedBytes).toBe(64 * 1024 * 1024);
-    expect(config.relay).toMatchObject({ retryLimit: 10, retryDelay: 5_000, expireIn: 300_000 });
+    expect(config.relay).toEqual({ pollingInterval: 500 });
     expect(config.claim).toEqual({
       maxBatch: 200,
       maxWait: 2,
@@ -70,8 +70,8 @@ describe('configuration', () => {
     );
     const config = (section: string, values: Record<string, unknown>) =>
       problem({ endpoints: { pay: endpoint }, [section]: values });
-    expect(config('relay', { expireIn: '1m' })).toContain(
-      'relay.expireIn: 1m is shorter than the 130s minimum',
+    expect(config('relay', { pollingInterval: '10ms' })).toContain(
+      'relay.pollingInterval: 10ms is shorter than the 50ms minimum',
     );
     expect(config('worker', { retryDelayMax: '3d' })).toContain(
       'worker.retryDelayMax: 3d is longer than the 1d maximum',

@@ -1,6 +1,7 @@
 import { Webhook } from 'standardwebhooks';
 import { describe, expect, it } from 'vitest';
-import { requestHeaders, retryDelayMs } from '../../services/worker/destination-request.ts';
+import { retryAfterSecondsOf as retryAfterSeconds } from '../../services/worker/destination-http.ts';
+import { headerValue, requestHeaders, retryDelayMs } from '../../services/worker/destination-request.ts';
 
 const NEW = `whsec_${Buffer.from('the new signing secret').toString('base64')}`;
 const OLD = `whsec_${Buffer.from('the old signing secret').toString('base64')}`;
@@ -61,5 +62,33 @@ describe('the retry schedule', () => {
   it('waits at least what Retry-After asked, within the cap', () => {
     expect(retryDelayMs(retry, 1, 5, () => 0)).toBe(5_000);
     expect(retryDelayMs(retry, 1, 3_600, () => 0)).toBe(10_000);
+  });
+});
+
+describe('Retry-After', () => {
+  it('reads delay-seconds and HTTP-dates, and nothing else', () => {
+    const now = Date.parse('2026-11-30T12:00:00Z');
+    expect(retryAfterSeconds('120', now)).toBe(120);
+    expect(retryAfterSeconds(' 0 ', now)).toBe(0);
+    expect(retryAfterSeconds('Mon, 30 Nov 2026 12:00:30 GMT', now)).toBe(30);
+    expect(retryAfterSeconds('Mon, 30 Nov 2026 11:00:00 GMT', now)).toBe(0);
+    expect(retryAfterSeconds(null, now)).toBeNull();
+    expect(retryAfterSeconds('soon', now)).toBeNull();
+    expect(retryAfterSeconds('-5', now)).toBeNull();
+    expect(retryAfterSeconds('2026', now)).toBe(2026);
+  });
+});
+
+describe('header values from the provider', () => {
+  it('go as they are when legal, else percent-encoded (UTF-8), one-to-one', () => {
+    expect(headerValue('evt_plain-5:a/b')).toBe('evt_plain-5:a/b');
+    expect(headerValue('order placed')).toBe('order placed');
+    expect(headerValue('a\r\nx-injected: 1')).toBe('a%0D%0Ax-injected:%201');
+    expect(headerValue('évt')).toBe('%C3%A9vt');
+    // `%` itself is encoded: a value with an escape and one with the character stay apart.
+    expect(headerValue('evt-6-\n')).toBe('evt-6-%0A');
+    expect(headerValue('evt-6-%0A')).toBe('evt-6-%250A');
+    for (const value of ['a\r\nb', 'évt-3-✓-😀', ' leading', 'trailing ', 'x%41'])
+      expect(decodeURIComponent(headerValue(value))).toBe(value);
   });
 });

@@ -48,7 +48,6 @@ describe('events show: the timeline', () => {
   it('a failing event waiting for its next attempt says when it is due and why the last failed', () => {
     const entries = timeline(
       event({ attempts: 2, last_error: 'handler_error: downstream timed out' }),
-      [],
       job({ state: 'retry', retry_count: 1, started_on: at(30), completed_on: null, start_after: at(90) }),
     );
     expect(entries).toEqual([
@@ -64,7 +63,6 @@ describe('events show: the timeline', () => {
   it('once pg-boss has deleted the job, the facts stay, their times marked as not kept', () => {
     const entries = timeline(
       event({ status: 'dead', attempts: 4, requeued_attempts: 3, last_error: 'option_missing: set it' }),
-      [],
       null,
     );
     expect(entries).toEqual([
@@ -76,9 +74,7 @@ describe('events show: the timeline', () => {
 
   it('a processed event: received, its attempt, settled', () => {
     expect(
-      timeline(event({ status: 'processed', attempts: 1, processed_at: at(2) }), [], job({})).map(
-        (e) => e.what,
-      ),
+      timeline(event({ status: 'processed', attempts: 1, processed_at: at(2) }), job({})).map((e) => e.what),
     ).toEqual(['received', 'attempt 1 started', 'settled processed after 1 attempt(s)']);
   });
 });

@@ -45,11 +45,6 @@ const OWNERS: Record<string, readonly string[]> = {
     'services/console/read-models/',
     'services/core/db/roles.ts',
   ],
-  'hookgate.outbox_deliveries': [
-    'services/core/outbox/',
-    'services/core/read-models/',
-    'services/console/read-models/',
-  ],
   // Destinations (migration 0014): the claim and the statistics join their state tables.
   'hookgate.destination_deliveries': [
     'services/core/destinations/',

@@ -290,7 +290,7 @@ The most PostgreSQL connections the release may hold at once, as JSON (load/READ
 rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
 Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares):
 gateway: config.database.poolSize + 2 (pg-boss); worker: the larger of config.worker.poolSize
-and endpoints × worker.concurrency + 2 × relay.concurrency + 2 + the destination relay's (per
+and endpoints × worker.concurrency + 2 + the destination relay's (per
 destination 1, plus its concurrency with a breaker; plus 1 for the records when there is any
 destination), plus 6 (pg-boss) and 1 (its wake-up listener); console (when enabled):
 config.console.poolSize + 2 + 2 (pg-boss).
@@ -307,7 +307,7 @@ config.console.poolSize + 2 + 2 (pg-boss).
 {{- end }}
 {{- end }}
 {{- if gt $destinations 0 }}{{- $destinationConnections = add1 $destinationConnections }}{{- end }}
-{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" 2 $c))) (mul 2 (int (dig "relay" "concurrency" 2 $c))) 2 $destinationConnections }}
+{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" 2 $c))) 2 $destinationConnections }}
 {{- $gatewayPerPod := add (int (dig "database" "poolSize" 10 $c)) 2 }}
 {{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) 6 1 }}
 {{- $gatewayReplicas := ternary .Values.gateway.autoscaling.maxReplicas .Values.gateway.replicaCount .Values.gateway.autoscaling.enabled | int }}

@@ -8,10 +8,7 @@ import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
 import { describeVersion } from '../../core/providers/version.ts';
 import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
 import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
-import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
 import {
-  type Delivery,
-  EVENT_DELIVERIES,
   LIST_EVENTS,
   type ListedEvent,
   SHOW_EVENT,
@@ -92,11 +89,11 @@ export interface TimelineEntry {
 /**
  * Every state change hookgate knows of, oldest first: from the inbox row (received, attempts,
  * last error, requeued, settled) and, while pg-boss keeps it, the event's apply job (the times of
- * the requeue, of the latest attempt, of the next one and of the end); then downstream deliveries.
+ * the requeue, of the latest attempt, of the next one and of the end). Deliveries to destinations
+ * are listed apart (destinationLines).
  */
 export function timeline(
   event: ShownEvent,
-  deliveries: readonly Delivery[],
   job: ApplyJobTimes | null,
   actions: readonly Pick<AuditRow, 'at' | 'actor' | 'command' | 'reason'>[] = [],
   attempts: readonly AttemptRow[] = [],
@@ -161,22 +158,6 @@ export function timeline(
       what: `ended ${event.status} after ${event.attempts} attempt(s)${lastError}`,
     });
   }
-  for (const delivery of deliveries) {
-    entries.push({
-      at: delivery.first_attempt_at,
-      what: `${delivery.kind}: first attempt to ${delivery.url ?? '(no URL)'}`,
-    });
-    if (delivery.settled_at)
-      entries.push({
-        at: delivery.settled_at,
-        what: `${delivery.kind}: ${delivery.status}${delivery.http_status ? ` (HTTP ${delivery.http_status})` : ''} after ${delivery.attempts} attempt(s)`,
-      });
-    else
-      entries.push({
-        at: delivery.last_attempt_at,
-        what: `${delivery.kind}: ${delivery.status} after ${delivery.attempts} attempt(s)${delivery.last_error ? `: ${delivery.last_error}` : ''}`,
-      });
-  }
   // An entry without a time stays after the one before it (the order the facts happened in).
   let previous = event.received_at.getTime();
   const keyed = entries.map((entry, index) => {
@@ -194,15 +175,13 @@ async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
   if (!event) {
     throw new HookgateError('event_unknown', `No event "${eventId}" on endpoint ${endpoint}.`);
   }
-  const deliveries = (await pool.query<Delivery>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
-    .rows;
   // Rows claimed before dispatch jobs existed name none: theirs was the one derived from the event.
   const jobId = event.dispatch_job ?? jobIdFor(endpoint, eventId);
   const job =
     (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
   const actions = await actionsOnEvent(pool, endpoint, eventId);
   const attempts = await attemptsOf(pool, endpoint, eventId);
-  return { event, deliveries, job, actions, attempts };
+  return { event, job, actions, attempts };
 }
 
 /** Each destination's filter decision and delivery (docs/destinations.md); nothing without destinations. */
@@ -214,7 +193,15 @@ function destinationLines(destinations: readonly EventDestination[]): string[] {
     'destinations',
     ...destinations.map((d) => {
       const decision =
-        d.matches === null ? 'no longer configured' : d.matches ? 'matches' : `filtered out (${d.reason})`;
+        d.matches === null
+          ? 'no longer configured'
+          : d.routedBy === 'handler'
+            ? d.matches
+              ? 'routed by the handler'
+              : 'not routed here by the handler'
+            : d.matches
+              ? 'matches'
+              : `filtered out (${d.reason})`;
       const delivery = d.delivery
         ? `; delivery ${d.delivery.id} ${d.delivery.status}, ${d.delivery.attempts} attempt(s)`
         : d.matches
@@ -244,12 +231,8 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
   if (config && options.endpoint !== undefined) requireEndpoint(config, options.endpoint);
   await withCommandPool('events', 30_000, async (pool) => {
     await checkEndpointFilter(pool, config, options.endpoint);
-    const { event, deliveries, job, actions, attempts } = await loadEvent(
-      pool,
-      options.endpoint,
-      options.eventId,
-    );
-    const events = timeline(event, deliveries, job, actions, attempts);
+    const { event, job, actions, attempts } = await loadEvent(pool, options.endpoint, options.eventId);
+    const events = timeline(event, job, actions, attempts);
     const destinations = await eventDestinations(pool, config, {
       endpoint: event.endpoint,
       eventId: event.event_id,
@@ -257,7 +240,7 @@ export async function eventsShowCommand(raw: unknown): Promise<void> {
       payload: event.payload,
     });
     if (options.json) {
-      printJson({ ...event, deliveries, destinations, attempt_history: attempts, timeline: events });
+      printJson({ ...event, destinations, attempt_history: attempts, timeline: events });
       return;
     }
     const lines = [

@@ -24,7 +24,7 @@ const MIN_WINDOW = 3 * DAY;
 export const pruneOptionsSchema = z
   .strictObject({
     olderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
-    outboxOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
+    deliveriesOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')),
     auditOlderThan: durationMs.pipe(z.number().min(86_400_000, 'must be at least 1d')).optional(),
     quarantineOlderThan: durationMs.pipe(z.number().min(60_000, 'must be at least 1m')).optional(),
     batch: z.coerce.number().int().min(100).max(100_000),
@@ -38,25 +38,20 @@ export const pruneOptionsSchema = z
   })
   .superRefine((options, ctx) => {
     if (options.force) return;
-    if (options.olderThan < MIN_WINDOW)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['olderThan'],
-        message:
-          "is under 3d, the providers' retry window: payloads would go while their events may still be delivered again (their keys stay for dedupe.horizon) (--force to do it anyway)",
-      });
-    if (options.outboxOlderThan < MIN_WINDOW)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['outboxOlderThan'],
-        message:
-          "is under 3d, the providers' retry window: a redelivery of a pruned event would be applied again (--force to do it anyway)",
-      });
+    const messages = {
+      olderThan:
+        "is under 3d, the providers' retry window: payloads would go while their events may still be delivered again (their keys stay for dedupe.horizon) (--force to do it anyway)",
+      deliveriesOlderThan:
+        "is under 3d, the providers' retry window: a redelivery of a pruned event would be applied again (--force to do it anyway)",
+    } as const;
+    for (const key of ['olderThan', 'deliveriesOlderThan'] as const) {
+      if (options[key] < MIN_WINDOW) ctx.addIssue({ code: 'custom', path: [key], message: messages[key] });
+    }
   });
 
 /**
- * `hookgate prune`: retention for settled inbox rows and delivered downstream effects. Pending,
- * parked and dead rows are never deleted, whatever their age.
+ * `hookgate prune`: retention for settled inbox rows and delivered destination deliveries.
+ * Pending, parked and dead rows are never deleted, whatever their age.
  */
 export async function pruneCommand(raw: unknown): Promise<void> {
   const options = pruneOptionsSchema.parse(raw);
@@ -66,7 +61,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
   await withCommandPool('prune', 300_000, async (pool) => {
     const windows = {
       inboxOlderThanMs: options.olderThan,
-      deliveriesOlderThanMs: options.outboxOlderThan,
+      deliveriesOlderThanMs: options.deliveriesOlderThan,
       auditOlderThanMs: options.auditOlderThan,
       quarantineOlderThanMs: options.quarantineOlderThan,
       dedupe: { now, horizonMs },
@@ -90,7 +85,6 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           inbox_rows: would.inboxRows,
           dedupe_horizon: formatDuration(horizonMs),
           dedupe_safe_since: new Date(now.getTime() - horizonMs).toISOString(),
-          deliveries: would.deliveries,
           attempts: would.attempts,
           audit: would.audit,
           quarantine: would.quarantine,
@@ -99,7 +93,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
         });
       else
         writeOut(
-          `Would delete ${would.inboxRows} settled inbox row(s) (with their week's partition, or one by one), ${would.attempts} attempt history row(s), ${would.deliveries} delivered downstream effect(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n${keysKept}\n`,
+          `Would delete ${would.inboxRows} settled inbox row(s) (with their week's partition, or one by one), ${would.attempts} attempt history row(s), ${would.destinationDeliveries} delivered destination delivery(ies), ${would.audit} audit row(s), ${would.quarantine} released or dropped quarantine row(s) and ${counts} per-minute delivery count row(s) (dry run, nothing deleted).\n${keysKept}\n`,
         );
       return;
     }
@@ -107,12 +101,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
     if (process.stderr.isTTY) {
       const total = await countPrunable(pool, windows);
       progress.total(
-        total.inboxRows +
-          total.attempts +
-          total.deliveries +
-          total.destinationDeliveries +
-          total.audit +
-          total.quarantine,
+        total.inboxRows + total.attempts + total.destinationDeliveries + total.audit + total.quarantine,
       );
     }
     let report: Awaited<ReturnType<typeof prune>>;
@@ -153,7 +142,6 @@ export async function pruneCommand(raw: unknown): Promise<void> {
           reason: p.left,
           ...(p.kept === undefined ? {} : { unsettled_rows: p.kept }),
         })),
-        deliveries: report.deliveries,
         attempts: report.attempts,
         audit: report.audit,
         quarantine: report.quarantine,
@@ -172,7 +160,7 @@ export async function pruneCommand(raw: unknown): Promise<void> {
             : `Kept inbox partition ${left.name} for now: other sessions held the inbox for more than a second; the next prune drops it.\n`,
         );
       writeOut(
-        `Deleted ${report.inboxRows} settled inbox row(s) (${report.inboxRowsInPartitions} with their partition), ${report.attempts} attempt history row(s), ${report.deliveries} delivered downstream effect(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s), ${counts} per-minute delivery count row(s) and ${report.inboxKeys} deduplication key(s) older than the horizon in ${statements} batch(es).\n${keysKept}\n`,
+        `Deleted ${report.inboxRows} settled inbox row(s) (${report.inboxRowsInPartitions} with their partition), ${report.attempts} attempt history row(s), ${report.destinationDeliveries} delivered destination delivery(ies), ${report.audit} audit row(s), ${report.quarantine} released or dropped quarantine row(s), ${counts} per-minute delivery count row(s) and ${report.inboxKeys} deduplication key(s) older than the horizon in ${statements} batch(es).\n${keysKept}\n`,
       );
     }
   });

@@ -3,7 +3,7 @@ import { resolveActor } from '../../core/audit/actor.ts';
 import type { Config } from '../../core/config/schema.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { type ReconcileReport, reconcileEndpoint } from '../../core/reconcile/run.ts';
 import { type ReconcileState, readStates } from '../../core/reconcile/state-sql.ts';
 import { replaySourceFor } from '../../core/replay/source-for.ts';
@@ -89,12 +89,7 @@ export async function reconcileCommand(raw: unknown): Promise<void> {
         }),
       )
     : await withCommandQueue('reconcile', 60_000, createLogger(undefined, 2), async (pool, boss) => {
-        await ensureQueues(
-          boss,
-          [options.endpoint],
-          retryPolicyFrom(config.worker),
-          outboxPolicyFrom(config.relay),
-        );
+        await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
         return await reconcileEndpoint(pool, boss, options.endpoint, endpoint, source, {
           actor,
           horizonMs: config.dedupe.horizon,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { resolveActor } from '../../core/audit/actor.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { checkWindow, replayEvents } from '../../core/replay/run.ts';
 import { replaySourceFor } from '../../core/replay/source-for.ts';
 import { withCommandPool, withCommandQueue } from '../database.ts';
@@ -57,12 +57,7 @@ export async function replayCommand(raw: unknown): Promise<void> {
           }),
         )
       : await withCommandQueue('replay', 60_000, logger, async (pool, boss) => {
-          await ensureQueues(
-            boss,
-            [options.endpoint],
-            retryPolicyFrom(config.worker),
-            outboxPolicyFrom(config.relay),
-          );
+          await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
           return await replayEvents(pool, boss, options.endpoint, endpoint, source, window, {
             onPage,
             actor,

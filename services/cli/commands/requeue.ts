@@ -12,7 +12,7 @@ import {
 } from '../../core/inbox/requeue.ts';
 import { DISCARDED_STATUS, STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createLogger } from '../../core/logging.ts';
-import { ensureQueues, outboxPolicyFrom, retryPolicyFrom } from '../../core/queue/queues.ts';
+import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
@@ -183,12 +183,7 @@ export async function requeueCommand(raw: unknown): Promise<void> {
       if (candidates.length === 0) throw nothingToRequeue(options, eventIds, true);
       return;
     }
-    await ensureQueues(
-      boss,
-      [options.endpoint],
-      retryPolicyFrom(config.worker),
-      outboxPolicyFrom(config.relay),
-    );
+    await ensureQueues(boss, [options.endpoint], retryPolicyFrom(config.worker));
     let ids: string[];
     if (options.orphans) {
       const orphans = await requeueOrphans(

@@ -50,13 +50,17 @@ function destinationRows(
 ) {
   if (destinations.length === 0) return html`<p class="muted">This endpoint has no destinations.</p>`;
   return html`<table class="events"><thead><tr><th>Destination</th><th>Filter</th><th>Delivery</th><th>Status</th><th>Attempts</th><th>HTTP</th><th>Last attempt</th><th>Last error</th><th></th></tr></thead><tbody>${destinations.map(
-    ({ destination, matches, reason, delivery }) =>
+    ({ destination, routedBy, matches, reason, delivery }) =>
       html`<tr aria-label="destination ${destination}"><td class="mono">${visible(destination)}</td><td>${
         matches === null
           ? 'no longer configured'
-          : matches
-            ? 'matches'
-            : html`skipped <span class="muted">${visible(reason ?? '')}</span>`
+          : routedBy === 'handler'
+            ? matches
+              ? 'routed by the handler'
+              : 'not routed here by the handler'
+            : matches
+              ? 'matches'
+              : html`skipped <span class="muted">${visible(reason ?? '')}</span>`
       }</td><td class="mono">${delivery?.id ?? '-'}</td><td>${delivery ? visible(delivery.status) : '-'}</td><td>${delivery?.attempts ?? '-'}</td><td>${delivery?.http_status ?? '-'}</td><td class="mono">${formatTime(delivery?.last_attempt_at)}</td><td class="mono">${visible(delivery?.last_error ?? '')}</td><td>${
         canRedeliver && delivery && (delivery.status === 'dead' || delivery.status === 'delivered')
           ? html`<form method="post" action="/actions/redeliver/preview" class="inline">
@@ -87,7 +91,7 @@ function detail(
   canDiscard: boolean,
   canRedeliver: boolean,
 ) {
-  const { event, deliveries, timeline } = view;
+  const { event, timeline } = view;
   // Any stored payload, however deep (json-text.ts): JSON.stringify overflows past some thousands of levels.
   const payload = jsonText(event.payload);
   const depth = jsonDepth(event.payload);
@@ -144,15 +148,6 @@ ${attemptRows(history.attempts)}
 ${destinationRows(event.endpoint, history.destinations, csrf, canRedeliver)}
 <h2>Operator actions</h2>
 ${auditRows(history.audit)}
-<h2>Deliveries downstream</h2>
-${
-  deliveries.length === 0
-    ? html`<p class="muted">None: this event caused no outbox delivery (its handler forwards nothing, or not yet).</p>`
-    : html`<table class="events"><thead><tr><th>Kind</th><th>URL</th><th>Status</th><th>Attempts</th><th>HTTP</th><th>First attempt</th><th>Last attempt</th><th>Settled</th><th>Last error</th></tr></thead><tbody>${deliveries.map(
-        (delivery) =>
-          html`<tr><td>${delivery.kind}</td><td class="mono">${visible(delivery.url ?? '-')}</td><td>${delivery.status}</td><td>${delivery.attempts}</td><td>${delivery.http_status ?? '-'}</td><td class="mono">${formatTime(delivery.first_attempt_at)}</td><td class="mono">${formatTime(delivery.last_attempt_at)}</td><td class="mono">${formatTime(delivery.settled_at)}</td><td class="mono">${visible(delivery.last_error ?? '')}</td></tr>`,
-      )}</tbody></table>`
-}
 <h2>Headers kept</h2>
 ${headerRows(event.headers)}
 <h2>Payload <span class="muted">(${event.payload_bytes} bytes stored${depth > INDENTED_DEPTH ? `; nested ${depth} levels deep, levels past ${INDENTED_DEPTH} shown on one line` : ''})</span></h2>

@@ -1,6 +1,5 @@
 import type { Queryable } from '../../core/db/pool.ts';
-import { OUTBOX_KINDS } from '../../core/queue/queues.ts';
-import { EVENT_BY_KEY, EVENT_DELIVERIES } from './event-sql.ts';
+import { EVENT_BY_KEY } from './event-sql.ts';
 import type { Status } from './events.ts';
 
 export interface EventDetail {
@@ -24,18 +23,6 @@ export interface EventDetail {
   readonly payload_bytes: number;
 }
 
-export interface DeliveryRow {
-  readonly kind: string;
-  readonly url: string | null;
-  readonly status: string;
-  readonly attempts: number;
-  readonly http_status: number | null;
-  readonly last_error: string | null;
-  readonly first_attempt_at: Date;
-  readonly last_attempt_at: Date;
-  readonly settled_at: Date | null;
-}
-
 export interface TimelineEntry {
   /** null: a state with no recorded time of its own (now), listed last. */
   readonly at: Date | null;
@@ -45,16 +32,16 @@ export interface TimelineEntry {
 
 export interface EventView {
   readonly event: EventDetail;
-  readonly deliveries: readonly DeliveryRow[];
   readonly timeline: readonly TimelineEntry[];
 }
 
 /**
- * What the inbox and the outbox record, in time order. The inbox keeps the first receipt, the
- * settlement, and the attempt count (with those made before the last requeue); attempts between
- * have no time of their own, so they are told as counts, not invented as moments.
+ * What the inbox records, in time order (deliveries to destinations have their own table). The
+ * inbox keeps the first receipt, the settlement, and the attempt count (with those made before
+ * the last requeue); attempts between have no time of their own, so they are told as counts, not
+ * invented as moments.
  */
-export function timelineOf(event: EventDetail, deliveries: readonly DeliveryRow[]): TimelineEntry[] {
+export function timelineOf(event: EventDetail): TimelineEntry[] {
   const entries: TimelineEntry[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
   ];
@@ -77,19 +64,6 @@ export function timelineOf(event: EventDetail, deliveries: readonly DeliveryRow[
       detail: event.last_error,
     });
   }
-  for (const delivery of deliveries) {
-    entries.push({
-      at: delivery.first_attempt_at,
-      what: `${delivery.kind}: first attempt`,
-      detail: delivery.url,
-    });
-    const outcome = `${delivery.kind}: ${delivery.status}${delivery.http_status ? ` (HTTP ${delivery.http_status})` : ''} after ${delivery.attempts} attempt(s)`;
-    entries.push({
-      at: delivery.settled_at ?? delivery.last_attempt_at,
-      what: outcome,
-      detail: delivery.status === 'delivered' ? null : delivery.last_error,
-    });
-  }
   const time = (entry: TimelineEntry) => entry.at?.getTime() ?? Number.POSITIVE_INFINITY;
   return entries.sort((a, b) => time(a) - time(b));
 }
@@ -98,7 +72,5 @@ export async function loadEvent(db: Queryable, endpoint: string, eventId: string
   const found = await db.query<EventDetail>(EVENT_BY_KEY, [endpoint, eventId]);
   const event = found.rows[0];
   if (!event) return null;
-  const deliveries = (await db.query<DeliveryRow>(EVENT_DELIVERIES, [`${endpoint}:${eventId}`, OUTBOX_KINDS]))
-    .rows;
-  return { event, deliveries, timeline: timelineOf(event, deliveries) };
+  return { event, timeline: timelineOf(event) };
 }

@@ -1,7 +1,6 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { type AttemptOutcome, type AttemptRecord, THIS_WORKER } from '../attempts/attempts.ts';
-import { executorFor } from '../db/executor.ts';
 import { insertDeliveries, type NewDelivery } from '../destinations/deliveries.ts';
 import { type Route, type Routes, webhookIdFor } from '../destinations/routes.ts';
 import { HookgateError } from '../errors.ts';
@@ -23,16 +22,16 @@ import {
   spanAttributes,
   startSpan,
   traceIdOf,
-  traceparentOf,
   withSpan,
 } from '../tracing.ts';
 import { type Failure, failureOf, lastErrorOf, PARKING_CODE } from './failure.ts';
 import { type ApplyMetrics, appliedOutcome } from './metrics.ts';
-import { collectingOutbox, insertOutboxJobs, type OutboxJob } from './outbox.ts';
+import { collectingRouter } from './routing.ts';
 
 // The apply engine: the one implementation of lock → skip what is settled or not this job's →
-// apply → settle → outbox, inside the caller's transaction. The worker calls it for the rows its
-// jobs carry, sync mode for the rows its claim has just inserted, and the tests through both.
+// apply → settle → deliveries to destinations, inside the caller's transaction. The worker calls
+// it for the rows its jobs carry, sync mode for the rows its claim has just inserted, and the
+// tests through both.
 
 /** One event a caller asks to apply, and the dispatch it comes with. */
 export interface ApplyTarget {
@@ -135,8 +134,8 @@ interface Pending {
 
 /** One event's result in a pass: how it settles, or why it failed. */
 type PassResult =
-  | { readonly outcome: ApplyOutcome; readonly effects: OutboxJob[] }
-  | { readonly failure: Failure };
+  /** `routed`: the destinations the handler routed the event to. */
+  { readonly outcome: ApplyOutcome; readonly routed: readonly string[] } | { readonly failure: Failure };
 
 /** The events a lost worker left past their last attempt end so, with what they last reported. */
 function exhausted(row: InboxRow, attempts: number): Failure {
@@ -220,8 +219,8 @@ export async function applyEvents(
   }
   const applied: Applied[] = [];
   const failed: FailedAttempt[] = [];
-  const outbox: OutboxJob[] = [];
   const deliveries: NewDelivery[] = [];
+  const routes = deps.destinations?.get(endpoint);
   // Test deliveries never reach the handler: settled `ignored`, nothing else written.
   const real = pending.filter(({ row, attempts }) => {
     if (!isTestEvent({ provider: row.provider, eventType: row.event_type })) return true;
@@ -250,8 +249,7 @@ export async function applyEvents(
       };
       if ('outcome' in pass) {
         applied.push({ eventId: row.event_id, status: pass.outcome, attempts });
-        outbox.push(...pass.effects);
-        if (pass.outcome === 'processed') deliveries.push(...fanOut(deps.destinations?.get(endpoint), row));
+        deliveries.push(...fanOut(routes, row, pass.outcome, pass.routed));
         results.push({ ...base, outcome: pass.outcome });
         continue;
       }
@@ -289,7 +287,6 @@ export async function applyEvents(
       records: results.flatMap(attemptRecord),
     },
   );
-  if (outbox.length > 0) await insertOutboxJobs(deps.boss, executorFor(tx), outbox);
   // In the apply's transaction: a delivery exists only if its event's apply commits.
   await insertDeliveries(tx, endpoint, deliveries);
   report(deps, endpoint, results, Number(process.hrtime.bigint() - started) / 1e9);
@@ -318,12 +315,25 @@ function attemptRecord(result: EventResult): AttemptRecord[] {
   ];
 }
 
-/** The deliveries of an applied event: one per destination whose filter matches it. */
-function fanOut(routes: readonly Route[] | undefined, row: InboxRow): NewDelivery[] {
+/**
+ * The deliveries of an applied event: one per destination its handler routed it to (whatever
+ * it settled as), and, if it was processed, one per destination routed by filter whose filter
+ * matches it.
+ */
+function fanOut(
+  routes: readonly Route[] | undefined,
+  row: InboxRow,
+  outcome: ApplyOutcome,
+  routed: readonly string[],
+): NewDelivery[] {
   if (!routes) return [];
   const event = { eventType: row.event_type, payload: row.payload };
   return routes
-    .filter((route) => route.filter(event).matches)
+    .filter((route) =>
+      route.settings.routedBy === 'handler'
+        ? routed.includes(route.name)
+        : outcome === 'processed' && route.filter(event).matches,
+    )
     .map((route) => ({
       destination: route.name,
       eventId: row.event_id,
@@ -442,14 +452,14 @@ async function applyTogether(
   events: readonly InboxEvent[],
 ): Promise<PassResult[]> {
   const spans = spansFor(request.endpoint, events);
-  const effects: OutboxJob[][] = events.map(() => []);
+  const routed: string[][] = events.map(() => []);
   try {
-    const settled = await callHandler(tx, deps, request, events, effects, spans);
+    const settled = await callHandler(tx, deps, request, events, routed, spans);
     const results = settled.map(
       (result, n): PassResult =>
         isFailed(result)
           ? { failure: failureOf(result.error) }
-          : { outcome: result ?? 'processed', effects: effects[n]! },
+          : { outcome: result ?? 'processed', routed: routed[n]! },
     );
     for (const [n, result] of results.entries()) endSpan(spans[n]!, result);
     return results;
@@ -473,13 +483,13 @@ async function applyOneByOne(
   await tx.query('SAVEPOINT apply_event');
   for (const event of events) {
     const [span] = spansFor(request.endpoint, [event]);
-    const effects: OutboxJob[][] = [[]];
+    const routed: string[][] = [[]];
     let result: PassResult;
     try {
-      const [settled] = await callHandler(tx, deps, request, [event], effects, [span!]);
+      const [settled] = await callHandler(tx, deps, request, [event], routed, [span!]);
       result = isFailed(settled)
         ? { failure: failureOf(settled.error) }
-        : { outcome: settled ?? 'processed', effects: effects[0]! };
+        : { outcome: settled ?? 'processed', routed: routed[0]! };
       await tx.query('RELEASE SAVEPOINT apply_event; SAVEPOINT apply_event');
     } catch (error) {
       await tx.query('ROLLBACK TO SAVEPOINT apply_event');
@@ -501,31 +511,15 @@ async function callHandler(
   deps: EngineDeps,
   request: ApplyRequest,
   events: readonly InboxEvent[],
-  effects: OutboxJob[][],
+  routed: string[][],
   spans: readonly ReturnType<typeof startSpan>[],
 ): Promise<readonly BatchEventResult[]> {
   const { handler, endpoint } = request;
   const logger = deps.logger.child({ endpoint });
-  const outboxOf = (n: number) => collectingOutbox(events[n]!, effects[n]!, traceparentOf(spans[n]!));
+  const routes = deps.destinations?.get(endpoint);
   if (handler.applyBatch) {
-    const position = new Map(events.map((event, n) => [event.eventId, n]));
-    const results = await handler.applyBatch(
-      {
-        tx,
-        logger,
-        outbox(event) {
-          const n = position.get(event.eventId);
-          if (n === undefined) {
-            throw new HookgateError(
-              'outbox_event_unknown',
-              `event ${event.eventId} is not part of this batch`,
-            );
-          }
-          return outboxOf(n);
-        },
-      },
-      events,
-    );
+    const route = collectingRouter(endpoint, routes, events, routed);
+    const results = await handler.applyBatch({ tx, logger, route }, events);
     if (results.length !== events.length) {
       throw new HookgateError(
         'handler_batch_invalid',
@@ -539,7 +533,9 @@ async function callHandler(
     throw new HookgateError('handler_invalid', `handler ${handler.name} has neither apply nor applyBatch`);
   const results: BatchEventResult[] = [];
   for (const [n, event] of events.entries()) {
-    const context = { tx, outbox: outboxOf(n), logger: logger.child({ event_id: event.eventId }) };
+    // Each event's own router: a per-event handler routes only the event it was given.
+    const route = collectingRouter(endpoint, routes, [event], [routed[n]!]);
+    const context = { tx, route, logger: logger.child({ event_id: event.eventId }) };
     // Inside its event's span, so the handler's own statements (pg instrumentation) nest under it.
     results.push(await withSpan(spans[n]!, () => apply.call(handler, context, event)));
   }

@@ -53,7 +53,21 @@ export type DestinationFilter = z.output<typeof filterSchema>;
 
 const httpUrl = z
   .string({ error: 'is required: the URL to POST events to' })
-  .refine((text) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol), 'must be an http(s) URL');
+  .refine((text) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol), 'must be an http(s) URL')
+  // fetch refuses such a URL on every attempt (and its refusal would quote the password): said at load.
+  .refine(
+    (text) => !URL.canParse(text) || (new URL(text).username === '' && new URL(text).password === ''),
+    'must not carry credentials (user:password@): send them in headers, e.g. Authorization',
+  );
+
+/** What fetch sends as a header value: no NUL, CR or LF, nothing above U+00FF (checked resolved, never printed). */
+const headerValueText = z
+  .string()
+  .max(8192)
+  .refine(
+    (text) => /^[^\0\r\n]*$/.test(text) && [...text].every((c) => c.charCodeAt(0) <= 0xff),
+    'must be a legal HTTP header value: no line breaks, NUL or characters above U+00FF',
+  );
 
 const headerName = z
   .string()
@@ -101,13 +115,19 @@ const signingSchema = z.strictObject({
 export const destinationSchema = z
   .strictObject({
     url: httpUrl,
+    /**
+     * `filter` (default): every event the endpoint's handler processes that `filter` matches.
+     * `handler`: only the events the handler routes to it (billing's `notify`, a module's
+     * `route()`), whatever the filter would say: it has none.
+     */
+    routedBy: z.enum(['filter', 'handler'], { error: 'must be filter or handler' }).default('filter'),
     filter: filterSchema.optional(),
     /** Per-request timeout; a timeout is retried like a 5xx. */
     timeout: durationMs.pipe(z.number().min(100).max(120_000)).default(10_000),
     retry: retrySchema,
     signing: signingSchema.optional(),
     /** Static request headers (values may use `${NAME}`, e.g. `Authorization: Bearer ${TOKEN}`). */
-    headers: z.record(headerName, z.string().max(8192)).optional(),
+    headers: z.record(headerName, headerValueText).optional(),
     /**
      * `event`: the stored (verified) payload as JSON. `raw`: the provider's original request
      * bytes, verbatim, so the receiver can re-verify the provider's own signature (the endpoint
@@ -169,6 +189,14 @@ export const destinationSchema = z
       .optional(),
   })
   .superRefine((destination, ctx) => {
+    if (destination.routedBy === 'handler' && destination.filter !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['filter'],
+        message:
+          'is for destinations routed by filter: one with routedBy: handler gets exactly the events its handler routes to it',
+      });
+    }
     for (const name of Object.keys(destination.headers ?? {})) {
       if (RESERVED_HEADERS.has(name.toLowerCase())) {
         ctx.addIssue({ code: 'custom', path: ['headers', name], message: 'is written by the relay itself' });

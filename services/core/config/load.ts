@@ -7,6 +7,7 @@ import { NAMED_HANDLERS } from '../handlers/registry.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
 import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
+import { forwardProblems, withoutForward } from './forward-refused.ts';
 import {
   FILE_REFERENCE,
   type FileReferenceProblem,
@@ -16,7 +17,6 @@ import {
   resolveFileReferences,
   resolveReferences,
 } from './interpolate.ts';
-import { keepRelayUrlsAsWritten, RELAY_URL_OPTIONS } from './relay-urls.ts';
 import { type Config, configSchema } from './schema.ts';
 import { closest } from './suggest.ts';
 
@@ -213,29 +213,6 @@ function withoutInterpolatedValues(line: string, strings: readonly Interpolated[
   return out;
 }
 
-/**
- * The relay resolves its URL options' references from its own environment when it sends
- * (relay-urls.ts), and a file is not read there: `${file:…}` in those options is refused.
- */
-function fileReferencesInRelayUrls(document: unknown): string[] {
-  const endpoints = (
-    document as {
-      endpoints?: Record<string, { handler?: unknown; options?: Record<string, unknown> }>;
-    } | null
-  )?.endpoints;
-  const lines: string[] = [];
-  for (const [name, endpoint] of Object.entries(endpoints ?? {})) {
-    const handler = typeof endpoint?.handler === 'string' ? endpoint.handler : '';
-    const key = Object.hasOwn(RELAY_URL_OPTIONS, handler) ? RELAY_URL_OPTIONS[handler] : undefined;
-    const text = key === undefined ? undefined : endpoint.options?.[key];
-    if (typeof text === 'string' && new RegExp(FILE_REFERENCE.source).test(text.replaceAll('$${', '')))
-      lines.push(
-        `endpoints.${name}.options.${key}: \${file:…} is not read here (the relay resolves this URL's references from its environment when it sends); use \${NAME}`,
-      );
-  }
-  return lines;
-}
-
 /** Validates an already parsed document; every problem is reported with the path of its key. */
 export function parseConfig(
   document: unknown,
@@ -256,8 +233,8 @@ export function parseConfig(
   );
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
-  lines.push(...fileReferencesInRelayUrls(document));
-  const result = configSchema.safeParse(interpolated);
+  lines.push(...forwardProblems(document));
+  const result = configSchema.safeParse(withoutForward(interpolated));
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);
   if (!result.success) {
@@ -276,7 +253,6 @@ export function parseConfig(
     const shown = lines.map((line) => withoutInterpolatedValues(line, strings));
     throw new HookgateError('config_invalid', `The configuration is not valid:\n  ${shown.join('\n  ')}`);
   }
-  keepRelayUrlsAsWritten(document, result.data);
   noteDestinationSecrets(document, result.data.endpoints, env, readFile);
   return result.data;
 }

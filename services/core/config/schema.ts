@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN } from '../handlers/registry.ts';
+import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN, handlerKindOf } from '../handlers/registry.ts';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
@@ -92,6 +92,50 @@ const replaySchema = z.strictObject({
     ])
     .optional(),
 });
+
+/**
+ * A handler routes only to the endpoint's destinations with `routedBy: handler`, and such a
+ * destination needs a handler that routes to it: what a handler's options name is checked here,
+ * at load, so a misspelt name is a config error rather than every event failing.
+ */
+function routingIssues(endpoint: {
+  handler?: unknown;
+  options?: unknown;
+  destinations?: unknown;
+}): { path: PropertyKey[]; message: string }[] {
+  const kind = typeof endpoint.handler === 'string' ? handlerKindOf(endpoint.handler)?.kind : undefined;
+  if (!kind) return [];
+  const destinations =
+    typeof endpoint.destinations === 'object' && endpoint.destinations !== null
+      ? (endpoint.destinations as Record<string, { routedBy?: unknown } | undefined>)
+      : {};
+  const byHandler = Object.keys(destinations).filter((name) => destinations[name]?.routedBy === 'handler');
+  const options =
+    typeof endpoint.options === 'object' && endpoint.options !== null
+      ? (endpoint.options as Record<string, unknown>)
+      : {};
+  const issues: { path: PropertyKey[]; message: string }[] = [];
+  const routed = kind.routesTo === 'any' ? null : kind.routesTo(options);
+  for (const [option, name] of Object.entries(routed ?? {})) {
+    if (byHandler.includes(name)) continue;
+    issues.push({
+      path: ['options', option],
+      message: Object.hasOwn(destinations, name)
+        ? `names destination ${name}, which is routed by its filter: give it routedBy: handler (and no filter) for the handler to route events to it`
+        : `names destination ${name}, which this endpoint does not have${byHandler.length > 0 ? ` (its destinations with routedBy: handler: ${byHandler.join(', ')})` : ''}: add it under destinations with routedBy: handler`,
+    });
+  }
+  if (routed === null) return issues;
+  const named = new Set(Object.values(routed));
+  for (const name of byHandler) {
+    if (named.has(name)) continue;
+    issues.push({
+      path: ['destinations', name, 'routedBy'],
+      message: `is handler, but handler ${String(endpoint.handler)} routes no event to it${endpoint.handler === 'billing' ? ` (billing routes to the destination its notify option names)` : ''}: it would never receive anything`,
+    });
+  }
+  return issues;
+}
 
 const endpointSchema = z
   .strictObject({
@@ -225,6 +269,7 @@ const endpointSchema = z
         message: 'observe is only available with mode: async',
       });
     }
+    for (const { path, message } of routingIssues(endpoint)) ctx.addIssue({ code: 'custom', path, message });
     const options = handlerOptionsSchema(endpoint.handler)?.safeParse(endpoint.options ?? {});
     for (const issue of options?.success === false ? options.error.issues : []) {
       if (issue.code === 'unrecognized_keys') {
@@ -350,7 +395,8 @@ export const configSchema = z
         concurrency: z.number().int().min(1).max(16).default(2),
         /**
          * Connections per worker process for apply transactions. Unset: what the worker's loops
-         * need (endpoints × concurrency + relay loops + 2), so no configuration starts short.
+         * need (endpoints × concurrency + 2 + the destination relay's), so no configuration
+         * starts short.
          */
         poolSize: z.number().int().min(2).max(200).optional(),
         /** How long an idle loop waits before fetching again (a full batch fetches again at once). */
@@ -395,33 +441,14 @@ export const configSchema = z
         maintenanceInterval: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
       })
       .prefault({}),
+    /** The destinations' relay (docs/destinations.md), the one way anything leaves hookgate. */
     relay: z
       .strictObject({
-        /** Retries of a downstream delivery after its first try (5xx, 429, timeouts); other 4xx are dead at once. */
-        retryLimit: z.number().int().min(0).max(50).default(10),
-        /** First retry delay; doubles per retry with jitter, capped below. */
-        retryDelay: durationMs.pipe(z.number().min(1_000).max(3_600_000)).default(5_000),
-        retryDelayMax: durationMs.pipe(z.number().min(1_000).max(86_400_000)).default(900_000),
-        /** A delivery still running after this long counts as lost and is retried; at least 130 s, above the relay's longest request timeout (120 s). */
-        expireIn: durationMs.pipe(z.number().min(130_000).max(86_400_000)).default(300_000),
-        /**
-         * A live relay refreshes its in-flight deliveries' heartbeat every half of this; one whose
-         * heartbeat is older (its worker died) is retried. Whole seconds, at least 10.
-         */
-        heartbeat: durationMs.pipe(z.number().min(10_000).max(3_600_000)).default(10_000),
-        /** Messages fetched at once per kind; they are sent concurrently. */
-        batchSize: z.number().int().min(1).max(100).default(10),
-        /** Fetch loops per kind per process. */
-        concurrency: z.number().int().min(1).max(16).default(2),
-        /** Finished outbox jobs are deleted this long after they finished: outbox_deliveries is the record. */
-        completedJobRetention: completedJobRetention(),
-        /** Dead-lettered outbox jobs (nothing consumes them) are deleted this long after they were dead-lettered. */
-        deadJobRetention: deadJobRetention(30),
         /** How long a destination with nothing due waits before looking again (docs/destinations.md). */
         pollingInterval: durationMs.pipe(z.number().min(50).max(60_000)).default(500),
         /**
-         * The relays' connections (destinations, forward, billing notifications) may go only to these: CIDRs (`10.0.0.0/8`), IP addresses,
-         * host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
+         * The relay's connections to destinations may go only to these: CIDRs (`10.0.0.0/8`), IP
+         * addresses, host names (`api.example.com`) and `*.example.com`; private, loopback, link-local and
          * metadata addresses only by a CIDR entry covering them, checked on the address each
          * connection goes to (docs/destinations.md#address-safety). Unset: no restriction.
          */

@@ -28,7 +28,6 @@ export interface PruneProgress {
   readonly table:
     | 'inbox'
     | 'inbox_raw'
-    | 'outbox_deliveries'
     | 'destination_deliveries'
     | 'apply_attempts'
     | 'audit'

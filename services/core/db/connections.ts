@@ -1,5 +1,4 @@
 import type { Config } from '../config/schema.ts';
-import { OUTBOX_KINDS } from '../queue/queues.ts';
 
 /**
  * How many PostgreSQL connections each hookgate process may hold at most. `serve` sizes its
@@ -37,17 +36,12 @@ export function destinationLoopConnections(config: Pick<Config, 'endpoints'>): n
 
 /**
  * What the worker's loops hold at once: each apply loop a connection while it works
- * (concurrency per endpoint), each relay loop one, the sweeper one, the backlog query one, and
- * the destination relay's (destinationLoopConnections).
+ * (concurrency per endpoint), the sweeper one, the backlog query one, and the destination
+ * relay's (destinationLoopConnections).
  */
 export function workerLoopConnections(config: Config): number {
   const endpoints = Object.keys(config.endpoints).length;
-  return (
-    endpoints * config.worker.concurrency +
-    OUTBOX_KINDS.length * config.relay.concurrency +
-    2 +
-    destinationLoopConnections(config)
-  );
+  return endpoints * config.worker.concurrency + 2 + destinationLoopConnections(config);
 }
 
 /** The worker's apply pool: worker.poolSize, but never below what its loops need. */

@@ -71,9 +71,14 @@ export async function showDelivery(
   return found;
 }
 
-/** One destination's part in an event: what its filter says today, and its delivery, if any. */
+/**
+ * One destination's part in an event: what its filter says today (for one routed by the handler:
+ * whether the handler routed the event there), and its delivery, if any.
+ */
 export interface EventDestination {
   readonly destination: string;
+  /** Absent when the destination is no longer configured. */
+  readonly routedBy?: 'filter' | 'handler';
   /** Null when the destination is no longer configured (only its delivery is known). */
   readonly matches: boolean | null;
   readonly reason?: string;
@@ -100,9 +105,14 @@ export async function eventDestinations(
   );
   const configured = Object.entries(config?.endpoints[event.endpoint]?.destinations ?? {});
   const shown: EventDestination[] = configured.map(([destination, settings]) => {
+    if (settings.routedBy === 'handler') {
+      const delivery = rows.get(destination) ?? null;
+      return { destination, routedBy: 'handler', matches: delivery !== null, delivery };
+    }
     const decision = compileFilter(settings.filter)({ eventType: event.eventType, payload: event.payload });
     return {
       destination,
+      routedBy: 'filter',
       matches: decision.matches,
       ...(decision.matches ? {} : { reason: decision.reason }),
       delivery: rows.get(destination) ?? null,

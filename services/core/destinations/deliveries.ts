@@ -4,9 +4,10 @@ import { RAW_OF_DELIVERY } from '../inbox/raw-bodies.ts';
 
 // Every statement on hookgate.destination_deliveries and hookgate.destination_attempts
 // (migration 0014). The delivery row is the relay's truth: the apply engine writes it in the
-// apply's transaction, the relay claims due rows and records each attempt, the operators'
-// actions (actions.ts) hold, release and redeliver rows, and prune deletes delivered ones. The
-// reports' reads are in services/core/read-models/destinations-sql.ts.
+// apply's transaction, the relay claims due rows and records each attempt (and ends those of
+// destinations the configuration no longer has), the operators' actions (actions.ts) hold,
+// release and redeliver rows, and prune deletes delivered ones. The reports' reads are in
+// services/core/read-models/destinations-sql.ts.
 
 type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
 
@@ -74,8 +75,9 @@ const SPENT_ERROR =
  * attempts already reached $5 (the first attempt and `retry.limit` retries) is not sent again
  * but ends `dead`, so a delivery is never sent more often than its retry limit allows, however
  * its records fare. An attempt whose lease ran out gets its record here (`unrecorded`), so
- * every attempt made is visible. None while the destination is paused. The body is the
- * event's stored payload as text (null if the inbox row was pruned meanwhile). $6: now.
+ * every attempt made is visible. None while the destination is paused. `inbox_row` is
+ * the event's stored payload as text and its trace context, read in one look-up (null if the inbox
+ * row was pruned meanwhile). $6: now.
  */
 const CLAIM_DUE = `
   WITH due AS (
@@ -118,8 +120,8 @@ const CLAIM_DUE = `
      WHERE d.id = due.id AND NOT due.spent
     RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
               d.redelivered_attempts,
-              (SELECT i.payload::text FROM hookgate.inbox i
-                WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS body/*RAW*/
+              (SELECT ARRAY[i.payload::text, i.traceparent] FROM hookgate.inbox i
+                WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS inbox_row/*RAW*/
   )
   SELECT false AS spent, sent.* FROM sent
   UNION ALL
@@ -160,6 +162,8 @@ export interface ClaimedDelivery {
   readonly attempts: number;
   readonly redelivered_attempts: number;
   readonly body: string | null;
+  /** The event's trace context, as its inbox row keeps it (the claim span's). */
+  readonly traceparent: string | null;
   /** With `raw`: the provider's original bytes and kept headers (null: none were kept). */
   readonly raw_body?: Buffer | null;
   readonly raw_headers?: Record<string, string> | null;
@@ -192,7 +196,12 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
     : request.raw
       ? CLAIMS.raw
       : CLAIMS.plain;
-  const { rows } = await db.query<ClaimedDelivery & { spent: boolean }>(statement, [
+  const { rows } = await db.query<
+    Omit<ClaimedDelivery, 'body' | 'traceparent'> & {
+      spent: boolean;
+      inbox_row: [string, string | null] | null;
+    }
+  >(statement, [
     request.endpoint,
     request.destination,
     request.limit,
@@ -202,7 +211,10 @@ export async function claimDue(db: Queryable, request: ClaimRequest): Promise<Cl
   ]);
   const toSend: ClaimedDelivery[] = [];
   const spent: ClaimedDelivery[] = [];
-  for (const { spent: isSpent, ...row } of rows) (isSpent ? spent : toSend).push(row);
+  for (const { spent: isSpent, inbox_row: inbox, ...row } of rows) {
+    const claimed = { ...row, body: inbox?.[0] ?? null, traceparent: inbox?.[1] ?? null };
+    (isSpent ? spent : toSend).push(claimed);
+  }
   return { toSend, spent };
 }
 
@@ -297,6 +309,53 @@ export async function finishAttempts(
   return new Set(rows.map((row) => row.id));
 }
 
+/**
+ * Ends, `dead` at once, the unsettled deliveries whose (endpoint, destination) is not among the
+ * configured pairs ($1, $2): no loop claims them, and nothing about where to send them is taken
+ * from the row. Rows in flight under a live lease are left to the attempt that holds them (a
+ * worker whose configuration has that destination). Each subquery's status test implies a
+ * partial index's (due_idx, stuck_idx), so this reads the backlog, not the table. Redeliver sends them
+ * once the destination is configured again.
+ */
+const END_UNCONFIGURED = `
+  WITH configured AS (
+    SELECT * FROM unnest($1::text[], $2::text[]) AS c(endpoint, destination)
+  ), unconfigured AS (
+    SELECT id FROM hookgate.destination_deliveries d
+     WHERE d.status IN ('pending', 'retrying', 'sending')
+       AND NOT EXISTS (SELECT 1 FROM configured c WHERE c.endpoint = d.endpoint AND c.destination = d.destination)
+    UNION ALL
+    SELECT id FROM hookgate.destination_deliveries d
+     WHERE d.status = 'held'
+       AND NOT EXISTS (SELECT 1 FROM configured c WHERE c.endpoint = d.endpoint AND c.destination = d.destination)
+  )
+  UPDATE hookgate.destination_deliveries d
+     SET status = 'dead',
+         last_error = format(
+           'destination_unconfigured: the configuration has no destination %s on endpoint %s, so nothing was sent; put the destination back and redeliver (hookgate redeliver --destination %s) to send it',
+           left(d.destination, 200), left(d.endpoint, 200), left(d.destination, 200)),
+         http_status = NULL,
+         lease_until = NULL,
+         settled_at = $3::timestamptz
+    FROM unconfigured u
+   WHERE d.id = u.id
+     AND d.status IN ('pending', 'retrying', 'sending', 'held')
+     AND (d.status <> 'sending' OR d.lease_until < $3::timestamptz)
+  RETURNING d.endpoint, d.destination`;
+
+export async function endUnconfiguredDeliveries(
+  db: Queryable,
+  configured: readonly { readonly endpoint: string; readonly destination: string }[],
+  now: Date,
+): Promise<Array<{ readonly endpoint: string; readonly destination: string }>> {
+  const { rows } = await db.query<{ endpoint: string; destination: string }>(END_UNCONFIGURED, [
+    configured.map((pair) => pair.endpoint),
+    configured.map((pair) => pair.destination),
+    now,
+  ]);
+  return rows;
+}
+
 /** Which settled deliveries of one destination a redelivery takes: these ids, or by status. */
 export interface RedeliverySelection {
   readonly endpoint: string;
@@ -367,10 +426,10 @@ export async function releaseRows(db: Queryable, endpoint: string, destination: 
 
 /**
  * Retention: delivered rows settled before the cutoff (their attempts go with them), in bounded
- * batches from a cursor through destination_deliveries_settled_idx, as the outbox's prune does.
+ * batches from a cursor through destination_deliveries_settled_idx.
  * Dead, held and unsent rows are kept whatever their age.
  */
-const PRUNE_BATCH = `
+export const PRUNE_DELIVERIES_BATCH = `
   WITH gone AS (
     DELETE FROM hookgate.destination_deliveries
      WHERE id = ANY (ARRAY(
@@ -392,5 +451,10 @@ const COUNT_PRUNABLE = `
    WHERE settled_at < $1::timestamptz AND status = 'delivered'`;
 
 export function pruneDestinationDeliveries(db: pg.Pool, options: PruneOptions): Promise<PruneCounts> {
-  return pruneInBatches(db, 'destination_deliveries', { batch: PRUNE_BATCH, count: COUNT_PRUNABLE }, options);
+  return pruneInBatches(
+    db,
+    'destination_deliveries',
+    { batch: PRUNE_DELIVERIES_BATCH, count: COUNT_PRUNABLE },
+    options,
+  );
 }

@@ -2,7 +2,7 @@ import { destinationSecrets } from '../config/destination-secrets.ts';
 import type { DestinationConfig } from '../config/destinations-schema.ts';
 
 // What an error text of a destination may not keep: the values its URL and headers took from the
-// environment or from files, its URL's credentials and its signing secrets. A receiver echoes
+// environment or from files, and its signing secrets (a URL with credentials is refused at load). A receiver echoes
 // what it was sent in whatever spelling its framework produced: a query's `ab+Cd/Ef+gh=` comes
 // back as `ab Cd/Ef gh=` (decoded, `+` as a space), `ab%2BCd%2FEf%2Bgh%3D` (encoded, in either
 // case), or JSON-escaped (`ab+Cd\/Ef+gh=`); fetch names the URL as written. Every spelling is
@@ -109,16 +109,12 @@ export function createRedactor(secrets: readonly Secret[]): Redactor {
   return { text, bytes };
 }
 
-/** The secrets of one destination: referenced values, the URL's credentials, signing secrets. */
+/** The secrets of one destination: referenced values and signing secrets. */
 export function destinationRedactor(settings: DestinationConfig): Redactor {
   const secrets: Secret[] = destinationSecrets(settings).map((secret) => ({
     value: secret.value,
     shownAs: secret.reference,
   }));
-  const url = new URL(settings.url);
-  for (const part of [url.username, url.password]) {
-    if (part !== '') secrets.push({ value: part, shownAs: '[redacted]' });
-  }
   for (const secret of settings.signing?.secrets ?? [])
     secrets.push({ value: secret, shownAs: '[redacted]' });
   return createRedactor(secrets);

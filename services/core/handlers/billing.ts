@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DESTINATION_NAME } from '../config/destinations-schema.ts';
 import { durationMs } from '../config/duration.ts';
 import {
   BOOK_PAYMENTS,
@@ -14,7 +15,6 @@ import {
 } from './billing-sql.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
-import { withUrlResolved } from './relay-url.ts';
 import { createSubscriptionSource, type SubscriptionSource } from './stripe-refetch.ts';
 import {
   type ApplyContext,
@@ -24,7 +24,6 @@ import {
   EventUnusable,
   type Handler,
   type InboxEvent,
-  type OutboxMessage,
   roundsByKey,
 } from './types.ts';
 
@@ -41,10 +40,11 @@ export const billingOptionsSchema = z.strictObject({
     .default('https://api.stripe.com'),
   /** Per-request timeout of a re-fetch (it runs inside the apply transaction). */
   stripeTimeout: durationMs.default(10_000),
-  /** Where the relay POSTs invoice-paid notifications; unset → no notification is queued. */
-  notifyUrl: httpUrl.optional(),
-  /** Per-request timeout of a notification delivery. */
-  notifyTimeout: durationMs.default(10_000),
+  /**
+   * One of the endpoint's destinations (with `routedBy: handler`): every invoice.paid event that
+   * books a new ledger entry is routed to it, and no other event. Unset: none is.
+   */
+  notify: z.string().regex(DESTINATION_NAME, "must name one of the endpoint's destinations").optional(),
 });
 
 const customerRef = z.union([z.string(), z.looseObject({ id: z.string() })]).nullish();
@@ -88,8 +88,6 @@ interface InvoiceOp {
   readonly kind: 'created' | 'paid' | 'voided';
   readonly invoice: Invoice;
 }
-
-type Nullable<T> = { [K in keyof T]: T[K] | null };
 
 /** Rows of parameters → one array per parameter (for `unnest`). */
 function columns(rows: readonly (readonly unknown[])[], width: number): unknown[][] {
@@ -142,14 +140,6 @@ function objectOf<T extends z.ZodType>(schema: T, event: InboxEvent): z.output<T
 
 const sourceOf = (event: InboxEvent): string => `${event.endpoint}:${event.eventId}`;
 
-/** A ledger row as BOOK_PAYMENT(S) return it. */
-interface BookedEntry {
-  readonly id: string;
-  readonly amount: string;
-  readonly currency: string | null;
-  readonly booked_at: Date;
-}
-
 /** invoice.created's status: Stripe's, or `draft` for anything unknown. */
 function createdStatus(invoice: Invoice): string {
   return invoice.status && INVOICE_STATUSES.has(invoice.status) ? invoice.status : 'draft';
@@ -189,15 +179,8 @@ function markValues(invoice: Invoice, event: InboxEvent, at: number | null | und
  * terminal states; subscriptions are re-fetched from the API under a per-entity lock, because
  * Stripe's `created` (whole seconds) cannot order events.
  */
-export function createBillingHandler(
-  options: unknown,
-  deps: HandlerDeps,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Handler {
-  // The notification URL is queued as written; the relay resolves its references (relay-url.ts).
-  const notify = withUrlResolved(options, 'notifyUrl', deps.endpoint, env);
-  const settings = parseHandlerOptions(billingOptionsSchema, notify.options, deps.endpoint);
-  const notifyUrl = settings.notifyUrl === undefined ? null : (notify.asWritten ?? settings.notifyUrl);
+export function createBillingHandler(options: unknown, deps: HandlerDeps): Handler {
+  const settings = parseHandlerOptions(billingOptionsSchema, options, deps.endpoint);
   const subscriptions: SubscriptionSource | null = settings.stripeApiKey
     ? createSubscriptionSource({
         apiKey: settings.stripeApiKey,
@@ -211,31 +194,6 @@ export function createBillingHandler(
       { option: 'stripeApiKey', code: 'option_missing' },
       'billing: options.stripeApiKey is not set; customer.subscription.* events will end dead at once with option_missing (set it and requeue them); invoice events are not affected',
     );
-  }
-
-  function notification(event: InboxEvent, invoice: Invoice, entry: BookedEntry): OutboxMessage {
-    const key = `${invoice.id}:paid`;
-    return {
-      kind: 'notify',
-      key,
-      payload: {
-        url: notifyUrl,
-        idempotencyKey: key,
-        endpoint: event.endpoint,
-        eventId: event.eventId,
-        timeoutMs: settings.notifyTimeout,
-        body: {
-          type: 'invoice.paid',
-          invoice: invoice.id,
-          customer: customerId(invoice.customer),
-          amount: Number(entry.amount),
-          currency: entry.currency,
-          ledgerEntry: Number(entry.id),
-          bookedAt: entry.booked_at.toISOString(),
-          source: { endpoint: event.endpoint, eventId: event.eventId },
-        },
-      },
-    };
   }
 
   /**
@@ -316,10 +274,7 @@ export function createBillingHandler(
         // Nothing is written for it: it fails alone, without undoing the batch.
         results[index] = { error: missingKey(event) };
       } else if (event.eventType.startsWith('customer.subscription.')) {
-        results[index] = await subscriptionChanged(
-          { tx, outbox: context.outbox(event), logger: context.logger },
-          event,
-        );
+        results[index] = await subscriptionChanged(context, event);
       } else {
         results[index] = 'ignored';
       }
@@ -354,7 +309,7 @@ export function createBillingHandler(
         for (const op of voided) results[op.index] = changed.has(op.invoice.id) ? 'processed' : 'ignored';
       }
       if (paid.length === 0) continue;
-      const booked = await tx.query<{ status: string | null } & Nullable<BookedEntry>>(BOOK_PAYMENTS, [
+      const booked = await tx.query<{ status: string | null; id: string | null }>(BOOK_PAYMENTS, [
         paid.map((op) => op.invoice.id),
         paid.map((op) => op.invoice.amount_paid ?? null),
         paid.map((op) => op.invoice.currency ?? null),
@@ -371,15 +326,9 @@ export function createBillingHandler(
           );
           results[op.index] = 'ignored';
         } else if (row.id !== null) {
-          const entry: BookedEntry = {
-            id: row.id,
-            amount: row.amount!,
-            currency: row.currency,
-            booked_at: row.booked_at!,
-          };
-          // Nowhere to send it: no job (a job per payment "delivered nowhere" cost a row each).
-          if (notifyUrl !== null)
-            await context.outbox(op.event).enqueue(notification(op.event, op.invoice, entry));
+          // A new ledger entry: only this event, never a copy of the same fact under another id
+          // (the entry is unique per invoice, so that copy books nothing), is routed.
+          if (settings.notify !== undefined) context.route(op.event, settings.notify);
           results[op.index] = 'processed';
         } else {
           results[op.index] = changed ? 'processed' : 'ignored';

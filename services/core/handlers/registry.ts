@@ -1,6 +1,5 @@
 import type { z } from 'zod';
 import { billingOptionsSchema, createBillingHandler } from './billing.ts';
-import { createForwardHandler, forwardOptionsSchema } from './forward.ts';
 import type { HandlerDeps } from './index.ts';
 import { createModuleHandler } from './module.ts';
 import { createProjectHandler, projectOptionsSchema } from './project.ts';
@@ -17,7 +16,17 @@ interface HandlerKind {
   readonly create: (argument: string, options: unknown, deps: HandlerDeps) => Handler | Promise<Handler>;
   /** Its options, checked at load; null: the handler owns them (a user's module). */
   readonly optionsSchema: z.ZodType | null;
+  /**
+   * The destinations its options route events to, by option (`{ notify: 'ledger' }`), checked at
+   * load against the endpoint's destinations with `routedBy: handler`; `any`: it may route to any
+   * of them (a user's module).
+   */
+  readonly routesTo:
+    | ((options: Readonly<Record<string, unknown>>) => Readonly<Record<string, string>>)
+    | 'any';
 }
+
+const routesNowhere = () => ({});
 
 /** What an endpoint that names no handler gets: its rows are the product. */
 export const DEFAULT_HANDLER = 'record';
@@ -27,18 +36,18 @@ export const NAMED_HANDLERS: Readonly<Record<string, HandlerKind>> = {
   record: {
     create: (_, options, deps) => createRecordHandler(options, deps),
     optionsSchema: recordOptionsSchema,
+    routesTo: routesNowhere,
   },
   project: {
     create: (_, options, deps) => createProjectHandler(options, deps),
     optionsSchema: projectOptionsSchema,
-  },
-  forward: {
-    create: (_, options, deps) => createForwardHandler(options, deps),
-    optionsSchema: forwardOptionsSchema,
+    routesTo: routesNowhere,
   },
   billing: {
     create: (_, options, deps) => createBillingHandler(options, deps),
     optionsSchema: billingOptionsSchema,
+    routesTo: (options): Record<string, string> =>
+      typeof options.notify === 'string' ? { notify: options.notify } : {},
   },
 };
 
@@ -47,10 +56,12 @@ export const PREFIXED_HANDLERS: Readonly<Record<string, HandlerKind>> = {
   'module:': {
     create: (path, options, deps) => createModuleHandler(path, options, deps),
     optionsSchema: null,
+    routesTo: 'any',
   },
   'sql:': {
     create: (statement, options, deps) => createSqlHandler(statement, options, deps),
     optionsSchema: sqlOptionsSchema,
+    routesTo: routesNowhere,
   },
 };
 
@@ -74,7 +85,7 @@ export const HANDLER_PATTERN = new RegExp(
   's',
 );
 
-/** `record, project, forward, billing, module:<path> or sql:<statement>`, for messages. */
+/** `record, project, billing, module:<path> or sql:<statement>`, for messages. */
 export const HANDLER_CHOICES = [
   ...Object.keys(NAMED_HANDLERS),
   ...Object.keys(PREFIXED_HANDLERS).map((prefix) => `${prefix}<${prefix === 'sql:' ? 'statement' : 'path'}>`),

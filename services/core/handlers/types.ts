@@ -23,31 +23,28 @@ export interface InboxEvent {
 /** How an applied event settles its inbox row. */
 export type ApplyOutcome = 'processed' | 'ignored' | 'stale';
 
-/** A downstream effect queued in the apply transaction; it exists only if the apply commits. */
-export interface OutboxMessage {
-  /** What delivers it (e.g. `forward`, `notify`). */
-  readonly kind: string;
-  /** Stable per effect, so a re-run of the same apply cannot queue it twice. */
-  readonly key: string;
-  readonly payload: Readonly<Record<string, unknown>>;
-}
-
-export interface Outbox {
-  enqueue(message: OutboxMessage): Promise<void>;
-}
+/**
+ * Sends an event to one of its endpoint's destinations that set `routedBy: handler`
+ * (docs/destinations.md): a delivery row naming the endpoint, that destination and the event,
+ * written with the apply, so it exists only if that event's apply commits, and sent as the
+ * destination sends any event. Throws for a name the endpoint has no such destination by (the
+ * event then fails, dead at once), or for an event not being applied here.
+ */
+export type RouteEvent = (event: InboxEvent, destination: string) => void;
 
 export interface ApplyContext {
   /** The batch transaction, inside this event's savepoint. Never COMMIT or ROLLBACK it. */
   readonly tx: pg.ClientBase;
-  readonly outbox: Outbox;
+  /** Routes the event being applied (the only one it takes) to a destination; see RouteEvent. */
+  readonly route: RouteEvent;
   readonly logger: Logger;
 }
 
 export interface BatchContext {
   /** The batch transaction, inside the batch's savepoint. Never COMMIT or ROLLBACK it. */
   readonly tx: pg.ClientBase;
-  /** The outbox of one event of the batch: its effects are kept only if that event applies. */
-  outbox(event: InboxEvent): Outbox;
+  /** Routes one event of the batch to a destination; kept only if that event applies. */
+  readonly route: RouteEvent;
   readonly logger: Logger;
 }
 
@@ -62,7 +59,7 @@ export type BatchEventResult = ApplyOutcome | undefined | { readonly error: unkn
 /**
  * A handler has one of two forms, and the apply engine (apply/engine.ts) runs either: the built-in
  * handlers are set-based (`applyBatch`; one event alone is a batch of one), while `module:`,
- * `sql:` and `forward` handlers apply one event at a time (`apply`).
+ * and `sql:` handlers apply one event at a time (`apply`).
  */
 export interface Handler {
   readonly name: string;
@@ -74,7 +71,7 @@ export interface Handler {
   /**
    * The set-based form: applies a whole batch with a few statements and returns one result per
    * event, in the order given. It must leave exactly what applying the events one at a time in
-   * that order would leave (same rows, same outcomes, same outbox effects); the engine's
+   * that order would leave (same rows, same outcomes, same routes); the engine's
    * differential test holds the built-in handlers to it. Throwing rolls the batch back and the
    * engine applies the events again one at a time, each a batch of one in its own savepoint.
    */

@@ -9,7 +9,6 @@ import {
   pruneInBatches,
 } from '../db/batched-delete.ts';
 import { pruneDestinationDeliveries } from '../destinations/deliveries.ts';
-import { pruneDeliveries } from '../outbox/deliveries.ts';
 import { pruneQuarantine, QUARANTINE_RETENTION_MS } from '../quarantine/retention.ts';
 import {
   COUNT_PRUNABLE_INBOX_ROWS,
@@ -103,8 +102,7 @@ export interface PruneReport {
   readonly inboxPartitions: number;
   /** Day partitions past the window left in place, with why (too many unsettled rows, a lock wait). */
   readonly inboxPartitionsLeft: readonly PartitionDrop[];
-  readonly deliveries: number;
-  /** Delivered rows of hookgate.destination_deliveries (the same window as `deliveries`). */
+  /** Delivered rows of hookgate.destination_deliveries settled before the deliveries window. */
   readonly destinationDeliveries: number;
   /** Rows of the per-attempt history older than the inbox window. */
   readonly attempts: number;
@@ -119,9 +117,8 @@ export const AUDIT_RETENTION_MS = 365 * 86_400_000;
 
 /**
  * The retentions, as `hookgate prune` runs them: the inbox, the attempt history (the inbox's
- * window), the delivery records, the destinations' delivered rows, the audit trail, released and
- * dropped quarantine rows; then the
- * action is recorded in the audit trail (a dry run too), with the counts.
+ * window), the destinations' delivered rows, the audit trail, released and dropped quarantine
+ * rows; then the action is recorded in the audit trail (a dry run too), with the counts.
  */
 export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneReport> {
   const report = await pruneBoth(db, request);
@@ -138,19 +135,13 @@ export async function prune(db: pg.Pool, request: PruneRequest): Promise<PruneRe
       inbox_rows_in_partitions: report.inboxRowsInPartitions,
       inbox_partitions: report.inboxPartitions,
       inbox_keys: report.inboxKeys,
-      deliveries: report.deliveries,
       destination_deliveries: report.destinationDeliveries,
       attempts: report.attempts,
       audit: report.audit,
       quarantine: report.quarantine,
     },
     count:
-      report.inboxRows +
-      report.attempts +
-      report.deliveries +
-      report.destinationDeliveries +
-      report.audit +
-      report.quarantine,
+      report.inboxRows + report.attempts + report.destinationDeliveries + report.audit + report.quarantine,
     dryRun: request.dryRun === true,
   });
   return report;
@@ -172,7 +163,6 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
     inboxKeys: 0,
     inboxPartitions: 0,
     inboxPartitionsLeft: [],
-    deliveries: 0,
     destinationDeliveries: 0,
     attempts: 0,
     audit: 0,
@@ -194,10 +184,6 @@ async function pruneBoth(db: pg.Pool, request: Omit<PruneRequest, 'actor'>): Pro
   if (request.signal?.aborted) return report;
   // The attempt history goes with the inbox window (of every event, settled or not).
   report.attempts = (await pruneAttempts(db, { ...common, olderThan: request.inboxOlderThanMs })).rows;
-  if (request.signal?.aborted) return report;
-  report.deliveries = (
-    await pruneDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs })
-  ).rows;
   if (request.signal?.aborted) return report;
   report.destinationDeliveries = (
     await pruneDestinationDeliveries(db, { ...common, olderThan: request.deliveriesOlderThanMs })

@@ -94,22 +94,3 @@ export async function jobsById(
 ): Promise<JobState[]> {
   return (await db.query<JobState>(JOBS_BY_ID, [queue, ids])).rows;
 }
-
-/**
- * pg-boss computes a retry's start from the queue's backoff; a downstream that answered 429 or
- * 503 with Retry-After asked for at least that long: this pushes a retried job's start back.
- */
-const NOT_BEFORE = `
-  UPDATE pgboss.job
-     SET start_after = GREATEST(start_after, now() + $3::int * interval '1 second')
-   WHERE name = $1 AND id = $2 AND state = 'retry'`;
-
-/** Holds a job's retry back at least `seconds`; false if the job is not waiting for a retry. */
-export async function holdRetryBack(
-  db: pg.ClientBase,
-  queue: string,
-  id: string,
-  seconds: number,
-): Promise<boolean> {
-  return (await db.query(NOT_BEFORE, [queue, id, seconds])).rowCount === 1;
-}

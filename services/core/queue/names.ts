@@ -8,9 +8,9 @@ export function applyQueue(endpoint: string): string {
 }
 
 /**
- * A deterministic UUID for a key: outbox jobs use it (a re-run apply cannot queue an effect
- * twice), and apply jobs sent before batch dispatch carried it (one job per event, its id from
- * the endpoint and event id; rows claimed then have no dispatch_job and are found by it).
+ * A deterministic UUID for a key: apply jobs sent before batch dispatch carried it (one job per
+ * event, its id from the endpoint and event id; rows claimed then have no dispatch_job and are
+ * found by it).
  */
 export function jobIdFor(endpoint: string, eventId: string): string {
   // One-shot hash: the same bytes as hashing the three parts in turn, without a Hash object
@@ -36,19 +36,4 @@ export function eventIdsOf(data: unknown): string[] {
     return value.eventIds.filter((id): id is string => typeof id === 'string');
   if (typeof value?.eventId === 'string') return [value.eventId];
   return [];
-}
-
-/** Downstream effects queued by handlers, one queue per kind (`forward`, `notify`, ...). */
-export function outboxQueue(kind: string): string {
-  return `hookgate.outbox.${kind}`;
-}
-
-/** Where pg-boss moves an outbox job whose retries are exhausted or that was refused for good. */
-export function outboxDeadLetterQueue(kind: string): string {
-  return `${outboxQueue(kind)}.dead`;
-}
-
-/** Outbox job ids derive from the effect's key: a re-run apply cannot queue an effect twice. */
-export function outboxJobIdFor(kind: string, key: string): string {
-  return jobIdFor(`outbox:${kind}`, key);
 }

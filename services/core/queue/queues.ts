@@ -1,6 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config/schema.ts';
-import { applyQueue, outboxDeadLetterQueue, outboxQueue } from './names.ts';
+import { applyQueue } from './names.ts';
 
 /** How pg-boss retries an apply job; attempts = retryLimit + 1. */
 export interface RetryPolicy {
@@ -55,104 +55,10 @@ export function heartbeatSecondsFrom(worker: Config['worker']): number | null {
   return seconds * 1000 < worker.expireIn ? seconds : null;
 }
 
-/** Outbox kinds whose queues always exist, so a handler can enqueue to them in any transaction. */
-export const OUTBOX_KINDS = ['forward', 'notify'] as const;
-
-/** How pg-boss retries an outbox (downstream delivery) job: the `relay` section of the config. */
-export interface OutboxQueueSettings {
-  /** Retries after the first attempt (a job gets retryLimit + 1 tries). */
-  readonly retryLimit: number;
-  /** Seconds before the first retry; doubled per retry (with jitter) when backoff is on. */
-  readonly retryDelaySeconds: number;
-  readonly retryBackoff: boolean;
-  readonly retryDelayMaxSeconds: number;
-  /** A job active longer than this is retried; above the longest request timeout. */
-  readonly expireInSeconds: number;
-  /** Finished outbox jobs are deleted this long after they finished (default 30 minutes). */
-  readonly deleteAfterSeconds?: number;
-  /** Dead-lettered outbox jobs (never consumed) are deleted this long after they were dead-lettered (default 30 days). */
-  readonly deadLetterRetentionSeconds?: number;
-  /**
-   * A job whose heartbeat (refreshed by the relay's pg-boss workers while a request runs) is older
-   * than this is retried: a dead worker's deliveries come back without waiting for expireIn.
-   * Absent or null: none.
-   */
-  readonly heartbeatSeconds?: number | null;
-}
-
-/** The `relay` section of the config as pg-boss queue options (whole seconds). */
-export function outboxPolicyFrom(relay: Config['relay']): OutboxQueueSettings {
-  return {
-    retryLimit: relay.retryLimit,
-    retryDelaySeconds: Math.ceil(relay.retryDelay / 1000),
-    retryBackoff: true,
-    retryDelayMaxSeconds: Math.ceil(relay.retryDelayMax / 1000),
-    expireInSeconds: Math.ceil(relay.expireIn / 1000),
-    deleteAfterSeconds: Math.max(1, Math.round(relay.completedJobRetention / 1000)),
-    deadLetterRetentionSeconds: Math.max(1, Math.round(relay.deadJobRetention / 1000)),
-    heartbeatSeconds: Math.max(10, Math.round(relay.heartbeat / 1000)),
-  };
-}
-
-/** The config's defaults (a test holds them equal to `outboxPolicyFrom` of a default config). */
-export const DEFAULT_OUTBOX_QUEUE_SETTINGS = {
-  retryLimit: 10,
-  retryDelaySeconds: 5,
-  retryBackoff: true,
-  retryDelayMaxSeconds: 900,
-  expireInSeconds: 300,
-  deleteAfterSeconds: 1_800,
-  deadLetterRetentionSeconds: 30 * 86_400,
-  heartbeatSeconds: 10,
-} as const satisfies Required<OutboxQueueSettings>;
-
 /**
- * Creates the outbox queues and their dead-letter queues and brings their policy up to date
- * (updateQueue: whichever process created a queue first, gateway or worker, the policy is this
- * one). Must run before any handler's transaction sends to them.
- */
-export async function ensureOutboxQueues(
-  boss: PgBoss,
-  settings: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
-  kinds: readonly string[] = OUTBOX_KINDS,
-): Promise<void> {
-  for (const kind of kinds) {
-    const dead = outboxDeadLetterQueue(kind);
-    // Nothing consumes these: a dead-lettered job stays queued until retentionSeconds.
-    const deadSeconds =
-      settings.deadLetterRetentionSeconds ?? DEFAULT_OUTBOX_QUEUE_SETTINGS.deadLetterRetentionSeconds;
-    const deadOptions = { retentionSeconds: deadSeconds, deleteAfterSeconds: deadSeconds };
-    await boss.createQueue(dead, deadOptions);
-    await boss.updateQueue(dead, deadOptions);
-    const options = {
-      retryLimit: settings.retryLimit,
-      retryDelay: settings.retryDelaySeconds,
-      retryBackoff: settings.retryBackoff,
-      expireInSeconds: settings.expireInSeconds,
-      // outbox_deliveries, not the job, is the record of what was delivered.
-      deleteAfterSeconds: settings.deleteAfterSeconds ?? DEFAULT_OUTBOX_QUEUE_SETTINGS.deleteAfterSeconds,
-    };
-    const retryDelayMax = settings.retryBackoff ? settings.retryDelayMaxSeconds : undefined;
-    const heartbeat = settings.heartbeatSeconds ?? null;
-    await boss.createQueue(outboxQueue(kind), {
-      ...options,
-      ...(retryDelayMax === undefined ? {} : { retryDelayMax }),
-      ...(heartbeat === null ? {} : { heartbeatSeconds: heartbeat }),
-      deadLetter: dead,
-    });
-    await boss.updateQueue(outboxQueue(kind), {
-      ...options,
-      retryDelayMax: retryDelayMax ?? null,
-      heartbeatSeconds: heartbeat,
-      deadLetter: dead,
-    });
-  }
-}
-
-/**
- * Creates (or brings up to date) each endpoint's apply queue, and the outbox queues. createQueue
+ * Creates (or brings up to date) each endpoint's apply queue, hookgate's only queues. createQueue
  * leaves an existing queue untouched, so each policy is applied with updateQueue. Gateway, worker
- * and CLI all call this, with the policies from the same config.
+ * and CLI all call this, with the policy from the same config.
  *
  * An apply job's own retries (its retry limit, delay and backoff) are for attempts that never
  * reported: a worker lost mid-batch, or a batch whose transaction failed as a whole. An event's
@@ -162,17 +68,6 @@ export async function ensureOutboxQueues(
  * (worker/sweeper.ts) sends them again or ends them.
  */
 export async function ensureQueues(
-  boss: PgBoss,
-  endpoints: readonly string[],
-  policy: RetryPolicy = DEFAULT_RETRY_POLICY,
-  outbox: OutboxQueueSettings = DEFAULT_OUTBOX_QUEUE_SETTINGS,
-): Promise<void> {
-  await ensureApplyQueues(boss, endpoints, policy);
-  await ensureOutboxQueues(boss, outbox);
-}
-
-/** The apply queues alone (see ensureQueues). */
-export async function ensureApplyQueues(
   boss: PgBoss,
   endpoints: readonly string[],
   policy: RetryPolicy = DEFAULT_RETRY_POLICY,

@@ -42,16 +42,6 @@ export const SHOW_EVENT = `
     FROM hookgate.inbox
    WHERE endpoint = $1 AND event_id = $2`;
 
-/**
- * Downstream deliveries the event caused (the forward handler keys them endpoint:event_id), one
- * primary-key look-up per outbox kind ($2): by key alone the whole outbox was read.
- */
-export const EVENT_DELIVERIES = `
-  SELECT kind, url, status, attempts, http_status, last_error, first_attempt_at, last_attempt_at, settled_at
-    FROM hookgate.outbox_deliveries
-   WHERE kind = ANY ($2::text[]) AND key = $1
-   ORDER BY kind`;
-
 export interface ShownEvent {
   endpoint: string;
   event_id: string;
@@ -78,16 +68,4 @@ export interface ShownEvent {
   discard_reason: string | null;
   headers: Record<string, string>;
   payload: unknown;
-}
-
-export interface Delivery {
-  kind: string;
-  url: string | null;
-  status: string;
-  attempts: number;
-  http_status: number | null;
-  last_error: string | null;
-  first_attempt_at: Date;
-  last_attempt_at: Date;
-  settled_at: Date | null;
 }

@@ -34,10 +34,10 @@ const gateway = processConnections(configWith(1), 'gateway');
 describe('load/README.md "Connections" says what connections.ts computes', () => {
   it('the per-process figures at the defaults', () => {
     expect(gateway).toBe(12);
-    expect(processConnections(configWith(1), 'all')).toBe(25);
+    expect(processConnections(configWith(1), 'all')).toBe(21);
     expect(MIGRATION_CONNECTIONS).toBe(2);
     expect(readme).toContain(`| \`database.poolSize\` + 2 (pg-boss) | ${gateway} |`);
-    expect(readme).toContain(`| 15 with one endpoint, ${worker(2)} with two |`);
+    expect(readme).toContain(`| ${worker(1)} with one endpoint, ${worker(2)} with two |`);
     expect(readme).toContain(`= **12** by default`);
     expect(readme).toContain(
       `for E endpoints: ${worker(1)} with one endpoint, ${worker(2)} with two, ${worker(3)} with three`,
@@ -47,23 +47,20 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
     );
   });
 
-  it('the worker formula, E × worker.concurrency + 2 × relay.concurrency + 2, + 6 + 1, off the defaults too', () => {
-    const formula = (e: number, c: number, r: number, pool = 0) => Math.max(pool, e * c + 2 * r + 2) + 6 + 1;
+  it('the worker formula, E × worker.concurrency + 2, + 6 + 1, off the defaults too', () => {
+    const formula = (e: number, c: number, pool = 0) => Math.max(pool, e * c + 2) + 6 + 1;
     expect(readme).toContain(
-      'max(`worker.poolSize`, endpoints × `worker.concurrency` + 2 × `relay.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)',
+      'max(`worker.poolSize`, endpoints × `worker.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)',
     );
-    expect(readme).toContain('= **2E + 13** by default');
-    for (const e of [1, 2, 3]) expect(worker(e)).toBe(2 * e + 13);
-    for (const [e, c, r, pool] of [
-      [3, 5, 4, 0],
-      [1, 1, 1, 0],
-      [2, 4, 3, 40],
+    expect(readme).toContain('= **2E + 9** by default');
+    for (const e of [1, 2, 3]) expect(worker(e)).toBe(2 * e + 9);
+    for (const [e, c, pool] of [
+      [3, 5, 0],
+      [1, 1, 0],
+      [2, 4, 40],
     ] as const) {
-      const overrides = {
-        worker: { concurrency: c, ...(pool ? { poolSize: pool } : {}) },
-        relay: { concurrency: r },
-      };
-      expect(worker(e, overrides)).toBe(formula(e, c, r, pool));
+      const overrides = { worker: { concurrency: c, ...(pool ? { poolSize: pool } : {}) } };
+      expect(worker(e, overrides)).toBe(formula(e, c, pool));
     }
   });
 
@@ -79,7 +76,7 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
     ).toBe(base + 3);
     const withBreaker = { a: plain, b: { ...plain, breaker: { failures: 5 } } };
     expect(destinationLoopConnections(destinations(withBreaker))).toBe(7);
-    expect(processConnections(destinations(withBreaker), 'worker')).toBe(22);
+    expect(processConnections(destinations(withBreaker), 'worker')).toBe(18);
     expect(
       destinationLoopConnections(
         destinations({ b: { ...plain, concurrency: 16, breaker: { failures: 5 } } }),
@@ -91,22 +88,25 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
       {},
     );
     expect(processConnections(pooled, 'worker')).toBe(40 + 7);
-    expect(readme).toContain('D = 1 + 1 + (1 + 4) = 7, so a worker holds 22');
-    expect(readme).toContain('+ 2 × `relay.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)');
+    expect(readme).toContain('D = 1 + 1 + (1 + 4) = 7, so a worker holds 18');
+    expect(readme).toContain('× `worker.concurrency` + 2 + D) + 6 (pg-boss) + 1 (wake-up listener)');
   });
 
   it('the worked examples for a release', () => {
     const pods = (replicas: number) => replicas + Math.ceil(replicas / 4);
     const defaults = pods(2) * gateway + pods(2) * worker(1) + MIGRATION_CONNECTIONS;
-    expect(readme).toContain(`come to 3 × 12 + 3 × 15 + 2 = ${defaults}`);
+    expect(readme).toContain(`come to 3 × 12 + 3 × ${worker(1)} + 2 = ${defaults}`);
     const fullScale = pods(10) * gateway + pods(10) * worker(1) + MIGRATION_CONNECTIONS + 1;
-    expect(readme).toContain(`to 13 × 12 + 13 × 15 + 2 + 1 = ${fullScale}`);
+    expect(readme).toContain(`to 13 × 12 + 13 × ${worker(1)} + 2 + 1 = ${fullScale}`);
     // Without the surge, as the sizing guide counts them.
     expect(readme).toContain(
-      `gateway HPA 10 × 12 = ${10 * gateway}, KEDA 10 workers × 15 = ${10 * worker(1)}`,
+      `gateway HPA 10 × 12 = ${10 * gateway}, KEDA 10 workers × ${worker(1)} = ${10 * worker(1)}`,
     );
     expect(readme).toContain(`**${10 * gateway + 10 * worker(1)} in all**`);
-    expect(readme).toContain(`even 4 + 4 replicas (${4 * gateway + 4 * worker(1)})`);
-    expect(readme).toContain(`with one endpoint need 36 + 45 + 5 = ${3 * gateway + 3 * worker(1) + 5}`);
+    expect(readme).toContain(`even 5 + 5 replicas (${5 * gateway + 5 * worker(1)})`);
+    expect(5 * gateway + 5 * worker(1)).toBeGreaterThan(97);
+    expect(readme).toContain(
+      `with one endpoint need 36 + ${3 * worker(1)} + 5 = ${3 * gateway + 3 * worker(1) + 5}`,
+    );
   });
 });
