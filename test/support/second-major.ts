@@ -34,6 +34,7 @@ export const SECOND_MAJOR: Readonly<Record<string, string>> = {
   'test/integration/migrate-concurrent-index.test.ts': 'plans, migrations',
   'test/integration/migrate.test.ts': 'migrations',
   'test/integration/observability-metrics.test.ts': 'plans, partitions',
+  'test/integration/outbound-secrets.test.ts': "roles, migrations: the console login's reach to secrets",
   'test/integration/pgbouncer.test.ts': 'PgBouncer, migrations',
   'test/integration/plan-audit.test.ts':
     'plans: every statement of the gateway, worker and CLI prepared on 15',
