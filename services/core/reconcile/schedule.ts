@@ -83,14 +83,18 @@ export async function liveRuns(
  * endpoint whoever queued it: null when one waits already (it runs first, and soon).
  */
 export async function requestRun(
-  boss: PgBoss,
+  db: Queryable,
   endpoint: string,
   request: { readonly actor: string; readonly since?: Date | undefined },
 ): Promise<string | null> {
-  const data: ReconcileJobData = {
+  // Through the migration's function (0030), so the console's role may queue this run and no
+  // other job: it writes no table of pg-boss's itself.
+  const { rows } = await db.query<{ id: string | null }>(REQUEST_RUN, [
     endpoint,
-    actor: request.actor,
-    ...(request.since ? { since: request.since.toISOString() } : {}),
-  };
-  return boss.send(RECONCILE_QUEUE, data, { singletonKey: endpoint });
+    request.actor,
+    request.since ?? null,
+  ]);
+  return rows[0]?.id ?? null;
 }
+
+const REQUEST_RUN = `SELECT hookgate.request_reconcile_run($1, $2, $3)::text AS id`;
