@@ -6,14 +6,28 @@ export PATH := $(CURDIR)/node_modules/.bin:$(PATH)
 
 DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
+, := ,
 
-.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium clean
+.PHONY: run test check lint format typecheck unit bench chaos install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools clean api-schema \
+  image container-tools cluster-packages cluster-tools cluster-images cluster-up cluster-down test-k8s
 
 $(DEPS): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 install: $(DEPS)
+
+# The management API's type generator (openapi-typescript) lives apart in tools/openapi/: it needs
+# TypeScript 5's compiler API, and the project's TypeScript is 7. Pinned in its own lock file.
+API_TOOLS := tools/openapi/node_modules/.installed
+$(API_TOOLS): tools/openapi/package.json tools/openapi/package-lock.json
+	npm ci --prefix tools/openapi --no-audit --no-fund --loglevel=error
+	@touch $@
+
+## api-schema: services/console/api/schema.ts, the API's TypeScript types (the server's answers and
+## the tests' openapi-fetch client are typed with them), from services/console/api/openapi.yaml
+api-schema: $(DEPS) $(API_TOOLS)
+	node tools/openapi/generate.mjs
 
 ## run: serve gateway and worker; embedded PostgreSQL under ./.hookgate/ unless DATABASE_URL is set,
 ## and then the web console too (its URL is in the log: http://127.0.0.1:8081/ unless CONSOLE_PORT);
@@ -26,7 +40,7 @@ run: $(DEPS)
 ## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
 ## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
 ## `go install` into .tools/
-tools: chart-tools postgres-15 pgbouncer fault-tools chromium
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -65,6 +79,14 @@ chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+
+# docs/api.md's walk-through is run verbatim by its test (test/integration/api-walkthrough.test.ts):
+# curl, jq and openssl, as an operator's shell has them.
+shell-tools:
+	@if ! command -v curl >/dev/null || ! command -v jq >/dev/null || ! command -v openssl >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends curl jq openssl; \
 	fi
 
 # Each tool is built into a directory named after its pinned version, so a second `make tools`
@@ -106,10 +128,14 @@ CHECK_INTEGRATION := test/integration/migrate.test.ts test/integration/gateway-c
 check: $(DEPS) chart-tools
 	vitest run --project unit --project chart --project integration test/unit/ test/chart/ $(CHECK_INTEGRATION)
 
-lint: $(DEPS)
+lint: $(DEPS) $(API_TOOLS)
 	biome check .
 	# Unused files, exports and dependencies (knip.json: the entry points).
 	knip
+	# The management API's OpenAPI document, under Redocly's strict recommended rules (redocly.yaml;
+	# offline), and the types generated from it current (else: make api-schema).
+	REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true redocly lint
+	node tools/openapi/generate.mjs --check
 
 format: $(DEPS)
 	biome check --write .
@@ -131,6 +157,115 @@ chaos: $(DEPS) postgres-15 pgbouncer fault-tools
 	node test/chaos/main.ts
 	CATCHUP_EVENTS=100000 CATCHUP_DRAIN_MS=600000 vitest run test/e2e/recovery-backlog.test.ts
 	node test/chaos/db-tier-main.ts
+
+## image: the Dockerfile built with podman exactly as users build it with Docker, on a
+## node:24-bookworm-slim made here without a registry (Debian's packages by debootstrap, the Node.js
+## pinned in package.json, npm), then run by its smoke test (test/k8s/image.test.ts): read-only, as
+## uid 10001, migrate, each role of serve, a signed delivery settled, SIGTERM drained. IMAGE names
+## it; BUILD_CA and BUILD_NPMRC are passed to `npm ci` as build secrets (docs/kubernetes.md)
+IMAGE ?= localhost/hookgate:dev
+NPM_VERSION := 11.19.0
+NODE_BASE_IMAGE := docker.io/library/node:24-bookworm-slim
+NODE_BASE = $(TOOLS)/node-base-$(shell node_modules/.bin/node -p process.versions.node)-npm-$(NPM_VERSION)-bookworm/rootfs.tar
+BUILD_CA ?= $(wildcard /etc/ssl/certs/ca-certificates.crt)
+BUILD_NPMRC ?=
+# podman's settings for a machine without systemd (the file says which and why).
+PODMAN := env CONTAINERS_CONF=$(CURDIR)/test/k8s/image/containers.conf podman
+
+container-tools:
+	@if ! command -v podman >/dev/null || ! command -v runc >/dev/null || ! command -v debootstrap >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    podman runc debootstrap containernetworking-plugins uidmap; \
+	fi
+
+# The base is built once per Node.js and npm version (debootstrap: a few minutes of download).
+$(TOOLS)/node-base-%/rootfs.tar: | $(DEPS) container-tools
+	@mkdir -p $(@D)
+	nice -n 19 test/k8s/image/build-node-base.sh "$$(readlink -f node_modules/.bin/node)" $(NPM_VERSION) $@
+
+image: $(DEPS) container-tools
+	@$(MAKE) --no-print-directory $(NODE_BASE)
+	@$(PODMAN) image exists $(NODE_BASE_IMAGE) || $(PODMAN) import \
+	  --change 'ENV=PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+	  --change 'CMD=["node"]' $(NODE_BASE) $(NODE_BASE_IMAGE)
+	nice -n 19 $(PODMAN) build --pull=never --network=host \
+	  $(if $(BUILD_CA),--secret id=ca$(,)src=$(BUILD_CA)) \
+	  $(if $(BUILD_NPMRC),--secret id=npmrc$(,)src=$(BUILD_NPMRC)) \
+	  --tag $(IMAGE) .
+	HOOKGATE_IMAGE=$(IMAGE) nice -n 10 vitest run --config test/k8s/vitest.config.ts test/k8s/image.test.ts
+
+## cluster-up: a one-node Kubernetes on this machine for the chart's tests: the Kubernetes
+## binaries, CoreDNS and a pause image built once from the Go module proxy into .tools/ (about 35
+## CPU-minutes, under `nice -n 19`), metrics-server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
+## Its kubeconfig is .k8s/pki/admin.kubeconfig. cluster-down removes every workload, stops every
+## daemon and undoes what they changed (mounts, network namespaces, iptables, bridge, cgroups,
+## sysctls); test/k8s/cluster/cluster.sh says how
+KUBERNETES_VERSION := v1.34.4
+COREDNS_VERSION := v1.15.0
+KUBE_DIR := $(TOOLS)/kubernetes-$(KUBERNETES_VERSION)
+KUBE_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl
+COREDNS := $(TOOLS)/coredns-$(COREDNS_VERSION)/coredns
+METRICS_SERVER_VERSION := v0.8.1
+METRICS_SERVER := $(TOOLS)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
+# The pause binary is the project's own (test/k8s/tools/pause/main.go): named by its source's hash.
+PAUSE = $(TOOLS)/pause-$(shell sha256sum test/k8s/tools/pause/main.go | cut -c1-12)/pause
+CLUSTER_STATE := $(CURDIR)/.k8s
+CLUSTER_IMAGES := $(CURDIR)/.k8s-images
+PAUSE_IMAGE := localhost/hookgate-test/pause:1
+COREDNS_IMAGE := localhost/hookgate-test/coredns:$(COREDNS_VERSION)
+CLUSTER := env STATE=$(CLUSTER_STATE) KUBE_BIN=$(KUBE_DIR) PAUSE_IMAGE=$(PAUSE_IMAGE) \
+  COREDNS_IMAGE=$(COREDNS_IMAGE) test/k8s/cluster/cluster.sh
+
+cluster-packages:
+	@if ! command -v etcd >/dev/null || ! command -v containerd >/dev/null || ! command -v runc >/dev/null \
+	  || [ ! -x /usr/lib/cni/bridge ] || ! command -v iptables >/dev/null || ! command -v openssl >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	    etcd-server containerd runc containernetworking-plugins iptables iproute2 openssl; \
+	fi
+
+$(KUBE_DIR)/%:
+	nice -n 19 test/k8s/tools/build-kubernetes.sh $(KUBERNETES_VERSION) $(@D) $*
+
+$(COREDNS):
+	nice -n 19 test/k8s/tools/build-go-main.sh test/k8s/tools/coredns $(@D) coredns github.com/coredns/coredns@$(COREDNS_VERSION)
+
+$(METRICS_SERVER):
+	nice -n 19 test/k8s/tools/build-go-module.sh sigs.k8s.io/metrics-server $(METRICS_SERVER_VERSION) $(@D) \
+	  sigs.k8s.io/metrics-server/cmd/metrics-server
+
+$(TOOLS)/pause-%/pause:
+	nice -n 19 test/k8s/tools/build-go-main.sh test/k8s/tools/pause $(@D) pause
+
+cluster-tools: $(addprefix $(KUBE_DIR)/,$(KUBE_BINARIES)) $(COREDNS) $(METRICS_SERVER)
+	@$(MAKE) --no-print-directory $(PAUSE)
+	@mkdir -p $(TOOLS)/bin && ln -sfn $(KUBE_DIR)/kubectl $(TOOLS)/bin/kubectl
+
+# Single-binary images for containerd, which takes them as archives.
+cluster-images: container-tools cluster-tools
+	@mkdir -p $(CLUSTER_IMAGES)
+	test/k8s/cluster/binary-image.sh $(PAUSE) $(PAUSE_IMAGE) 65535 $(CLUSTER_IMAGES)/pause.tar
+	test/k8s/cluster/binary-image.sh $(COREDNS) $(COREDNS_IMAGE) 65532 $(CLUSTER_IMAGES)/coredns.tar
+	test/k8s/cluster/binary-image.sh $(METRICS_SERVER) localhost/hookgate-test/metrics-server:$(METRICS_SERVER_VERSION) \
+	  65534 $(CLUSTER_IMAGES)/metrics-server.tar
+
+cluster-up: cluster-packages cluster-images
+	IMAGES="$$(ls $(CLUSTER_IMAGES)/*.tar)" $(CLUSTER) up
+
+cluster-down:
+	@if [ -d $(CLUSTER_STATE) ]; then $(CLUSTER) down; fi
+
+## test-k8s: the image (make image), then the chart on a real one-node Kubernetes (make cluster-up):
+## every ci/ scenario validated by the API server, the core ones installed and `helm test`ed,
+## upgrades, a rollback and pods deleted under 200 signed deliveries/s with `hookgate verify`, a
+## refused configuration, autoscaling; then make cluster-down, pass or fail. Not part of `make test`
+test-k8s: image chart-tools
+	@$(MAKE) --no-print-directory cluster-up
+	status=0; HOOKGATE_IMAGE=$(IMAGE) KUBECONFIG=$(CLUSTER_STATE)/pki/admin.kubeconfig \
+	  CLUSTER_STATE=$(CLUSTER_STATE) KUBE_BIN=$(KUBE_DIR) \
+	  vitest run --config test/k8s/vitest.config.ts --exclude test/k8s/image.test.ts || status=$$?; \
+	$(MAKE) --no-print-directory cluster-down; exit $$status
 
 clean:
 	rm -rf node_modules .hookgate bench/results

@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations,api picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { apiListsScenario, renderApiLists } from './api-lists.ts';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { type BytesReport, bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
@@ -38,7 +39,7 @@ const settings = z
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
     BENCH_SCENARIOS: z
       .string()
-      .default('ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations'),
+      .default('ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations,api'),
     BENCH_MAJORS: z
       .string()
       .default('18,15')
@@ -102,6 +103,9 @@ const settings = z
     /** console: inbox sizes searched (comma-separated, smallest first) and searches of each kind per size. */
     BENCH_CONSOLE_ROWS: numberList('10000,1000000', 1_000, 100_000_000),
     BENCH_CONSOLE_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
+    /** api: inbox rows under the management API's lists, and requests of each route. */
+    BENCH_API_ROWS: z.coerce.number().int().min(1_000).max(100_000_000).default(1_000_000),
+    BENCH_API_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
     /** destinations: events in the backlog, destinations each goes to, deliveries in flight per destination. */
     BENCH_DEST_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
     BENCH_DEST_DESTINATIONS: z.coerce.number().int().min(1).max(50).default(2),
@@ -248,6 +252,16 @@ const scenarios: Scenario[] = [
         runs: settings.BENCH_CONSOLE_RUNS,
       });
       return { lines: renderConsoleSearch(report), report };
+    },
+  },
+  {
+    name: 'api',
+    run: async (database) => {
+      const report = await apiListsScenario(database, {
+        rows: settings.BENCH_API_ROWS,
+        runs: settings.BENCH_API_RUNS,
+      });
+      return { lines: renderApiLists(report), report };
     },
   },
   {

@@ -1,13 +1,7 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
-import {
-  DELIVERY_STATUSES,
-  deliveriesListCommand,
-  deliveriesShowCommand,
-  destinationPauseCommand,
-  redeliverCommand,
-} from './commands/destinations.ts';
-import { addConfigOption } from './support/options.ts';
+import { DELIVERY_STATUSES } from './support/choices.ts';
+import { addConfigOption } from './support/config-option.ts';
 
 // The destinations' commands (docs/destinations.md), added to the program in one call so that
 // program.ts stays one line longer.
@@ -35,7 +29,9 @@ export function addDestinationCommands(program: Command): void {
         'hookgate deliveries list --since 1h --json',
       ]),
     )
-    .action((options: unknown) => deliveriesListCommand(options));
+    .action(async (options: unknown) =>
+      (await import('./commands/destinations.ts')).deliveriesListCommand(options),
+    );
   addConfigOption(
     deliveries
       .command('show')
@@ -47,7 +43,9 @@ export function addDestinationCommands(program: Command): void {
       .option('--json', 'print the result as JSON'),
   )
     .addHelpText('after', examples(['hookgate deliveries show 42', 'hookgate deliveries show 42 --bytes']))
-    .action((id: string, options: unknown) => deliveriesShowCommand(id, options));
+    .action(async (id: string, options: unknown) =>
+      (await import('./commands/destinations.ts')).deliveriesShowCommand(id, options),
+    );
 
   addConfigOption(
     program
@@ -78,7 +76,9 @@ export function addDestinationCommands(program: Command): void {
         'hookgate redeliver --destination ledger --id 41 42',
       ]),
     )
-    .action((options: unknown) => redeliverCommand(options));
+    .action(async (options: unknown) =>
+      (await import('./commands/destinations.ts')).redeliverCommand(options),
+    );
 
   const destination = program.command('destination').description('pause or resume one destination');
   for (const [verb, pause] of [
@@ -110,6 +110,8 @@ export function addDestinationCommands(program: Command): void {
             : 'hookgate destination resume ledger',
         ]),
       )
-      .action((name: string, options: unknown) => destinationPauseCommand(name, options, pause));
+      .action(async (name: string, options: unknown) =>
+        (await import('./commands/destinations.ts')).destinationPauseCommand(name, options, pause),
+      );
   }
 }

@@ -1,8 +1,12 @@
 #!/usr/bin/env node
-// First: starts tracing (when OTEL_* asks for it) before pg, express and http load.
-import '../core/tracing-init.ts';
-import { runCli } from './program.ts';
-import { EXIT_OK } from './support/exit.ts';
+import { tracingConfigured } from '../core/tracing-env.ts';
+import { EXIT_OK } from './support/exit-codes.ts';
+
+// Tracing first, and only when OTEL_* asks for it: its instrumentations must be in place before
+// pg, express and http load, and without it OpenTelemetry is not loaded at all. The program is
+// imported after it for that reason.
+if (tracingConfigured()) await import('../core/tracing-init.ts');
+const { runCli } = await import('./program.ts');
 
 // `hookgate events list | head`: the reader went away; that ends the command, quietly.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {

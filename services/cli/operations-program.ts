@@ -2,16 +2,7 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { AUDITED_COMMANDS } from '../core/audit/audit.ts';
 import { DISCARDABLE_STATUSES } from '../core/inbox/status.ts';
-import { auditCommand } from './commands/audit.ts';
-import { discardCommand } from './commands/discard.ts';
-import { pauseCommand, resumeCommand } from './commands/pause.ts';
-import {
-  quarantineDropCommand,
-  quarantineListCommand,
-  quarantineReleaseCommand,
-  quarantineShowCommand,
-} from './commands/quarantine.ts';
-import { addConfigOption } from './support/options.ts';
+import { addConfigOption } from './support/config-option.ts';
 
 // The operations commands of issue 23 (audit, discard, pause, resume), registered from one file so
 // program.ts gains one line for them.
@@ -42,7 +33,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate audit --since 24h', 'hookgate audit --endpoint stripe --command discard --json']),
     )
-    .action((options: unknown) => auditCommand(options));
+    .action(async (options: unknown) => (await import('./commands/audit.ts')).auditCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -68,7 +59,7 @@ export function addOperationsCommands(program: Command): void {
         'hookgate discard --endpoint github --id 5f1c… --reason "projection_unkeyed: no entity in this event kind"',
       ]),
     )
-    .action((options: unknown) => discardCommand(options));
+    .action(async (options: unknown) => (await import('./commands/discard.ts')).discardCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -86,7 +77,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate pause --endpoint stripe --reason "deploying the billing handler fix"']),
     )
-    .action((options: unknown) => pauseCommand(options));
+    .action(async (options: unknown) => (await import('./commands/pause.ts')).pauseCommand(options));
 
   addConfigOption(
     addActorOption(
@@ -99,7 +90,7 @@ export function addOperationsCommands(program: Command): void {
     ),
   )
     .addHelpText('after', examples(['hookgate resume --endpoint stripe']))
-    .action((options: unknown) => resumeCommand(options));
+    .action(async (options: unknown) => (await import('./commands/pause.ts')).resumeCommand(options));
 
   const quarantine = program
     .command('quarantine')
@@ -117,7 +108,9 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate quarantine list', 'hookgate quarantine list --endpoint stripe --all --json']),
     )
-    .action((options: unknown) => quarantineListCommand(options));
+    .action(async (options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineListCommand(options),
+    );
   addConfigOption(
     quarantine
       .command('show')
@@ -126,7 +119,9 @@ export function addOperationsCommands(program: Command): void {
       .option('--json', 'print them as JSON'),
   )
     .addHelpText('after', examples(['hookgate quarantine show 12', 'hookgate quarantine show 12 13 --json']))
-    .action((ids: unknown, options: unknown) => quarantineShowCommand(ids, options));
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineShowCommand(ids, options),
+    );
   addConfigOption(
     addActorOption(
       quarantine
@@ -140,7 +135,9 @@ export function addOperationsCommands(program: Command): void {
     ),
   )
     .addHelpText('after', examples(['hookgate quarantine release 12 13 --reason "added extract.eventType"']))
-    .action((ids: unknown, options: unknown) => quarantineReleaseCommand(ids, options));
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineReleaseCommand(ids, options),
+    );
   addConfigOption(
     addActorOption(
       quarantine
@@ -155,5 +152,7 @@ export function addOperationsCommands(program: Command): void {
       'after',
       examples(['hookgate quarantine drop 12 --reason "test traffic from the provider console"']),
     )
-    .action((ids: unknown, options: unknown) => quarantineDropCommand(ids, options));
+    .action(async (ids: unknown, options: unknown) =>
+      (await import('./commands/quarantine.ts')).quarantineDropCommand(ids, options),
+    );
 }

@@ -2,25 +2,18 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, Option } from 'commander';
-import { hashPasswordCommand } from '../console/hash-password.ts';
 import { HookgateError } from '../core/errors.ts';
-import { configCheckCommand } from './commands/config-check.ts';
-import { eventsListCommand, eventsShowCommand } from './commands/events.ts';
-import { migrateCommand } from './commands/migrate.ts';
-import { pruneCommand } from './commands/prune.ts';
-import { reconcileCommand, reconcileStatusCommand } from './commands/reconcile.ts';
-import { replayCommand } from './commands/replay.ts';
-import { REQUEUE_STATUSES, requeueCommand } from './commands/requeue.ts';
-import { sendTestCommand } from './commands/send-test.ts';
-import { serveCommand } from './commands/serve.ts';
-import { statsCommand } from './commands/stats.ts';
-import { verifyCommand } from './commands/verify.ts';
+import { INBOX_STATUSES } from '../core/inbox/status.ts';
 import { addDestinationCommands } from './destination-program.ts';
 import { addActorOption, addOperationsCommands } from './operations-program.ts';
-import { classify, EXIT_OK, EXIT_USAGE } from './support/exit.ts';
-import { EVENT_STATUSES } from './support/filters.ts';
-import { addConfigOption } from './support/options.ts';
+import { REQUEUE_STATUSES } from './support/choices.ts';
+import { addConfigOption } from './support/config-option.ts';
+import { EXIT_OK, EXIT_USAGE } from './support/exit-codes.ts';
 import { terminalLines } from './support/terminal-text.ts';
+
+// Each command's module is imported when that command runs, not when the program is built: a
+// command line then loads only what it uses (`--version` and `--help` load no command at all, and
+// `serve` none of the operators' commands), which is most of a container's start-up time.
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const VERSION = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -102,7 +95,7 @@ ${examples([
   'DATABASE_URL=postgres://… CONSOLE_SESSION_SECRET=… hookgate serve --role console',
 ])}`,
     )
-    .action((options: unknown) => serveCommand(options));
+    .action(async (options: unknown) => (await import('./commands/serve.ts')).serveCommand(options));
 
   const consoleCommand = program.command('console').description('the web console (serve --role console)');
   consoleCommand
@@ -115,7 +108,34 @@ ${examples([
         'echo "alice:$(printf \'%s\' "$PASSWORD" | hookgate console hash-password)" >> users',
       ]),
     )
-    .action(() => hashPasswordCommand());
+    .action(async () => (await import('../console/hash-password.ts')).hashPasswordCommand());
+  consoleCommand
+    .command('new-token')
+    .description('make an access token for scripts and the API; prints it once, and its console.tokens entry')
+    .requiredOption('--name <name>', "the token's name (the audit trail records its actions as api:<name>)")
+    .addOption(
+      new Option('--role <role>', 'viewer (reads) or operator (reads and acts)')
+        .choices(['viewer', 'operator'])
+        .default('operator'),
+    )
+    .option('--json', 'print name, role, sha256 and the token as JSON')
+    .addHelpText(
+      'after',
+      examples([
+        'hookgate console new-token --name ci',
+        'hookgate console new-token --name dashboard --role viewer',
+      ]),
+    )
+    .action(async (options: unknown) =>
+      (await import('./commands/console-tokens.ts')).newTokenCommand(options),
+    );
+  addConfigOption(
+    consoleCommand
+      .command('tokens')
+      .description('the configured access tokens: name, role and last use (never a token or its hash)')
+      .option('--json', 'print them as JSON')
+      .addHelpText('after', examples(['hookgate console tokens --config hookgate.yaml'])),
+  ).action(async (options: unknown) => (await import('./commands/console-tokens.ts')).tokensCommand(options));
 
   addConfigOption(
     program
@@ -140,7 +160,7 @@ ${examples([
         'DATABASE_URL=postgres://owner@… hookgate migrate --create-roles',
       ]),
     )
-    .action((options: unknown) => migrateCommand(options));
+    .action(async (options: unknown) => (await import('./commands/migrate.ts')).migrateCommand(options));
 
   const configCommand = program.command('config').description('work with the configuration file');
   addConfigOption(
@@ -158,7 +178,9 @@ ${examples([
         'STRIPE_WEBHOOK_SECRET=… hookgate config check',
       ]),
     )
-    .action((options: unknown) => configCheckCommand(options));
+    .action(async (options: unknown) =>
+      (await import('./commands/config-check.ts')).configCheckCommand(options),
+    );
 
   addConfigOption(
     program
@@ -189,7 +211,7 @@ ${examples([
         'hookgate send-test --endpoint demo --url https://hooks.example.com/webhooks/demo --wait 60s',
       ]),
     )
-    .action((options: unknown) => sendTestCommand(options));
+    .action(async (options: unknown) => (await import('./commands/send-test.ts')).sendTestCommand(options));
 
   addConfigOption(
     program
@@ -209,7 +231,7 @@ ${examples([
         'hookgate stats --json | jq .',
       ]),
     )
-    .action((options: unknown) => statsCommand(options));
+    .action(async (options: unknown) => (await import('./commands/stats.ts')).statsCommand(options));
 
   const events = program.command('events').description("list or show an endpoint's inbox rows");
   const eventFilters = (command: Command, statuses: readonly string[]) =>
@@ -225,7 +247,7 @@ ${examples([
         .command('list')
         .description('inbox rows, newest first')
         .option('--endpoint <name>', 'only this endpoint'),
-      EVENT_STATUSES,
+      INBOX_STATUSES,
     )
       .option('--limit <n>', 'at most this many rows', '50')
       .option('--json', 'print the rows as JSON'),
@@ -237,7 +259,7 @@ ${examples([
         'hookgate events list --type invoice.paid --json | jq -r ".[].event_id"',
       ]),
     )
-    .action((options: unknown) => eventsListCommand(options));
+    .action(async (options: unknown) => (await import('./commands/events.ts')).eventsListCommand(options));
   addConfigOption(
     events
       .command('show')
@@ -247,8 +269,8 @@ ${examples([
       .option('--json', 'print the event as JSON'),
   )
     .addHelpText('after', examples(['hookgate events show evt_1Q2w3E --endpoint stripe']))
-    .action((eventId: string, options: Record<string, unknown>) =>
-      eventsShowCommand({ ...options, eventId }),
+    .action(async (eventId: string, options: Record<string, unknown>) =>
+      (await import('./commands/events.ts')).eventsShowCommand({ ...options, eventId }),
     );
 
   const requeue = addConfigOption(
@@ -275,7 +297,7 @@ ${examples([
         'hookgate requeue --endpoint stripe --orphans --dry-run',
       ]),
     )
-    .action((options: unknown) => requeueCommand(options));
+    .action(async (options: unknown) => (await import('./commands/requeue.ts')).requeueCommand(options));
 
   const replay = addConfigOption(
     program
@@ -301,7 +323,7 @@ ${examples([
         'GITHUB_TOKEN=… hookgate replay --endpoint github --since 6h',
       ]),
     )
-    .action((options: unknown) => replayCommand(options));
+    .action(async (options: unknown) => (await import('./commands/replay.ts')).replayCommand(options));
 
   const reconcile = addConfigOption(
     program
@@ -330,11 +352,12 @@ ${examples([
         'hookgate reconcile status',
       ]),
     )
-    .action((what: string | undefined, options: unknown) =>
-      what === undefined
+    .action(async (what: string | undefined, options: unknown) => {
+      const { reconcileCommand, reconcileStatusCommand } = await import('./commands/reconcile.ts');
+      return what === undefined
         ? reconcileCommand(options)
-        : reconcileStatusCommand({ ...(options as object), what }),
-    );
+        : reconcileStatusCommand({ ...(options as object), what });
+    });
 
   const prune = addConfigOption(
     program
@@ -366,7 +389,7 @@ ${examples([
         'hookgate prune --older-than 30d --batch 1000 --pause 100   # paced: keeps ack p99 flat',
       ]),
     )
-    .action((options: unknown) => pruneCommand(options));
+    .action(async (options: unknown) => (await import('./commands/prune.ts')).pruneCommand(options));
 
   addConfigOption(
     program
@@ -381,7 +404,7 @@ ${examples([
       .option('--json', 'print the report as one JSON object'),
   )
     .addHelpText('after', examples(['hookgate verify --sent sent.jsonl --config hookgate.yaml']))
-    .action((options: unknown) => verifyCommand(options));
+    .action(async (options: unknown) => (await import('./commands/verify.ts')).verifyCommand(options));
 
   addOperationsCommands(program);
   addDestinationCommands(program);
@@ -421,6 +444,7 @@ export async function runCli(argv: readonly string[], output: CliOutput = PROCES
       const quiet = ['commander.helpDisplayed', 'commander.version', 'commander.help'];
       return quiet.includes(error.code) ? EXIT_OK : EXIT_USAGE;
     }
+    const { classify } = await import('./support/exit.ts');
     const { line, exitCode, stack } = classify(error);
     output.err(`hookgate: ${line}\n`);
     if (stack) output.err(`${stack}\n`);

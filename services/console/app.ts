@@ -15,6 +15,7 @@ import type { ConsoleAuth } from './security/auth.ts';
 import { cspReports } from './security/csp-reports.ts';
 import { securityHeaders } from './security/headers.ts';
 import { hostCheck } from './security/host-check.ts';
+import { requireOperator } from './security/roles.ts';
 
 const STYLESHEET = readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'assets/console.css'), 'utf8');
 
@@ -25,10 +26,12 @@ export interface ConsoleAppDeps {
   readonly auth: ConsoleAuth;
   /** Readiness: null when the database answers, else why not. */
   readonly ready: () => Promise<string | null>;
+  /** The management API (services/console/api/), mounted at /api/v1 with its own sign-in: tokens. */
+  readonly api?: express.Router;
 }
 
 /** The console's HTTP surface; every route but the probes, the stylesheet and sign-in needs a viewer. */
-export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): express.Express {
+export function createConsoleApp({ context, auth, ready, api }: ConsoleAppDeps): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -66,6 +69,8 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
     loginSubmit(auth, req, res).catch(next);
   });
 
+  if (api) app.use('/api/v1', api);
+
   app.use(auth.requireViewer);
   app.post('/logout', form, auth.requireCsrf, (req, res) => logoutSubmit(auth, req, res));
   app.get('/', page(overviewPage));
@@ -75,8 +80,8 @@ export function createConsoleApp({ context, auth, ready }: ConsoleAppDeps): expr
   app.get('/quarantine', page(quarantinePage));
   app.get('/quarantine/:id', page(quarantinedPage));
   app.get('/audit', page(auditPage));
-  app.post('/actions/:action/preview', form, auth.requireCsrf, page(actionPreview));
-  app.post('/actions/:action', form, auth.requireCsrf, page(actionRun));
+  app.post('/actions/:action/preview', requireOperator, form, auth.requireCsrf, page(actionPreview));
+  app.post('/actions/:action', requireOperator, form, auth.requireCsrf, page(actionRun));
 
   app.use((_req: Request, res: Response) => {
     res.status(404).type('text/plain').send('Not found.\n');

@@ -11,6 +11,7 @@ import { pauseAction, resumeAction } from './actions/pause.ts';
 import { dropQuarantinedAction, releaseQuarantinedAction } from './actions/quarantine.ts';
 import { ActionRegistry } from './actions/registry.ts';
 import { requeueAction } from './actions/requeue.ts';
+import { startApi } from './api/start.ts';
 import { createConsoleApp } from './app.ts';
 import type { ConsoleContext } from './context.ts';
 import { ConsoleAuth } from './security/auth.ts';
@@ -25,6 +26,8 @@ export interface ConsoleOptions {
   /** DATABASE_URL unset: the embedded demo database. */
   readonly embedded: boolean;
   readonly env?: NodeJS.ProcessEnv;
+  /** The API's clock (its rate limit and Idempotency-Key expiry); tests hold it still. */
+  readonly now?: () => number;
 }
 
 export interface RunningConsole {
@@ -90,10 +93,12 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     config,
   };
   const auth = new ConsoleAuth(settings);
+  const api = startApi(context, settings, options.now);
   let stopping = false;
   const app = createConsoleApp({
     context,
     auth,
+    api: api.router,
     ready: async () => {
       if (stopping) return 'shutting down';
       try {
@@ -124,6 +129,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     pool,
     async stop() {
       stopping = true;
+      api.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

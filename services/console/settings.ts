@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { BlockList, isIP } from 'node:net';
 import { z } from 'zod';
-import { blockListOf, type ConsoleConfig } from '../core/config/console-schema.ts';
+import {
+  blockListOf,
+  CONSOLE_ROLES,
+  type ConsoleConfig,
+  type ConsoleRole,
+} from '../core/config/console-schema.ts';
 import { HookgateError } from '../core/errors.ts';
 import { type PasswordHash, parsePasswordHash } from './security/passwords.ts';
 
@@ -13,9 +18,16 @@ export interface ConsoleSettings {
   /** The embedded demo on a loopback address: no sign-in, cookies without Secure. */
   readonly demo: boolean;
   readonly sessionSecret: string | Buffer;
-  readonly users: ReadonlyMap<string, { readonly name: string; readonly hash: PasswordHash }>;
-  readonly tokens: readonly { readonly name: string; readonly sha256: string }[];
-  readonly proxy: { readonly trusted: BlockList; readonly userHeader: string } | null;
+  readonly users: ReadonlyMap<
+    string,
+    { readonly name: string; readonly hash: PasswordHash; readonly role: ConsoleRole }
+  >;
+  readonly tokens: readonly { readonly name: string; readonly sha256: string; readonly role: ConsoleRole }[];
+  readonly proxy: {
+    readonly trusted: BlockList;
+    readonly userHeader: string;
+    readonly role: ConsoleRole;
+  } | null;
   readonly config: ConsoleConfig;
 }
 
@@ -39,21 +51,32 @@ function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return value ? value : undefined;
 }
 
-/** `name:hash` per line; blank lines and lines starting with # are skipped. */
-export function parseUsersFile(text: string, file: string): Array<{ name: string; passwordHash: string }> {
-  const users: Array<{ name: string; passwordHash: string }> = [];
+/**
+ * `name:hash` or `name:hash:role` per line (role `viewer` or `operator`, default operator: a hash
+ * never holds a colon); blank lines and lines starting with # are skipped.
+ */
+export function parseUsersFile(
+  text: string,
+  file: string,
+): Array<{ name: string; passwordHash: string; role: ConsoleRole }> {
+  const users: Array<{ name: string; passwordHash: string; role: ConsoleRole }> = [];
   text.split(/\r?\n/).forEach((raw, index) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    const colon = line.indexOf(':');
-    const name = colon > 0 ? line.slice(0, colon) : '';
-    if (!/^[A-Za-z0-9._@+-]{1,100}$/.test(name)) {
+    const [name = '', passwordHash = '', role = 'operator', ...rest] = line.split(':');
+    if (!/^[A-Za-z0-9._@+-]{1,100}$/.test(name) || passwordHash === '' || rest.length > 0) {
       throw new HookgateError(
         'config_invalid',
-        `${file} line ${index + 1}: expected name:hash (a user name, a colon, a hash from "hookgate console hash-password").`,
+        `${file} line ${index + 1}: expected name:hash or name:hash:role (a user name, a colon, a hash from "hookgate console hash-password", optionally a colon and viewer or operator).`,
       );
     }
-    users.push({ name, passwordHash: line.slice(colon + 1) });
+    if (!(CONSOLE_ROLES as readonly string[]).includes(role)) {
+      throw new HookgateError(
+        'config_invalid',
+        `${file} line ${index + 1}: the role "${role}" is not viewer or operator.`,
+      );
+    }
+    users.push({ name, passwordHash, role: role as ConsoleRole });
   });
   return users;
 }
@@ -82,7 +105,7 @@ export function consoleSettings(
   }
   const demo = embedded && isLoopback(host);
 
-  const users = new Map<string, { name: string; hash: PasswordHash }>();
+  const users = new Map<string, { name: string; hash: PasswordHash; role: ConsoleRole }>();
   const usersFile = envValue(env, 'CONSOLE_USERS_FILE') ?? config.usersFile;
   const fromFile = (() => {
     if (!usersFile) return [];
@@ -108,12 +131,13 @@ export function consoleSettings(
     const key = user.name.toLowerCase();
     if (users.has(key))
       throw new HookgateError('config_invalid', `${where}: user "${user.name}" is named twice.`);
-    users.set(key, { name: user.name, hash });
+    users.set(key, { name: user.name, hash, role: user.role });
   }
   const proxy = config.proxyAuth
     ? {
         trusted: blockListOf(config.proxyAuth.trustedAddresses),
         userHeader: config.proxyAuth.userHeader.toLowerCase(),
+        role: config.proxyAuth.role,
       }
     : null;
 

@@ -9,17 +9,24 @@ interface CodeMeaning {
   readonly exit: 1 | 2;
   /** The gateway's answer when it refuses a delivery with this code. */
   readonly http?: number;
+  /**
+   * The management API's answer (`/api/v1`, problem+json whose `type` is the code) when it differs
+   * from `http` or the code has none; services/console/api/problems.ts reads it.
+   */
+  readonly api?: number;
 }
 
 const USAGE = { exit: 2 } as const;
 const FAILURE = { exit: 1 } as const;
 const refusal = <Status extends number>(http: Status) => ({ exit: 1, http }) as const;
+/** Given by the management API only (a command that called it would end with exit 1). */
+const apiAnswer = <Status extends number>(api: Status) => ({ exit: 1, api }) as const;
 
 export const ERROR_CODES = {
   // The command line, the configuration and the environment: exit 2.
-  usage_invalid: USAGE,
-  endpoint_unknown: { exit: 2, http: 404 },
-  event_unknown: USAGE,
+  usage_invalid: { exit: 2, api: 400 },
+  endpoint_unknown: { exit: 2, http: 404, api: 404 },
+  event_unknown: { exit: 2, api: 404 },
   config_invalid: USAGE,
   config_unreadable: USAGE,
   env_invalid: USAGE,
@@ -44,11 +51,11 @@ export const ERROR_CODES = {
   // send-test would send an event its handler applies: the endpoint's configuration says so.
   send_test_unrecognisable: USAGE,
   // A destination or delivery the command names does not exist (docs/destinations.md).
-  destination_unknown: USAGE,
-  delivery_unknown: USAGE,
+  destination_unknown: { exit: 2, api: 404 },
+  delivery_unknown: { exit: 2, api: 404 },
 
   // Operational failures: exit 1.
-  database_unreachable: FAILURE,
+  database_unreachable: { exit: 1, api: 503 },
   database_not_migrated: FAILURE,
   embedded_in_use: FAILURE,
   embedded_postgres_failed: FAILURE,
@@ -117,6 +124,25 @@ export const ERROR_CODES = {
   overloaded: refusal(503),
   // An endpoint's quarantine holds quarantine.maxHeldPerEndpoint rows: retryable, never dropped.
   quarantine_full: refusal(503),
+
+  // The management API's own answers (docs/api.md).
+  // No access token, or one the console does not know (401, with WWW-Authenticate: Bearer).
+  auth_required: apiAnswer(401),
+  // A viewer's token asked for an action (403): only operators act.
+  role_forbidden: apiAnswer(403),
+  // If-Match named a state the thing is no longer in (412): read it again.
+  precondition_failed: apiAnswer(412),
+  // An action without an Idempotency-Key (400), the same key on another request (422), or the
+  // key's first request still acting (409).
+  idempotency_key_missing: apiAnswer(400),
+  idempotency_key_reused: apiAnswer(422),
+  idempotency_key_in_progress: apiAnswer(409),
+  // A request body that is not application/json (415).
+  media_type_unsupported: apiAnswer(415),
+  // A token past console.api.rateLimit requests a minute on this console (429, with Retry-After).
+  rate_limited: apiAnswer(429),
+  // Anything the API did not foresee (500); logged with its cause.
+  internal_error: apiAnswer(500),
 } as const satisfies Record<string, CodeMeaning>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -1,7 +1,7 @@
 import { startTracing } from './tracing.ts';
 
 /**
- * Imported first by the CLI, so that when `OTEL_*` asks for traces the instrumentations are in
- * place before `pg`, `express` and `http` load. Does nothing when tracing is not configured.
+ * Imported first by the CLI when `OTEL_*` asks for traces (services/cli/main.ts), so that the
+ * instrumentations are in place before `pg`, `express` and `http` load.
  */
 startTracing();

@@ -13,6 +13,7 @@ import {
 } from '@opentelemetry/api';
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace';
+import { tracingConfigured } from './tracing-env.ts';
 
 /**
  * OpenTelemetry tracing, configured only by the standard `OTEL_*` variables. Nothing is started
@@ -42,14 +43,6 @@ export interface Tracing {
 }
 
 let active: NodeSDK | null = null;
-
-/** True when the environment asks for traces to be exported. */
-export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
-  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').trim().toLowerCase();
-  if (exporters !== '') return exporters.split(',').some((name) => name.trim() !== 'none');
-  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim() || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim());
-}
 
 /** True once a tracer provider is registered (spans are recorded). */
 export function tracingEnabled(): boolean {

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { Registry } from 'prom-client';
-import { type RunningConsole, startConsole } from '../console/server.ts';
+import type { RunningConsole } from '../console/server.ts';
 import { createApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
 import { CONSOLE_ROLE_CONNECTIONS, QUEUE_CONNECTIONS, workerPoolSize } from '../core/db/connections.ts';
@@ -26,19 +26,15 @@ import { ensureQueues, retryPolicyFrom } from '../core/queue/queues.ts';
 import { registerBacklogMetrics } from '../core/read-models/backlog.ts';
 import { registerReconcileMetrics } from '../core/reconcile/metrics.ts';
 import { reconcilingEndpoints } from '../core/reconcile/schedule.ts';
-import { type RunningGateway, startGateway } from '../gateway/gateway.ts';
-import {
-  createDestinationMetrics,
-  type RunningDestinationRelay,
-  startDestinationRelay,
-} from '../worker/destinations.ts';
-import { startReconciler } from '../worker/reconciler.ts';
-import { type RunningWorker, startWorker } from '../worker/worker.ts';
+import type { RunningGateway } from '../gateway/gateway.ts';
+import type { RunningDestinationRelay } from '../worker/destinations.ts';
+import type { RunningWorker } from '../worker/worker.ts';
 
 // The one composition root: what a `hookgate serve` process runs for its role — pools sized for
 // it, pg-boss and its queues, the metrics and probes, the gateway, the worker and relay, the
 // console — with one readiness rule and one shutdown order. `serve` and the tests' harnesses
-// start hookgate through it.
+// start hookgate through it. Each role's modules are imported when that role starts, so that a
+// gateway pod loads no worker or console code (start-up time is mostly module loading).
 
 export type Role = 'gateway' | 'worker' | 'console' | 'all';
 
@@ -261,6 +257,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     // The gateway binds its port first: a port in use ends the start before any worker has
     // started (and said so).
     if (runsGateway) {
+      const { startGateway } = await import('../gateway/gateway.ts');
       gateway = await startGateway({
         config,
         pool,
@@ -277,6 +274,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       });
     }
     if (runsWorker) {
+      const [{ startWorker }, destinations, { startReconciler }] = await Promise.all([
+        import('../worker/worker.ts'),
+        import('../worker/destinations.ts'),
+        import('../worker/reconciler.ts'),
+      ]);
       worker = await startWorker({
         config,
         pool: workerPool,
@@ -286,11 +288,11 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         metrics: applyMetrics,
         outage,
       });
-      destinationRelay = startDestinationRelay({
+      destinationRelay = destinations.startDestinationRelay({
         pool: workerPool,
         routes: routesFrom(config),
         logger: loopLogger,
-        metrics: createDestinationMetrics(registry),
+        metrics: destinations.createDestinationMetrics(registry),
         pollIntervalMs: config.relay.pollingInterval,
         allowedDestinations: config.relay.allowedDestinations,
         stopTimeoutMs: config.worker.shutdownTimeout,
@@ -299,6 +301,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
       reconciler = await startReconciler({ config, pool: workerPool, boss, logger: loopLogger });
     }
     if (options.console) {
+      const { startConsole } = await import('../console/server.ts');
       consoleServer = await startConsole({
         config,
         databaseUrl,

@@ -36,7 +36,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
   await ensureReconcileQueue(boss);
 
   const stopping = new AbortController();
-  const run = async (endpointName: string) => {
+  const run = async ({ endpoint: endpointName, actor, since }: ReconcileJobData) => {
     const endpoint = config.endpoints[endpointName];
     if (!endpoint?.reconcile) {
       logger.warn(
@@ -47,9 +47,12 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
     }
     try {
       const source = replaySourceFor(endpointName, endpoint, options.env ?? process.env);
+      // An operator's run (queued by the API) is audited as theirs, as `hookgate reconcile` is.
       const report = await reconcileEndpoint(pool, boss, endpointName, endpoint, source, {
         signal: stopping.signal,
         horizonMs: config.dedupe.horizon,
+        ...(actor !== undefined ? { actor } : {}),
+        ...(since !== undefined ? { since: new Date(since) } : {}),
       });
       const line = {
         endpoint: endpointName,
@@ -82,7 +85,7 @@ export async function startReconciler(options: ReconcilerOptions): Promise<{ sto
   await boss.work<ReconcileJobData>(
     RECONCILE_QUEUE,
     { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 2 },
-    async ([job]: Job<ReconcileJobData>[]) => (job ? run(job.data.endpoint) : null),
+    async ([job]: Job<ReconcileJobData>[]) => (job ? run(job.data) : null),
   );
 
   const tick = async () => {

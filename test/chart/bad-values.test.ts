@@ -47,9 +47,16 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
   },
   {
     name: 'no secret source',
-    set: [],
+    set: ['image.repository=registry.example.com/hookgate'],
     valuesFiles: [],
     message: /No secret source: set secrets.existingSecret .* or set secrets.databaseUrl/,
+    schema: false,
+  },
+  {
+    name: 'no image repository (no public image is published)',
+    set: ['image.repository='],
+    message:
+      /image.repository is empty: no public hookgate image is published\. Build one from the repository's Dockerfile \(`make image`/,
     schema: false,
   },
   {

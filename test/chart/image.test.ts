@@ -6,9 +6,10 @@ import { parse } from 'yaml';
 import { ROOT } from '../support/process.ts';
 import { CHART, find, render, scenarioFile } from './tools.ts';
 
-// No container engine runs here, so the image is checked against what the chart expects of it:
-// the user the pods run as, the working directory and entrypoint the chart's commands rely on,
-// and that production dependencies alone can load every module hookgate imports.
+// The Dockerfile against what the chart expects of it, without building it (make image builds and
+// runs it: test/k8s/image.test.ts): the user the pods run as, the working directory and
+// entrypoint the chart's commands rely on, and that production dependencies alone can load
+// every module hookgate imports.
 const dockerfile = readFileSync(join(ROOT, 'Dockerfile'), 'utf8');
 const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
 const instruction = (stage: string, name: string): string[] =>
@@ -26,10 +27,13 @@ describe('the container image (Dockerfile)', () => {
     expect(values.podSecurityContext.runAsGroup).toBe(Number(gid));
   });
 
-  it('is multi-stage on node:24 slim with production dependencies only', () => {
+  it('builds on node:24 slim with production dependencies only, and ships from scratch', () => {
     const froms = instruction(dockerfile, 'FROM');
     expect(froms.length).toBeGreaterThanOrEqual(2);
-    for (const from of froms) expect(from).toMatch(/^node:24-[a-z]+-slim\b/);
+    for (const from of froms.slice(0, -1)) expect(from).toMatch(/^node:24-[a-z]+-slim\b/);
+    // The final stage holds node and its libraries, copied: no shell, no npm (make image checks
+    // the built image itself: test/k8s/image.test.ts).
+    expect(froms.at(-1)).toBe('scratch');
     expect(dockerfile).toMatch(/npm ci --omit=dev/);
     expect(finalStage).not.toMatch(/npm (ci|install)/);
   });

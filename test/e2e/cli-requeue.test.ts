@@ -98,15 +98,14 @@ describe('hookgate requeue', () => {
     ]);
     const shown = await show();
     // The audit row is written after the requeue commits: a worker may start the attempt first.
-    expect(shown.map((entry) => entry.what)).toContain(`requeued by ${mover}`);
-    const requeued = shown.filter((entry) => !entry.what.startsWith('requeued by'));
-    expect(requeued.map((entry) => entry.what)).toEqual([
+    expect(shown.map((entry) => entry.what)).toEqual([
       'received',
       expect.stringMatching(/^attempt 1 by \S+: dead, /),
-      'requeued after 1 attempt(s), with a fresh job',
+      `requeued by ${mover} after 1 attempt(s), with a fresh job`,
       expect.stringMatching(/^attempt 2 by \S+: processed \(\d+ ms\)$/),
       'settled processed after 2 attempt(s)',
     ]);
+    const requeued = shown;
     const times = requeued.map((entry) => Date.parse(entry.at!));
     expect(times.every((time) => Number.isFinite(time))).toBe(true);
     expect([...times].sort((a, b) => a - b)).toEqual(times);
@@ -116,7 +115,7 @@ describe('hookgate requeue', () => {
       env,
     );
     expect(human.stdout).toMatch(
-      /timeline\n {2}\S+Z +received\n {2}\S+Z +attempt 1 by \S+: dead, .*\n {2}\S+Z +requeued after 1 attempt\(s\)/,
+      /timeline\n {2}\S+Z +received\n {2}\S+Z +attempt 1 by \S+: dead, .*\n {2}\S+Z +requeued by \S+ after 1 attempt\(s\)/,
     );
 
     // Nothing left to requeue: a dry run says so with exit 2, as a real run does.

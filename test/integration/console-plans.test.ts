@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { paths } from '../../services/console/api/schema.ts';
 import { type RunningConsole, startConsole } from '../../services/console/server.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
+import { apiClient } from '../support/api-client.ts';
 import { silentLogger } from '../support/apply.ts';
 import { CONSOLE_ENDPOINTS, consoleSearches, eventIdOf, fillConsoleInbox } from '../support/console-inbox.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
@@ -12,14 +14,14 @@ import { SW_SECRET } from '../support/gateway.ts';
 import { auditTargets, PreparedTarget, withParentIndexNames } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
 
-// The console's pages on a grown inbox: every statement they send reads the inbox (and the
-// counts) through an index, checked by EXPLAIN on the plans PostgreSQL makes for the values
-// really sent (the console's statements are unnamed, so each execution is planned for its
-// values). Statements are recorded as the console sends them while its pages are fetched over
-// HTTP, not listed by hand. 200 000 rows, as the plan audit grows its tables: a scan of a table
-// that size costs the planner far more than an index read of a page, so a plan that still scans
-// has no index to use. The search times at a million rows and more belong to `make bench`
-// (bench/console-search.ts); nothing here measures a time.
+// The console's pages (and the management API's reads) on a grown inbox: every statement they
+// send reads the inbox (and the counts) through an index, checked by EXPLAIN on the plans
+// PostgreSQL makes for the values really sent (the console's statements are unnamed, so each
+// execution is planned for its values). Statements are recorded as the console sends them while
+// its pages are fetched over HTTP, not listed by hand. 200 000 rows, as the plan audit grows its
+// tables: a scan of a table that size costs the planner far more than an index read of a page, so
+// a plan that still scans has no index to use. The search times at a million rows and more belong
+// to `make bench` (bench/console-search.ts); nothing here measures a time.
 
 const ROWS = Number(process.env.CONSOLE_PLAN_ROWS ?? 200_000);
 const TOKEN = 'console-plan-test-token-0123456789abcdef';
@@ -100,6 +102,31 @@ beforeAll(async () => {
     });
     expect(preview.status).toBe(200);
     expect(await preview.text()).toMatch(/Would put \d+ dead events of github back to pending/);
+    // The management API's lists on the same inbox: its events list is the console's search (the
+    // CLI's filters: no payload containment), each with its next page.
+    const api = apiClient(console_.url, TOKEN);
+    for (const seed of [1, 2]) {
+      for (const search of consoleSearches(ROWS, seed)) {
+        if (search.query.contains !== undefined) continue;
+        const query = search.query as NonNullable<paths['/events']['get']['parameters']['query']>;
+        const first = await api.GET('/events', { params: { query } });
+        expect(first.response.status, `${search.name}: ${JSON.stringify(first.error)}`).toBe(200);
+        const cursor = first.data?.next_cursor;
+        if (cursor)
+          expect(
+            (await api.GET('/events', { params: { query: { ...query, cursor } } })).response.status,
+          ).toBe(200);
+      }
+    }
+    expect((await api.GET('/endpoints')).response.status).toBe(200);
+    expect((await api.GET('/stats')).response.status).toBe(200);
+    expect(
+      (
+        await api.GET('/events/{endpoint}/{event_id}', {
+          params: { path: { endpoint: 'stripe', event_id: eventIdOf(1) } },
+        })
+      ).response.status,
+    ).toBe(200);
   } finally {
     recorder.stop();
   }
@@ -115,8 +142,8 @@ afterAll(async () => {
 const INDEX_OF: ReadonlyArray<[RegExp, RegExp]> = [
   [/payload @> \$7::jsonb AND/, /inbox_payload_path_idx/],
   [/WHERE entity_id = \$6::text AND/, /inbox_entity_idx/],
-  [/status = 'dead'/, /inbox_stuck_idx/],
-  [/status = 'pending'/, /inbox_pending_idx/],
+  [/endpoint = wanted\.name AND status = 'dead'/, /inbox_stuck_idx/],
+  [/endpoint = wanted\.name AND status = 'pending'/, /inbox_pending_idx/],
   [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_key_idx/],
   [/FROM hookgate\.inbox\s+WHERE \(\$4::timestamptz IS NULL/, /inbox_received_at_idx/],
 ];

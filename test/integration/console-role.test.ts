@@ -189,6 +189,36 @@ describe('a console logged in as a member of hookgate_console', () => {
     ]);
   });
 
+  it('serves the management API: its reads, an action with its Idempotency-Key, the token’s last use', async () => {
+    const api = (path: string, init: RequestInit = {}) =>
+      fetch(new URL(`/api/v1${path}`, running.url), { ...init, headers: { ...auth(), ...init.headers } });
+    for (const path of [
+      '/endpoints',
+      '/stats',
+      '/events?status=discarded',
+      '/destinations',
+      '/quarantine',
+      '/audit',
+      '/tokens',
+    ])
+      expect([path, (await api(path)).status]).toEqual([path, 200]);
+    const key = { 'idempotency-key': 'console-role-key' };
+    const paused = await api('/endpoints/shop/pause', { method: 'POST', headers: key });
+    expect(paused.status).toBe(200);
+    const again = await api('/endpoints/shop/pause', { method: 'POST', headers: key });
+    expect([again.status, again.headers.get('idempotent-replayed')]).toEqual([200, 'true']);
+    expect(
+      (await api('/endpoints/shop/resume', { method: 'POST', headers: { 'idempotency-key': 'k2' } })).status,
+    ).toBe(200);
+    // Written beside the requests, not in their way: polled for.
+    let used: unknown[] = [];
+    for (let n = 0; n < 100 && used.length === 0; n += 1) {
+      used = (await db.pool.query(`SELECT token FROM hookgate.api_token_use`)).rows;
+      if (used.length === 0) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(used).toEqual([{ token: 'ops' }]);
+  });
+
   it.each([
     ['DROP TABLE hookgate.inbox'],
     ['ALTER TABLE hookgate.inbox ADD COLUMN extra integer'],

@@ -1,11 +1,13 @@
+import { createHash, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { auditCommand } from '../../services/cli/commands/audit.ts';
 import { eventsListCommand, eventsShowCommand } from '../../services/cli/commands/events.ts';
 import { pruneCommand } from '../../services/cli/commands/prune.ts';
-import { collectStats } from '../../services/cli/commands/stats.ts';
+import { startConsole } from '../../services/console/server.ts';
 import { listActions } from '../../services/core/audit/audit.ts';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
+import { parseConfig } from '../../services/core/config/load.ts';
 import {
   destinationStats,
   listDeliveries,
@@ -25,8 +27,10 @@ import { dropQuarantined, listQuarantined, showQuarantined } from '../../service
 import { registerQuarantineMetrics } from '../../services/core/quarantine/metrics.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
 import { registerBacklogMetrics } from '../../services/core/read-models/backlog.ts';
+import { collectStats } from '../../services/core/read-models/stats.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
 import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
+import { apiClient } from '../support/api-client.ts';
 import { silentLogger } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
@@ -34,7 +38,13 @@ import { type FakeDownstream, startFakeDownstream } from '../support/fake-downst
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
 import { type AuditTarget, auditTargets, PreparedTarget, WATCHED_HOOKGATE } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
-import { startTestWorker, type TestWorker, waitFor, workerConfig } from '../support/worker-harness.ts';
+import {
+  startTestWorker,
+  type TestWorker,
+  waitFor,
+  workerConfig,
+  workerConfigDocument,
+} from '../support/worker-harness.ts';
 
 // Every statement hookgate (and pg-boss on its behalf) sends on a hot path must read the tables
 // that grow with traffic through an index, whatever their sizes when its plan was made. A
@@ -146,6 +156,7 @@ beforeAll(async () => {
       status: 'quarantined',
     });
     await operatorActions(config);
+    await apiRequests();
     // What operators and scrapers run against the same tables.
     await collectStats(db.pool, new Date(Date.now() - 3_600_000), null, Object.keys(config.endpoints));
     await collectStats(db.pool, new Date(Date.now() - 3_600_000), 'rec', Object.keys(config.endpoints));
@@ -198,6 +209,183 @@ async function operatorActions(config: ReturnType<typeof workerConfig>): Promise
   await listActions(db.pool, { endpoint: 'rec', limit: 100 });
   await listActions(db.pool, { since: new Date(Date.now() - 3_600_000), command: 'pause', limit: 100 });
   await readStates(db.pool);
+}
+
+const API_TOKEN = 'plan-audit-api-token-0123456789abcdef0123';
+
+/**
+ * The management API's every route, over HTTP to a console on the same database: its reads (with
+ * filters, and a next page of each list), the dry run of every action and one real requeue (the
+ * Idempotency-Key's claim and answer), the upkeep a console runs at start.
+ */
+async function apiRequests(): Promise<void> {
+  const document = workerConfigDocument(endpoints(downstream.url));
+  const config = parseConfig(
+    {
+      ...document,
+      endpoints: {
+        ...(document.endpoints as Record<string, unknown>),
+        // Reconciles (the API's reconcile status and start read the queue's live runs).
+        pay: {
+          provider: 'stripe',
+          secrets: ['whsec_plan_audit_not_a_secret'],
+          replay: { apiBase: 'http://127.0.0.1:9' },
+          reconcile: { since: '2h' },
+        },
+      },
+      console: {
+        port: 0,
+        sessionSecret: 'plan-audit-session-secret-0123456789abcdef',
+        tokens: [{ name: 'plans', sha256: createHash('sha256').update(API_TOKEN).digest('hex') }],
+      },
+    },
+    {},
+  );
+  const running = await startConsole({
+    config,
+    databaseUrl: db.url,
+    boss: worker.boss,
+    logger: silentLogger,
+    embedded: false,
+    env: {},
+  });
+  try {
+    const api = apiClient(running.url, API_TOKEN);
+    const ok = <T extends { response: Response }>(result: T): T => {
+      expect(result.response.status, result.response.url).toBeLessThan(300);
+      return result;
+    };
+    ok(await api.GET('/me'));
+    ok(await api.GET('/tokens'));
+    ok(await api.GET('/endpoints'));
+    ok(await api.GET('/stats'));
+    ok(await api.GET('/stats', { params: { query: { endpoint: 'rec', since: '2h' } } }));
+    for (const query of [
+      {},
+      { endpoint: 'fails', status: 'dead' as const },
+      { status: 'pending' as const },
+      { endpoint: 'rec', type: 'thing.updated', since: '1h', until: new Date().toISOString() },
+      { event_id: 'rec_1' },
+      { entity_id: 'e1' },
+    ]) {
+      const page = ok(await api.GET('/events', { params: { query: { ...query, limit: 2 } } }));
+      const cursor = page.data?.next_cursor;
+      if (cursor) ok(await api.GET('/events', { params: { query: { ...query, limit: 2, cursor } } }));
+    }
+    ok(
+      await api.GET('/events/{endpoint}/{event_id}', {
+        params: { path: { endpoint: 'dest', event_id: 'dest_0' } },
+      }),
+    );
+    const deliveries = ok(
+      await api.GET('/deliveries', {
+        params: { query: { endpoint: 'dest', destination: 'down', limit: 2 } },
+      }),
+    );
+    ok(
+      await api.GET('/deliveries', {
+        params: {
+          query: { endpoint: 'dest', destination: 'down', limit: 2, cursor: deliveries.data!.next_cursor! },
+        },
+      }),
+    );
+    ok(await api.GET('/deliveries', { params: { query: { status: 'dead', since: '1h' } } }));
+    const delivery = deliveries.data!.items[0]!.id;
+    ok(await api.GET('/deliveries/{delivery_id}', { params: { path: { delivery_id: delivery } } }));
+    ok(await api.GET('/destinations'));
+    const held = ok(await api.GET('/quarantine', { params: { query: { limit: 1 } } }));
+    ok(
+      await api.GET('/quarantine', { params: { query: { endpoint: 'rec', reason: 'event_type_missing' } } }),
+    );
+    if (held.data?.next_cursor)
+      ok(await api.GET('/quarantine', { params: { query: { limit: 1, cursor: held.data.next_cursor } } }));
+    const quarantined = held.data?.items[0]?.id;
+    if (quarantined)
+      ok(await api.GET('/quarantine/{quarantine_id}', { params: { path: { quarantine_id: quarantined } } }));
+    const audit = ok(await api.GET('/audit', { params: { query: { since: '1h', limit: 2 } } }));
+    ok(
+      await api.GET('/audit', {
+        params: { query: { since: '1h', limit: 2, cursor: audit.data!.next_cursor! } },
+      }),
+    );
+    ok(
+      await api.GET('/audit', {
+        params: { query: { actor: 'api:plans', endpoint: 'rec', command: 'pause' } },
+      }),
+    );
+    ok(await api.GET('/reconcile'));
+    const header = () => ({ 'Idempotency-Key': randomUUID() });
+    const dry = { dryRun: true };
+    ok(
+      await api.POST('/endpoints/{endpoint}/pause', {
+        params: { path: { endpoint: 'rec' }, query: dry, header: header() },
+      }),
+    );
+    ok(
+      await api.POST('/endpoints/{endpoint}/resume', {
+        params: { path: { endpoint: 'rec' }, query: dry, header: header() },
+      }),
+    );
+    ok(
+      await api.POST('/endpoints/{endpoint}/requeue', {
+        params: { path: { endpoint: 'fails' }, query: dry, header: header() },
+      }),
+    );
+    ok(
+      await api.POST('/endpoints/{endpoint}/requeue', {
+        params: { path: { endpoint: 'fails' }, header: header() },
+        body: { status: 'dead', limit: 1 },
+      }),
+    );
+    ok(
+      await api.POST('/endpoints/{endpoint}/discard', {
+        params: { path: { endpoint: 'fails' }, query: dry, header: header() },
+        body: { reason: 'plans' },
+      }),
+    );
+    ok(
+      await api.POST('/endpoints/{endpoint}/reconcile', {
+        params: { path: { endpoint: 'pay' }, query: dry, header: header() },
+      }),
+    );
+    ok(
+      await api.POST('/events/{endpoint}/{event_id}/requeue', {
+        params: { path: { endpoint: 'fails', event_id: 'fails_4' }, query: dry, header: header() },
+      }),
+    );
+    ok(
+      await api.POST('/events/{endpoint}/{event_id}/discard', {
+        params: { path: { endpoint: 'fails', event_id: 'fails_4' }, query: dry, header: header() },
+        body: { reason: 'plans' },
+      }),
+    );
+    ok(
+      await api.POST('/deliveries/{delivery_id}/redeliver', {
+        params: { path: { delivery_id: delivery }, query: dry, header: header() },
+      }),
+    );
+    for (const action of ['pause', 'resume', 'redeliver'] as const)
+      ok(
+        await api.POST(`/destinations/{endpoint}/{destination}/${action}`, {
+          params: { path: { endpoint: 'dest', destination: 'down' }, query: dry, header: header() },
+        }),
+      );
+    if (quarantined) {
+      ok(
+        await api.POST('/quarantine/{quarantine_id}/release', {
+          params: { path: { quarantine_id: quarantined }, query: dry, header: header() },
+        }),
+      );
+      ok(
+        await api.POST('/quarantine/{quarantine_id}/drop', {
+          params: { path: { quarantine_id: quarantined }, query: dry, header: header() },
+          body: { reason: 'plans' },
+        }),
+      );
+    }
+  } finally {
+    await running.stop();
+  }
 }
 
 /** The CLI's read models and retention, run in this process as `hookgate` runs them. */
@@ -318,6 +506,12 @@ async function growNewerTables(client: pg.ClientBase): Promise<void> {
             sha256(('grown_' || n)::bytea),
             CASE WHEN n % 2 = 0 AND n % 1000 <> 0 THEN now() - n * interval '1 second' END,
             CASE WHEN n % 2 = 1 THEN now() - n * interval '1 second' END, 'grower'
+       FROM generate_series(1, $1::int) AS n`,
+    [GROWN],
+  );
+  await client.query(
+    `INSERT INTO hookgate.api_idempotency (token, key, request_digest, created_at, status, answer)
+     SELECT 'grower', 'key_' || n, sha256(('key_' || n)::bytea), now() - n * interval '1 second', 200, '{}'
        FROM generate_series(1, $1::int) AS n`,
     [GROWN],
   );

@@ -2,8 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collectStats, renderStats } from '../../services/cli/commands/stats.ts';
+import { renderStats } from '../../services/cli/commands/stats.ts';
 import { TEST_EVENT_TYPE } from '../../services/core/handlers/test-event.ts';
+import { collectStats } from '../../services/core/read-models/stats.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   Claimer,

@@ -22,6 +22,9 @@ export const WATCHED_HOOKGATE = [
   'endpoint_state',
   'quarantine',
   'reconcile_state',
+  // The API's Idempotency-Keys (as many as a day of actions); its tokens' last use is one row per
+  // configured token (console.tokens: at most 1000), deleted by name at a console's start.
+  'api_idempotency',
 ] as const;
 
 /** The inbox's partitions (migration 0021): plans name them, not hookgate.inbox. */

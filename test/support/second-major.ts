@@ -43,6 +43,7 @@ export const SECOND_MAJOR: Readonly<Record<string, string>> = {
   'test/integration/roles.test.ts': 'roles, migrations, partitions',
   'test/integration/worker-apply.test.ts':
     "the claim's other half: the apply engine's row locks, job fence and settle on each major",
+  'test/integration/api-reconcile.test.ts': 'roles: the console role queues a run through a definer function',
   'test/integration/batch-lock-order.test.ts': "the apply engine's lock order under concurrency",
   'test/integration/batch-lock-fallback.test.ts': "the apply engine's lock fallback",
 };

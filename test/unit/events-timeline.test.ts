@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { timeline } from '../../services/cli/commands/events.ts';
 import type { ApplyJobTimes } from '../../services/core/queue/job-rows.ts';
+import { timeline } from '../../services/core/read-models/event-detail.ts';
 import type { ShownEvent } from '../../services/core/read-models/events-sql.ts';
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 10, 30, 12, 0, seconds));
@@ -76,5 +76,52 @@ describe('events show: the timeline', () => {
     expect(
       timeline(event({ status: 'processed', attempts: 1, processed_at: at(2) }), job({})).map((e) => e.what),
     ).toEqual(['received', 'attempt 1 started', 'settled processed after 1 attempt(s)']);
+  });
+
+  it('a requeue the audit trail has tells the fresh budget at its own time, not apart as a time not kept', () => {
+    const requeued = at(120);
+    const entries = timeline(
+      event({ status: 'pending', attempts: 6, requeued_attempts: 6, dispatched_attempts: 6 }),
+      null,
+      [{ at: requeued, actor: 'alice', command: 'requeue', reason: 'fixed the handler' }],
+    );
+    expect(entries).toEqual([
+      { at: at(0).toISOString(), what: 'received' },
+      {
+        at: requeued.toISOString(),
+        what: 'requeued by alice after 6 attempt(s), with a fresh job: fixed the handler',
+      },
+    ]);
+  });
+
+  it('a discarded event keeps the line saying how it ended before the discard', () => {
+    const entries = timeline(
+      event({
+        status: 'discarded',
+        attempts: 3,
+        last_error: 'handler_error: bad payload',
+        processed_at: at(300),
+      }),
+      null,
+      [{ at: at(300), actor: 'bob', command: 'discard', reason: 'test data' }],
+      [
+        {
+          attempt: 3,
+          at: at(60),
+          worker: 'w1',
+          outcome: 'dead',
+          error_code: 'handler_error',
+          error_message: 'bad payload',
+          duration_ms: 4,
+        },
+      ],
+    );
+    expect(entries.map((entry) => entry.what)).toEqual([
+      'received',
+      'attempt 3 by w1: dead, handler_error: bad payload (4 ms)',
+      'ended dead after 3 attempt(s): handler_error: bad payload',
+      'discarded by bob: test data',
+      'settled discarded after 3 attempt(s)',
+    ]);
   });
 });

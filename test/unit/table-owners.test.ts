@@ -62,6 +62,9 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.endpoint_state': ['services/core/pause/', 'services/core/db/roles.ts'],
   'hookgate.apply_attempts': ['services/core/attempts/'],
   'hookgate.reconcile_state': ['services/core/reconcile/state-sql.ts'],
+  // The management API (migration 0026): Idempotency-Keys and their answers, tokens' last use.
+  'hookgate.api_idempotency': ['services/core/api/idempotency.ts', 'services/core/db/roles.ts'],
+  'hookgate.api_token_use': ['services/core/api/token-use.ts', 'services/core/db/roles.ts'],
   // Quarantine (migration 0017): verified deliveries that cannot become inbox events.
   'hookgate.quarantine': ['services/core/quarantine/', 'services/core/db/roles.ts'],
   // pg-boss's own tables: hookgate's statements on them live in one module (roles grant on them).

@@ -59,6 +59,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
 {{- define "hookgate.image" -}}
+{{- if not .Values.image.repository }}
+{{- fail "image.repository is empty: no public hookgate image is published. Build one from the repository's Dockerfile (`make image` builds localhost/hookgate:dev with podman; or `docker build -t registry.example.com/hookgate:0.1.0 .`), push it to a registry your cluster pulls from, and set image.repository (and image.tag)." }}
+{{- end }}
 {{- if .Values.image.digest }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
@@ -247,10 +250,22 @@ These are about secrets and endpoints (configmap.yaml).
 {{- end }}
 {{- end }}
 
+{{/*
+The numbers the templates compute with, generated from hookgate's TypeScript (connections each
+process holds beside its pools, the configuration's defaults): files/generated/arithmetic.json,
+written by test/chart/chart-arithmetic.ts, which a test keeps current.
+*/}}
+{{- define "hookgate.arithmetic" -}}
+{{- .Files.Get "files/generated/arithmetic.json" }}
+{{- end }}
+
 {{/* Seconds the longest drain takes: serve's last-resort exit waits for the longer shutdownTimeout. */}}
 {{- define "hookgate.drainSeconds" -}}
-{{- $shutdown := include "hookgate.durationSeconds" (default "15s" (dig "server" "shutdownTimeout" "" .Values.config)) | atoi }}
-{{- $workerShutdown := include "hookgate.durationSeconds" (default "15s" (dig "worker" "shutdownTimeout" "" .Values.config)) | atoi }}
+{{- $defaults := (include "hookgate.arithmetic" . | fromJson).defaults }}
+{{- $server := dig "server" "shutdownTimeout" "" .Values.config }}
+{{- $worker := dig "worker" "shutdownTimeout" "" .Values.config }}
+{{- $shutdown := ternary (include "hookgate.durationSeconds" $server | atoi) (int $defaults.serverShutdownSeconds) (ne (toString $server) "") }}
+{{- $workerShutdown := ternary (include "hookgate.durationSeconds" $worker | atoi) (int $defaults.workerShutdownSeconds) (ne (toString $worker) "") }}
 {{- max $shutdown $workerShutdown }}
 {{- end }}
 
@@ -288,28 +303,32 @@ sign in, so say so at render time where the chart can tell.
 The most PostgreSQL connections the release may hold at once, as JSON (load/README.md,
 "Connections"): every pod at its largest replica count plus the rolling update's surge (25 %,
 rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
-Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares):
-gateway: config.database.poolSize + 2 (pg-boss); worker: the larger of config.worker.poolSize
-and endpoints × worker.concurrency + 2 + the destination relay's (per
+Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares),
+with the constants and defaults of files/generated/arithmetic.json: gateway:
+config.database.poolSize + pg-boss's; worker: the larger of config.worker.poolSize and endpoints ×
+worker.concurrency + 2 + the destination relay's (per
 destination 1, plus its concurrency with a breaker; plus 1 for the records when there is any
-destination), plus 6 (pg-boss) and 1 (its wake-up listener); console (when enabled):
-config.console.poolSize + 2 + 2 (pg-boss).
+destination), plus pg-boss's and its wake-up listener; console (when enabled):
+config.console.poolSize + the role's own + pg-boss's.
 */}}
 {{- define "hookgate.connections" -}}
+{{- $k := include "hookgate.arithmetic" . | fromJson }}
+{{- $n := $k.connections }}
+{{- $d := $k.defaults }}
 {{- $c := .Values.config }}
 {{- $endpoints := len $c.endpoints }}
 {{- $destinations := 0 }}
 {{- $destinationConnections := 0 }}
 {{- range $name, $endpoint := $c.endpoints }}
-{{- range $destName, $d := (default dict $endpoint.destinations) }}
+{{- range $destName, $dest := (default dict $endpoint.destinations) }}
 {{- $destinations = add1 $destinations }}
-{{- $destinationConnections = add $destinationConnections 1 (ternary (int (dig "concurrency" 4 $d)) 0 (and (hasKey $d "breaker") (not (empty $d.breaker)))) }}
+{{- $destinationConnections = add $destinationConnections 1 (ternary (int (dig "concurrency" $d.destinationConcurrency $dest)) 0 (and (hasKey $dest "breaker") (not (empty $dest.breaker)))) }}
 {{- end }}
 {{- end }}
 {{- if gt $destinations 0 }}{{- $destinationConnections = add1 $destinationConnections }}{{- end }}
-{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" 2 $c))) 2 $destinationConnections }}
-{{- $gatewayPerPod := add (int (dig "database" "poolSize" 10 $c)) 2 }}
-{{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) 6 1 }}
+{{- $loops := add (mul $endpoints (int (dig "worker" "concurrency" $d.workerConcurrency $c))) 2 $destinationConnections }}
+{{- $gatewayPerPod := add (int (dig "database" "poolSize" $d.databasePoolSize $c)) $n.queueGateway }}
+{{- $workerPerPod := add (max $loops (int (dig "worker" "poolSize" 0 $c))) $n.queueWorker $n.wakeupListener }}
 {{- $gatewayReplicas := ternary .Values.gateway.autoscaling.maxReplicas .Values.gateway.replicaCount .Values.gateway.autoscaling.enabled | int }}
 {{- $workerReplicas := .Values.worker.replicaCount | int }}
 {{- if .Values.worker.keda.enabled }}
@@ -319,10 +338,10 @@ config.console.poolSize + 2 + 2 (pg-boss).
 {{- end }}
 {{- $gatewayPods := add $gatewayReplicas (div (add $gatewayReplicas 3) 4) }}
 {{- $workerPods := add $workerReplicas (div (add $workerReplicas 3) 4) }}
-{{- $consolePerPod := add (int (dig "console" "poolSize" 4 $c)) 2 2 }}
+{{- $consolePerPod := add (int (dig "console" "poolSize" $d.consolePoolSize $c)) $n.consoleRole $n.queueGateway }}
 {{- $consoleReplicas := ternary (int .Values.console.replicaCount) 0 .Values.console.enabled }}
 {{- $consolePods := add $consoleReplicas (div (add $consoleReplicas 3) 4) }}
-{{- $migrations := ternary 2 0 .Values.migrations.enabled }}
+{{- $migrations := ternary (int $n.migration) 0 .Values.migrations.enabled }}
 {{- $keda := ternary 1 0 .Values.worker.keda.enabled }}
 {{- $total := add (mul $gatewayPods $gatewayPerPod) (mul $workerPods $workerPerPod) (mul $consolePods $consolePerPod) $migrations $keda }}
 {{- dict "gatewayPods" $gatewayPods "gatewayPerPod" $gatewayPerPod "workerPods" $workerPods "workerPerPod" $workerPerPod "consolePods" $consolePods "consolePerPod" $consolePerPod "migrations" $migrations "keda" $keda "total" $total | toJson }}

@@ -12,6 +12,7 @@ import {
 import { destinationStates } from '../../core/destinations/state.ts';
 import { HookgateError } from '../../core/errors.ts';
 import { withCommandPool } from '../database.ts';
+import { DELIVERY_STATUSES } from '../support/choices.ts';
 import { age, plural, printJson, table } from '../support/format.ts';
 import { hexDump } from '../support/hex-dump.ts';
 import { commandConfig, endpointName, pointInTime } from '../support/options.ts';
@@ -19,8 +20,6 @@ import { terminalText, writeOut } from '../support/terminal-text.ts';
 
 // `hookgate deliveries list|show`, `hookgate redeliver`, `hookgate destination pause|resume`:
 // thin over services/core/destinations/actions.ts, which the console calls too.
-
-export const DELIVERY_STATUSES = ['pending', 'sending', 'retrying', 'held', 'delivered', 'dead'] as const;
 
 const destinationName = z.string().regex(DESTINATION_NAME, 'is not a destination name');
 

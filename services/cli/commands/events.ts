@@ -1,19 +1,9 @@
-import type pg from 'pg';
 import { z } from 'zod';
-import { type AttemptRow, attemptsOf } from '../../core/attempts/attempts.ts';
-import { type AuditRow, actionsOnEvent } from '../../core/audit/audit.ts';
 import { type EventDestination, eventDestinations } from '../../core/destinations/actions.ts';
-import { HookgateError } from '../../core/errors.ts';
 import { INDENTED_DEPTH, jsonDepth, jsonText } from '../../core/json-text.ts';
 import { describeVersion } from '../../core/providers/version.ts';
-import { APPLY_JOB_TIMES, type ApplyJobTimes } from '../../core/queue/job-rows.ts';
-import { applyQueue, jobIdFor } from '../../core/queue/names.ts';
-import {
-  LIST_EVENTS,
-  type ListedEvent,
-  SHOW_EVENT,
-  type ShownEvent,
-} from '../../core/read-models/events-sql.ts';
+import { loadEvent, timeline } from '../../core/read-models/event-detail.ts';
+import { LIST_EVENTS, type ListedEvent } from '../../core/read-models/events-sql.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
 import { eventFilterShape, filterParams } from '../support/filters.ts';
@@ -72,117 +62,6 @@ export const eventsShowOptionsSchema = z.strictObject({
   json: z.boolean().optional(),
   config: z.string().min(1).optional(),
 });
-
-/** How an audited action reads in a timeline. */
-const ACTION_VERBS: Readonly<Record<string, string>> = {
-  requeue: 'requeued',
-  discard: 'discarded',
-  redeliver: 'redelivered',
-};
-
-export interface TimelineEntry {
-  /** Null when hookgate keeps the fact but not its time (the job is gone: retention). */
-  at: string | null;
-  what: string;
-}
-
-/**
- * Every state change hookgate knows of, oldest first: from the inbox row (received, attempts,
- * last error, requeued, settled) and, while pg-boss keeps it, the event's apply job (the times of
- * the requeue, of the latest attempt, of the next one and of the end). Deliveries to destinations
- * are listed apart (destinationLines).
- */
-export function timeline(
-  event: ShownEvent,
-  job: ApplyJobTimes | null,
-  actions: readonly Pick<AuditRow, 'at' | 'actor' | 'command' | 'reason'>[] = [],
-  attempts: readonly AttemptRow[] = [],
-): TimelineEntry[] {
-  const entries: { at: Date | null; what: string }[] = [
-    { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
-  ];
-  // The operator actions that named this event (hookgate.audit): who, and why when they said.
-  for (const action of actions) {
-    entries.push({
-      at: action.at,
-      what: `${ACTION_VERBS[action.command] ?? action.command} by ${action.actor}${action.reason ? `: ${action.reason}` : ''}`,
-    });
-  }
-  // The requeue (or a settled duplicate under `dedupe: observe`) that gave the event a fresh
-  // budget of attempts; its time is known while its job is the current one.
-  const requeuedNow = event.requeued_attempts > 0 && event.requeued_attempts === event.dispatched_attempts;
-  if (event.requeued_attempts > 0) {
-    entries.push({
-      at: requeuedNow && job && job.created_on > event.received_at ? job.created_on : null,
-      what: `requeued after ${event.requeued_attempts} attempt(s), with a fresh job`,
-    });
-  }
-  const lastError = event.last_error ? `: ${event.last_error}` : '';
-  // Each attempt the history keeps (hookgate.apply_attempts): when, which worker, how it ended.
-  for (const attempt of attempts) {
-    const error = attempt.error_code ? `, ${attempt.error_code}: ${attempt.error_message ?? ''}` : '';
-    entries.push({
-      at: attempt.at,
-      what: `attempt ${attempt.attempt} by ${attempt.worker}: ${attempt.outcome}${error} (${Math.round(attempt.duration_ms)} ms)`,
-    });
-  }
-  const recorded = new Set(attempts.map((attempt) => attempt.attempt));
-  if (job?.started_on) {
-    const attempt = event.dispatched_attempts + job.retry_count + 1;
-    // An attempt the history has is shown from there; one it has not (running now, or lost with
-    // its worker) from the job.
-    if (!recorded.has(attempt)) entries.push({ at: job.started_on, what: `attempt ${attempt} started` });
-    if (job.state === 'retry')
-      entries.push({
-        at: job.start_after,
-        what: `attempt ${attempt + 1} due (attempt ${attempt} failed${lastError})`,
-      });
-    if (job.state === 'active') entries.push({ at: null, what: `attempt ${attempt} is running now` });
-  } else if (event.status === 'pending' && event.attempts > 0) {
-    // A failed attempt was sent again in a new job, waiting for its backoff.
-    entries.push({
-      at: event.next_attempt_at,
-      what: `attempt ${event.attempts + 1} due (attempt ${event.attempts} failed${lastError})`,
-    });
-  }
-  if (event.processed_at) {
-    entries.push({
-      at: event.processed_at,
-      what: `settled ${event.status} after ${event.attempts} attempt(s)`,
-    });
-  } else if (event.status === 'parked' || event.status === 'dead') {
-    // The job ends (failed, or completed for a failure retrying cannot fix) as the row does.
-    const ended = job?.completed_on && (job.state === 'failed' || job.state === 'completed');
-    entries.push({
-      at: ended ? job.completed_on : null,
-      what: `ended ${event.status} after ${event.attempts} attempt(s)${lastError}`,
-    });
-  }
-  // An entry without a time stays after the one before it (the order the facts happened in).
-  let previous = event.received_at.getTime();
-  const keyed = entries.map((entry, index) => {
-    if (entry.at) previous = entry.at.getTime();
-    return { entry, key: entry.at ? entry.at.getTime() : previous, index };
-  });
-  return keyed
-    .sort((a, b) => a.key - b.key || a.index - b.index)
-    .map(({ entry }) => ({ at: entry.at ? entry.at.toISOString() : null, what: entry.what }));
-}
-
-async function loadEvent(pool: pg.Pool, endpoint: string, eventId: string) {
-  const found = await pool.query<ShownEvent>(SHOW_EVENT, [endpoint, eventId]);
-  const event = found.rows[0];
-  if (!event) {
-    throw new HookgateError('event_unknown', `No event "${eventId}" on endpoint ${endpoint}.`);
-  }
-  // Rows claimed before dispatch jobs existed name none: theirs was the one derived from the event.
-  const jobId = event.dispatch_job ?? jobIdFor(endpoint, eventId);
-  const job =
-    (await pool.query<ApplyJobTimes>(APPLY_JOB_TIMES, [applyQueue(endpoint), jobId])).rows[0] ?? null;
-  const actions = await actionsOnEvent(pool, endpoint, eventId);
-  const attempts = await attemptsOf(pool, endpoint, eventId);
-  return { event, job, actions, attempts };
-}
 
 /** Each destination's filter decision and delivery (docs/destinations.md); nothing without destinations. */
 function destinationLines(destinations: readonly EventDestination[]): string[] {

@@ -10,10 +10,11 @@ import {
   requeueFilters,
   requeueOrphans,
 } from '../../core/inbox/requeue.ts';
-import { DISCARDED_STATUS, STUCK_STATUSES } from '../../core/inbox/status.ts';
+import { STUCK_STATUSES } from '../../core/inbox/status.ts';
 import { createLogger } from '../../core/logging.ts';
 import { ensureQueues, retryPolicyFrom } from '../../core/queue/queues.ts';
 import { withCommandQueue } from '../database.ts';
+import { REQUEUE_STATUSES } from '../support/choices.ts';
 import { age, printJson, table } from '../support/format.ts';
 import { commandConfig, endpointName, pointInTime, requireEndpoint } from '../support/options.ts';
 import { progressBar } from '../support/progress.ts';
@@ -23,8 +24,6 @@ import { writeErr, writeOut } from '../support/terminal-text.ts';
  * What `requeue --status` takes: stuck events, and discarded ones when named (pending ones:
  * --orphans). Without --status only stuck events move.
  */
-export const REQUEUE_STATUSES = [...STUCK_STATUSES, DISCARDED_STATUS] as const;
-
 export const requeueOptionsSchema = z
   .strictObject({
     endpoint: z

@@ -2,13 +2,7 @@ import { CommanderError } from 'commander';
 import { ZodError } from 'zod';
 import { exitCodeOf } from '../../core/error-codes.ts';
 import { describeError, HookgateError } from '../../core/errors.ts';
-
-/** Exit codes every command shares: scripts and on-call runbooks rely on them. */
-export const EXIT_OK = 0;
-/** Something operational failed: the database is down, a check failed, a gateway refused. */
-export const EXIT_FAILURE = 1;
-/** The command was used wrongly: a flag, a value, an endpoint, or there was nothing to do. */
-export const EXIT_USAGE = 2;
+import { EXIT_FAILURE, EXIT_USAGE } from './exit-codes.ts';
 
 /** Flags as typed (`eventId` → `--event-id`), for usage errors coming from option schemas. */
 function flag(path: readonly PropertyKey[]): string {

@@ -2,13 +2,10 @@ import { z } from 'zod';
 import { INBOX_STATUSES } from '../../core/inbox/status.ts';
 import { endpointName, pointInTime } from './options.ts';
 
-/** Every status an inbox row can have, as `--status` takes them. */
-export const EVENT_STATUSES = INBOX_STATUSES;
-
 /** The event filters `events list` and `requeue` share. */
 export const eventFilterShape = {
   endpoint: endpointName.optional(),
-  status: z.enum(EVENT_STATUSES).optional(),
+  status: z.enum(INBOX_STATUSES).optional(),
   type: z.string().min(1).max(500).optional(),
   since: pointInTime().optional(),
   until: pointInTime().optional(),

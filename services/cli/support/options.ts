@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import type { Command } from 'commander';
 import { z } from 'zod';
 import { nameableInstant, parseDuration } from '../../core/config/duration.ts';
 import { loadConfig } from '../../core/config/load.ts';
@@ -12,13 +11,6 @@ export const DEFAULT_CONFIG = 'hookgate.yaml';
 
 export function configPath(given: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   return given ?? (env.HOOKGATE_CONFIG?.trim() || DEFAULT_CONFIG);
-}
-
-export function addConfigOption(command: Command): Command {
-  return command.option(
-    '--config <file>',
-    'configuration file (YAML); default $HOOKGATE_CONFIG, else ./hookgate.yaml',
-  );
 }
 
 /**

@@ -35,7 +35,7 @@ export function layout(options: PageOptions, body: Html): Html {
     viewer
       ? html`<div class="who">
     ${options.demo ? html`<span class="demo" title="embedded demo database on loopback: no sign-in">demo</span>` : ''}
-    <span class="user">${viewer.name}</span>
+    <span class="user">${viewer.name}</span>${viewer.role === 'viewer' ? html` <span class="role" title="a viewer reads; only an operator takes actions">viewer</span>` : ''}
     ${
       viewer.via === 'password'
         ? html`<form method="post" action="/logout" class="inline"><input type="hidden" name="_csrf" value="${viewer.csrf}"><button type="submit" class="link">Sign out</button></form>`

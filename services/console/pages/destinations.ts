@@ -7,6 +7,7 @@ import { type Html, html } from '../html/html.ts';
 import { formatAge, formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible } from '../html/visible-text.ts';
+import { canAct } from '../security/roles.ts';
 import { viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 
@@ -92,7 +93,9 @@ export async function destinationsPage(context: ConsoleContext, req: Request, re
       ]),
     );
     const offered = new Set(
-      ['destination-pause', 'destination-resume', 'redeliver'].filter((id) => context.actions.get(id)),
+      ['destination-pause', 'destination-resume', 'redeliver'].filter(
+        (id) => canAct(viewer) && context.actions.get(id),
+      ),
     );
     frame(html`<h1>Destinations</h1>
 <p class="muted">Waiting, held and dead now; delivered and the delivery p99 since ${formatTime(since)}.</p>

@@ -9,7 +9,8 @@ import { consolePath, html } from '../html/html.ts';
 import { formatMs, formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible, visibleBlock } from '../html/visible-text.ts';
-import { type EventView, loadEvent } from '../read-models/event.ts';
+import { type EventView, loadEvent, timelineOf } from '../read-models/event.ts';
+import { canAct } from '../security/roles.ts';
 import { viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 import { statusBadge } from './events.ts';
@@ -196,12 +197,12 @@ export async function eventPage(context: ConsoleContext, req: Request, res: Resp
       res,
       frame(
         detail(
-          view,
+          { ...view, timeline: timelineOf(view.event, history.audit) },
           history,
           viewer.csrf,
-          context.actions.get('requeue') !== undefined,
-          context.actions.get('discard') !== undefined,
-          context.actions.get('redeliver') !== undefined,
+          canAct(viewer) && context.actions.get('requeue') !== undefined,
+          canAct(viewer) && context.actions.get('discard') !== undefined,
+          canAct(viewer) && context.actions.get('redeliver') !== undefined,
         ),
         done,
       ),

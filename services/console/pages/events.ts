@@ -11,7 +11,8 @@ import {
   STATUSES,
   searchEvents,
 } from '../read-models/events.ts';
-import { viewerOf } from '../security/viewer.ts';
+import { canAct } from '../security/roles.ts';
+import { type Viewer, viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 import { type EventsQuery, encodeCursor, parseEventsQuery, readQuery } from './events-query.ts';
 
@@ -72,7 +73,7 @@ function pager(query: EventsQuery, page: EventPage) {
 }
 
 /** Bulk requeue of what the filters show, when they name one endpoint and a parked/dead status. */
-function bulkActions(context: ConsoleContext, query: EventsQuery, csrf: string) {
+function bulkActions(context: ConsoleContext, query: EventsQuery, viewer: Viewer) {
   if (
     !query.endpoint ||
     (query.status !== 'dead' && query.status !== 'parked') ||
@@ -81,9 +82,9 @@ function bulkActions(context: ConsoleContext, query: EventsQuery, csrf: string) 
     query.contains
   )
     return '';
-  if (!context.actions.get('requeue')) return '';
+  if (!canAct(viewer) || !context.actions.get('requeue')) return '';
   return html`<form method="post" action="/actions/requeue/preview" class="actions">
-  <input type="hidden" name="_csrf" value="${csrf}">
+  <input type="hidden" name="_csrf" value="${viewer.csrf}">
   <input type="hidden" name="endpoint" value="${query.endpoint}">
   <input type="hidden" name="status" value="${query.status}">
   ${query.type ? html`<input type="hidden" name="type" value="${query.type}">` : ''}
@@ -132,7 +133,7 @@ ${pager(shown, page)}`;
       { title: 'Events', viewer, current: 'events', demo: context.demo },
       html`<h1>Events</h1>
 ${filtersForm(query, context.endpoints)}
-${bulkActions(context, query, viewer.csrf)}
+${bulkActions(context, query, viewer)}
 ${body}`,
     ),
     res.statusCode,

@@ -9,6 +9,7 @@ import { minuteChart } from '../html/minute-chart.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible } from '../html/visible-text.ts';
 import { type EndpointOverview, loadOverview } from '../read-models/overview.ts';
+import { canAct } from '../security/roles.ts';
 import { viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 
@@ -87,7 +88,10 @@ export async function overviewPage(context: ConsoleContext, req: Request, res: R
     const pauses = new Map((await pausedEndpoints(context.pool)).map((pause) => [pause.endpoint, pause]));
     const held = await countHeld(context.pool);
     const reconciled = new Map((await readStates(context.pool)).map((state) => [state.endpoint, state]));
-    const offered = context.actions.get('pause') !== undefined && context.actions.get('resume') !== undefined;
+    const offered =
+      canAct(viewer) &&
+      context.actions.get('pause') !== undefined &&
+      context.actions.get('resume') !== undefined;
     sendPage(
       res,
       layout(

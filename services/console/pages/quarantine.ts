@@ -5,6 +5,7 @@ import { consolePath, type Html, html } from '../html/html.ts';
 import { formatTime, layout } from '../html/layout.ts';
 import { sendPage } from '../html/respond.ts';
 import { visible } from '../html/visible-text.ts';
+import { canAct } from '../security/roles.ts';
 import { viewerOf } from '../security/viewer.ts';
 import { queryFailure } from './errors.ts';
 import { decodeTimeId, encodeTimeId, queryText } from './keyset.ts';
@@ -118,7 +119,7 @@ export async function quarantinedPage(context: ConsoleContext, req: Request, res
 <div class="actions">
   <a class="button secondary" href="${consolePath(['quarantine'], { endpoint: held.endpoint })}">← ${visible(held.endpoint)} quarantine</a>
   ${
-    isHeld
+    isHeld && canAct(viewer)
       ? html`<form method="post" action="/actions/quarantine-release/preview" class="inline">
     <input type="hidden" name="_csrf" value="${viewer.csrf}">
     <input type="hidden" name="id" value="${held.id}">

@@ -41,14 +41,20 @@ export interface EventView {
  * the last requeue); attempts between have no time of their own, so they are told as counts, not
  * invented as moments.
  */
-export function timelineOf(event: EventDetail): TimelineEntry[] {
+export function timelineOf(
+  event: EventDetail,
+  actions: readonly { readonly at: Date; readonly actor: string; readonly command: string }[] = [],
+): TimelineEntry[] {
   const entries: TimelineEntry[] = [
     { at: event.received_at, what: `received${event.received_via ? ` (${event.received_via})` : ''}` },
   ];
-  if (event.requeued_attempts > 0) {
+  // The latest requeue the audit trail has, at its own time; without it the count stays in the
+  // page's Attempts field rather than being stamped with a time it does not have.
+  const requeue = actions.filter((action) => action.command === 'requeue').at(-1);
+  if (event.requeued_attempts > 0 && requeue) {
     entries.push({
-      at: event.received_at,
-      what: `${event.requeued_attempts} attempt(s) before the last requeue`,
+      at: requeue.at,
+      what: `requeued by ${requeue.actor} after ${event.requeued_attempts} attempt(s)`,
     });
   }
   if (event.processed_at) {

@@ -85,8 +85,8 @@ export class ConsoleAuth {
     );
   }
 
-  private viewer(name: string, via: Viewer['via'], binding: string | null): Viewer {
-    return { name, via, csrfBinding: binding, csrf: binding ? csrfToken(this.keys, binding) : '' };
+  private viewer(name: string, via: Viewer['via'], binding: string | null, role: Viewer['role']): Viewer {
+    return { name, via, role, csrfBinding: binding, csrf: binding ? csrfToken(this.keys, binding) : '' };
   }
 
   /** The viewer a request's credentials name, or null. Issues the demo's session when there is none. */
@@ -95,7 +95,7 @@ export class ConsoleAuth {
     if (authorization?.startsWith('Bearer ')) {
       const token = authorization.slice('Bearer '.length).trim();
       const match = this.settings.tokens.find((candidate) => tokenMatches(token, candidate.sha256));
-      return match ? this.viewer(match.name, 'token', null) : null;
+      return match ? this.viewer(match.name, 'token', null, match.role) : null;
     }
     const proxy = this.settings.proxy;
     if (proxy) {
@@ -112,7 +112,7 @@ export class ConsoleAuth {
         isIP(peer) !== 0 &&
         proxy.trusted.check(peer, family)
       ) {
-        return this.viewer(name, 'proxy', `proxy\0${name}`);
+        return this.viewer(name, 'proxy', `proxy\0${name}`, proxy.role);
       }
     }
     const cookies = parseCookies(req.headers.cookie);
@@ -121,13 +121,19 @@ export class ConsoleAuth {
       this.now(),
       (payload) => this.sessionBinding(payload.u, payload.via),
     );
-    if (session) return this.viewer(session.u, session.via, `sid\0${session.sid}`);
+    if (session) return this.viewer(session.u, session.via, `sid\0${session.sid}`, this.roleOf(session));
     if (this.settings.demo) {
       const sid = newSessionId();
       this.startSession(res, 'demo', 'demo', sid);
-      return this.viewer('demo', 'demo', `sid\0${sid}`);
+      return this.viewer('demo', 'demo', `sid\0${sid}`, 'operator');
     }
     return null;
+  }
+
+  /** A session's role is its user's as configured now (a user no longer configured only reads). */
+  private roleOf(session: { readonly u: string; readonly via: 'password' | 'demo' }): Viewer['role'] {
+    if (session.via === 'demo') return this.settings.demo ? 'operator' : 'viewer';
+    return this.settings.users.get(session.u.toLowerCase())?.role ?? 'viewer';
   }
 
   /**

@@ -1,9 +1,12 @@
 import type { Request } from 'express';
+import type { ConsoleRole } from '../../core/config/console-schema.ts';
 
 /** Who is looking at a page, and how they got in. */
 export interface Viewer {
   readonly name: string;
   readonly via: 'password' | 'token' | 'proxy' | 'demo';
+  /** viewer: every page, no action; operator: the actions too (services/console/security/roles.ts). */
+  readonly role: ConsoleRole;
   /** What this viewer's CSRF tokens are bound to; null for bearer tokens (no ambient credential). */
   readonly csrfBinding: string | null;
   /** The CSRF token every form of this viewer's pages carries. */

@@ -19,3 +19,8 @@ export function resolveActor(given: string | undefined, env: NodeJS.ProcessEnv =
 export function consoleActor(viewerName: string): string {
   return `console:${viewerName}`.slice(0, 200);
 }
+
+/** The actor of an action taken through the management API: the access token's name, marked as such. */
+export function apiActor(tokenName: string): string {
+  return `api:${tokenName}`.slice(0, 200);
+}

@@ -17,6 +17,8 @@ export const AUDITED_COMMANDS = [
   'resume',
   'replay',
   'reconcile',
+  // A run queued through the management API (the workers record the run itself as `reconcile`).
+  'reconcile start',
   'prune',
   'redeliver',
   'destination pause',
@@ -29,7 +31,7 @@ export type AuditedCommand = (typeof AUDITED_COMMANDS)[number];
 
 /** One operator action, as its caller reports it. */
 export interface AuditEntry {
-  /** Who: `--actor`, HOOKGATE_ACTOR, else the OS user (CLI); `console:<user>` (console). */
+  /** Who: `--actor`, HOOKGATE_ACTOR, else the OS user (CLI); `console:<user>` (console); `api:<token>` (API). */
   readonly actor: string;
   /** The command's name: one of AUDITED_COMMANDS. */
   readonly command: AuditedCommand;

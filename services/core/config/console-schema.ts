@@ -38,6 +38,37 @@ const passwordHash = z
   );
 
 /**
+ * What a signed-in user or an access token may do: `viewer` reads every page and every API read;
+ * `operator` also takes the actions (requeue, discard, pause, redeliver, release, …). Unset means
+ * operator, what every user and token could do before roles existed.
+ */
+export const CONSOLE_ROLES = ['viewer', 'operator'] as const;
+export type ConsoleRole = (typeof CONSOLE_ROLES)[number];
+const role = z.enum(CONSOLE_ROLES, { error: 'must be viewer or operator' }).default('operator');
+
+/**
+ * The management API (`/api/v1`, served by the console): its per-token rate limit, how long an
+ * Idempotency-Key's answer is kept, and the largest request body.
+ */
+const apiSchema = z
+  .strictObject({
+    /** Requests one access token may make per minute on one console replica; past it, 429. */
+    rateLimit: z.number().int().min(1).max(100_000).default(600),
+    /** How long an action's Idempotency-Key and its answer are kept (a retry within it gets the answer back). */
+    idempotencyTtl: durationMs
+      .pipe(
+        z
+          .number()
+          .min(3_600_000)
+          .max(7 * 86_400_000),
+      )
+      .default(86_400_000),
+    /** The largest request body (JSON) an action accepts. */
+    maxBodyBytes: z.number().int().min(1_024).max(1_048_576).default(65_536),
+  })
+  .prefault({});
+
+/**
  * The web console (`hookgate serve --role console`, and `--role all` with the embedded demo
  * database). Sign-in is required unless it runs as that demo on a loopback address.
  */
@@ -66,7 +97,7 @@ export const consoleSchema = z
       .default(12 * 3_600_000),
     /** People who sign in with a password: `passwordHash` from `hookgate console hash-password`. */
     users: z
-      .array(z.strictObject({ name: userName, passwordHash }))
+      .array(z.strictObject({ name: userName, passwordHash, role }))
       .max(1_000)
       .default([]),
     /**
@@ -74,12 +105,16 @@ export const consoleSchema = z
      * CONSOLE_USERS_FILE wins).
      */
     usersFile: z.string().min(1).optional(),
-    /** Access tokens for scripts (`Authorization: Bearer`): the hex SHA-256 of each token. */
+    /**
+     * Access tokens for scripts and the API (`Authorization: Bearer`): a name, the hex SHA-256 of
+     * the token (`hookgate console new-token` makes both), and a role.
+     */
     tokens: z
       .array(
         z.strictObject({
           name: userName,
           sha256: z.string().regex(/^[0-9a-f]{64}$/, 'must be the hex SHA-256 of the token (64 hex digits)'),
+          role,
         }),
       )
       .max(1_000)
@@ -96,6 +131,8 @@ export const consoleSchema = z
           .string()
           .regex(/^[A-Za-z0-9-]{1,100}$/, 'must be a header name such as X-Forwarded-User')
           .default('X-Forwarded-User'),
+        /** The role of every user the proxy signs in. */
+        role,
       })
       .optional(),
     /**
@@ -128,6 +165,7 @@ export const consoleSchema = z
     scanRows: z.number().int().min(1_000).max(1_000_000).default(20_000),
     /** The overview's latency percentiles come from at most this many of the last hour's events. */
     latencySample: z.number().int().min(100).max(100_000).default(10_000),
+    api: apiSchema,
   })
   .superRefine((section, ctx) => {
     const names = new Set<string>();

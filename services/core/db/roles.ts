@@ -16,8 +16,9 @@ import type pg from 'pg';
  *   discard and a quarantine release and drop through migration 0024's SECURITY DEFINER
  *   functions only (no write of its own on the inbox, its keys, the delivery counts or any pg-boss
  *   job); a held quarantine row's reason and message; pause and resume; a destination's pause
- *   state, and its deliveries' status and retry budget (pause, resume, redeliver). No DDL, no
- *   TRUNCATE, no DELETE anywhere.
+ *   state, and its deliveries' status and retry budget (pause, resume, redeliver); the management
+ *   API's own two tables (idempotency keys, tokens' last use). No DDL, no TRUNCATE, no DELETE
+ *   anywhere but those two.
  *
  * All are group roles (NOLOGIN): the logins the pods and KEDA use are made members of them
  * (docs/kubernetes.md), so passwords stay with whoever manages logins.
@@ -87,6 +88,9 @@ export const GRANT_ROLES = `
         hookgate.drop_quarantined(bigint[], text, text)
         TO hookgate_runtime;
     END IF;
+    IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
+      GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_runtime;
+    END IF;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
     -- A database migrated before the console role existed has the other two only. The console's
@@ -113,6 +117,10 @@ export const GRANT_ROLES = `
         hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
         hookgate.drop_quarantined(bigint[], text, text)
         TO hookgate_console;
+      -- The API's reconcile start: one run of the reconcile queue, for the workers (0030).
+      IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
+      END IF;
       -- A release that cannot claim a held row yet says why on the row (actions.ts).
       GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).
@@ -122,6 +130,11 @@ export const GRANT_ROLES = `
       GRANT INSERT, UPDATE ON hookgate.destination_state TO hookgate_console;
       GRANT UPDATE (status, redelivered_attempts, next_attempt_at, settled_at)
         ON hookgate.destination_deliveries TO hookgate_console;
+      -- The management API (migration 0026, services/core/api/): an action's answer by
+      -- Idempotency-Key (claimed, completed, deleted when it expires) and each token's last use.
+      IF to_regclass('hookgate.api_idempotency') IS NOT NULL THEN
+        GRANT INSERT, UPDATE, DELETE ON hookgate.api_idempotency, hookgate.api_token_use TO hookgate_console;
+      END IF;
       -- Every pg-boss client registers, refreshes and removes its own instance row.
       IF to_regclass('pgboss.instance') IS NOT NULL THEN
         GRANT INSERT, UPDATE, DELETE ON pgboss.instance TO hookgate_console;

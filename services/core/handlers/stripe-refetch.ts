@@ -1,5 +1,6 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { HookgateError } from '../errors.ts';
+import { loadStripe, stripeEndpoint } from '../stripe-sdk.ts';
 
 export interface StripeApiSettings {
   readonly apiKey: string;
@@ -21,17 +22,21 @@ export interface SubscriptionSource {
  * transaction, which should not be held open by hidden retry loops.
  */
 export function createSubscriptionSource(settings: StripeApiSettings): SubscriptionSource {
-  const base = new URL(settings.apiBase);
-  const stripe = new Stripe(settings.apiKey, {
-    protocol: base.protocol === 'http:' ? 'http' : 'https',
-    host: base.hostname,
-    port: base.port || (base.protocol === 'http:' ? 80 : 443),
-    timeout: settings.timeoutMs,
-    maxNetworkRetries: 0,
-    telemetry: false,
-  });
+  let client: Promise<{ Stripe: typeof Stripe; stripe: Stripe }> | undefined;
+  const connect = () => {
+    client ??= loadStripe().then((StripeClient) => ({
+      Stripe: StripeClient,
+      stripe: new StripeClient(settings.apiKey, {
+        ...stripeEndpoint(settings.apiBase),
+        timeout: settings.timeoutMs,
+        maxNetworkRetries: 0,
+      }),
+    }));
+    return client;
+  };
   return {
     async retrieve(id) {
+      const { Stripe, stripe } = await connect();
       try {
         const subscription = await stripe.subscriptions.retrieve(id);
         // Plain JSON: drops the client's non-enumerable response metadata.

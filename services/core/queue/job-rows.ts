@@ -94,3 +94,21 @@ export async function jobsById(
 ): Promise<JobState[]> {
   return (await db.query<JobState>(JOBS_BY_ID, [queue, ids])).rows;
 }
+
+/**
+ * The reconciliation runs of one endpoint that are waiting or running now (the queue is `stately`:
+ * at most one of each per endpoint), through job_i3, whose predicate this repeats.
+ */
+const LIVE_RECONCILE_RUNS = `
+  SELECT id::text AS id, state::text AS state
+    FROM pgboss.job
+   WHERE name = $1 AND state <= 'active' AND policy = 'stately' AND COALESCE(singleton_key, '') = $2`;
+
+export interface LiveRun {
+  readonly id: string;
+  readonly state: string;
+}
+
+export async function liveReconcileRuns(db: Pick<pg.ClientBase, 'query'>, queue: string, endpoint: string) {
+  return (await db.query<LiveRun>(LIVE_RECONCILE_RUNS, [queue, endpoint])).rows;
+}

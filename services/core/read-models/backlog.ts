@@ -30,6 +30,20 @@ export interface BacklogRow {
   readonly oldestAgeSeconds: number;
 }
 
+/** The backlog now, per endpoint and unsettled status (stats, the gauges, the API's endpoints). */
+export async function readBacklog(db: Queryable): Promise<BacklogRow[]> {
+  return (
+    await db.query<{ endpoint: string; status: string; events: string; oldest_age_seconds: number }>(
+      BACKLOG_BY_ENDPOINT,
+    )
+  ).rows.map((row) => ({
+    endpoint: row.endpoint,
+    status: row.status,
+    events: Number(row.events),
+    oldestAgeSeconds: row.oldest_age_seconds,
+  }));
+}
+
 export interface BacklogMetricsOptions {
   readonly db: Queryable;
   /** Configured endpoints: each reports 0 when it has no backlog, so alerts resolve. */
@@ -50,23 +64,12 @@ export interface BacklogMetricsOptions {
  */
 export function registerBacklogMetrics(registry: Registry, options: BacklogMetricsOptions) {
   // Serves the last reading rather than fail the whole scrape when the query fails.
-  const read = scrapeReading(
-    async (): Promise<BacklogRow[]> =>
-      (
-        await options.db.query<{
-          endpoint: string;
-          status: string;
-          events: string;
-          oldest_age_seconds: number;
-        }>(BACKLOG_BY_ENDPOINT)
-      ).rows.map((row) => ({
-        endpoint: row.endpoint,
-        status: row.status,
-        events: Number(row.events),
-        oldestAgeSeconds: row.oldest_age_seconds,
-      })),
-    { cacheMs: options.cacheMs ?? 5_000, empty: [], now: options.now ?? Date.now, onError: options.onError },
-  );
+  const read = scrapeReading((): Promise<BacklogRow[]> => readBacklog(options.db), {
+    cacheMs: options.cacheMs ?? 5_000,
+    empty: [],
+    now: options.now ?? Date.now,
+    onError: options.onError,
+  });
 
   // The events gauge's collect reads; the age gauge is collected right after in the same scrape
   // and uses the same (cached) reading.

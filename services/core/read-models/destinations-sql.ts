@@ -33,6 +33,8 @@ export interface DeliveryQuery {
   readonly destination?: string | undefined;
   readonly status?: string | undefined;
   readonly since?: Date | undefined;
+  /** Keyset: only deliveries older (a smaller id) than this one (the API's next page). */
+  readonly beforeId?: string | undefined;
   readonly limit: number;
 }
 
@@ -43,6 +45,7 @@ const LIST_DELIVERIES = `
      AND ($2::text IS NULL OR destination = $2)
      AND ($3::text IS NULL OR status = $3)
      AND ($4::timestamptz IS NULL OR created_at >= $4)
+     AND ($6::bigint IS NULL OR destination_deliveries.id < $6::bigint)
    -- The column, not the text alias id: sorting the alias sorted text ('9' after '10') and
    -- kept destination_deliveries_list_idx out of the plan.
    ORDER BY destination_deliveries.id DESC
@@ -55,6 +58,7 @@ export async function listDeliveryRows(db: Queryable, query: DeliveryQuery): Pro
     query.status ?? null,
     query.since ?? null,
     query.limit,
+    query.beforeId ?? null,
   ]);
   return rows;
 }

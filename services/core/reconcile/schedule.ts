@@ -1,5 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { Config } from '../config/schema.ts';
+import type { Queryable } from '../db/pool.ts';
+import { liveReconcileRuns } from '../queue/job-rows.ts';
 
 /** One queue for every endpoint's reconciliation runs; a job's singletonKey is its endpoint. */
 export const RECONCILE_QUEUE = 'hookgate.reconcile';
@@ -7,6 +9,10 @@ export const RECONCILE_QUEUE = 'hookgate.reconcile';
 /** What a reconciliation job carries. */
 export interface ReconcileJobData {
   readonly endpoint: string;
+  /** An operator's run (the API): who asked, recorded with the run's figures in hookgate.audit. */
+  readonly actor?: string;
+  /** Start the listing here instead of the watermark minus lookback (`hookgate reconcile --since`). */
+  readonly since?: string;
 }
 
 /** The endpoints that reconcile, with how often and when their alert fires (ms). */
@@ -65,3 +71,37 @@ export async function queueDueRuns(
   }
   return queued;
 }
+
+/** An endpoint's runs waiting and running now (a waiting one is the next to run). */
+export async function liveRuns(
+  db: Queryable,
+  endpoint: string,
+): Promise<{ readonly waiting: string | null; readonly running: string | null }> {
+  const rows = await liveReconcileRuns(db, RECONCILE_QUEUE, endpoint);
+  return {
+    waiting: rows.find((row) => row.state === 'created' || row.state === 'retry')?.id ?? null,
+    running: rows.find((row) => row.state === 'active')?.id ?? null,
+  };
+}
+
+/**
+ * An operator's run now (the API's): a job the workers take, as they take the scheduled ones (they
+ * hold the provider's credentials; the console need not). The queue keeps at most one waiting per
+ * endpoint whoever queued it: null when one waits already (it runs first, and soon).
+ */
+export async function requestRun(
+  db: Queryable,
+  endpoint: string,
+  request: { readonly actor: string; readonly since?: Date | undefined },
+): Promise<string | null> {
+  // Through the migration's function (0030), so the console's role may queue this run and no
+  // other job: it writes no table of pg-boss's itself.
+  const { rows } = await db.query<{ id: string | null }>(REQUEST_RUN, [
+    endpoint,
+    request.actor,
+    request.since ?? null,
+  ]);
+  return rows[0]?.id ?? null;
+}
+
+const REQUEST_RUN = `SELECT hookgate.request_reconcile_run($1, $2, $3)::text AS id`;

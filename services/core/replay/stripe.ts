@@ -1,5 +1,6 @@
-import Stripe from 'stripe';
+import type Stripe from 'stripe';
 import { HookgateError } from '../errors.ts';
+import { loadStripe, stripeEndpoint } from '../stripe-sdk.ts';
 import { type RetryOptions, retryAfterMs, withRateLimitRetries } from './rate-limit.ts';
 import type { FetchedEvent, PageHooks, ReplaySource, ReplayWindow } from './types.ts';
 
@@ -11,8 +12,8 @@ export interface StripeReplaySettings {
   readonly retry?: RetryOptions;
 }
 
-function rateLimited(error: unknown) {
-  if (!(error instanceof Stripe.errors.StripeError) || error.statusCode !== 429) return null;
+function rateLimited(StripeClient: typeof Stripe, error: unknown) {
+  if (!(error instanceof StripeClient.errors.StripeError) || error.statusCode !== 429) return null;
   const headers = (error.headers ?? {}) as Record<string, string | undefined>;
   return { waitMs: retryAfterMs(headers['retry-after']) ?? 0 };
 }
@@ -23,20 +24,18 @@ function rateLimited(error: unknown) {
  */
 export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource {
   const base = new URL(settings.apiBase);
-  const stripe = new Stripe(settings.apiKey, {
-    protocol: base.protocol === 'http:' ? 'http' : 'https',
-    host: base.hostname,
-    port: base.port || (base.protocol === 'http:' ? 80 : 443),
-    timeout: 30_000,
-    // Network errors and 5xx: the client's own retries. 429: waited out below.
-    maxNetworkRetries: 2,
-    telemetry: false,
-  });
   const limit = settings.pageSize ?? 100;
   return {
     description: `Stripe events.list at ${base.origin}`,
     filtersByTime: true,
     async *pages(window: ReplayWindow, hooks: PageHooks = {}) {
+      const StripeClient = await loadStripe();
+      const stripe = new StripeClient(settings.apiKey, {
+        ...stripeEndpoint(settings.apiBase),
+        timeout: 30_000,
+        // Network errors and 5xx: the client's own retries. 429: waited out below.
+        maxNetworkRetries: 2,
+      });
       const created = {
         gte: Math.floor(window.since.getTime() / 1000),
         lt: Math.ceil(window.until.getTime() / 1000),
@@ -53,7 +52,7 @@ export function stripeReplaySource(settings: StripeReplaySettings): ReplaySource
               ...(startingAfter ? { starting_after: startingAfter } : {}),
             });
           },
-          rateLimited,
+          (error) => rateLimited(StripeClient, error),
           settings.retry,
         ).catch((error: unknown) => {
           if (error instanceof HookgateError) throw error;

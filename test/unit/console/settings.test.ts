@@ -35,7 +35,51 @@ describe('the console section of the configuration', () => {
       pageSize: 50,
       scanRows: 20_000,
       latencySample: 10_000,
+      api: { rateLimit: 600, idempotencyTtl: 86_400_000, maxBodyBytes: 65_536 },
     });
+  });
+
+  it('gives users, tokens and proxy sign-ins a role: viewer or operator, operator when unset', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookgate-console-roles-'));
+    const file = join(dir, 'users');
+    writeFileSync(file, `carol:${HASH}:viewer\ndave:${HASH}:operator\nerin:${HASH}\n`);
+    const settings = consoleSettings(
+      consoleOf({
+        users: [
+          { name: 'alice', passwordHash: HASH },
+          { name: 'bob', passwordHash: HASH, role: 'viewer' },
+        ],
+        tokens: [
+          { name: 'ci', sha256: 'a'.repeat(64) },
+          { name: 'dash', sha256: 'b'.repeat(64), role: 'viewer' },
+        ],
+        proxyAuth: { trustedAddresses: ['10.0.0.1'], role: 'viewer' },
+      }),
+      false,
+      { CONSOLE_SESSION_SECRET: SECRET, CONSOLE_USERS_FILE: file },
+    );
+    expect([...settings.users.values()].map((user) => `${user.name}:${user.role}`)).toEqual([
+      'alice:operator',
+      'bob:viewer',
+      'carol:viewer',
+      'dave:operator',
+      'erin:operator',
+    ]);
+    expect(settings.tokens.map((token) => `${token.name}:${token.role}`)).toEqual([
+      'ci:operator',
+      'dash:viewer',
+    ]);
+    expect(settings.proxy?.role).toBe('viewer');
+    expect(consoleOf({ proxyAuth: { trustedAddresses: ['10.0.0.1'] } }).proxyAuth?.role).toBe('operator');
+    expect(refusal(() => consoleOf({ users: [{ name: 'x', passwordHash: HASH, role: 'admin' }] }))).toContain(
+      'console.users[0].role: must be viewer or operator',
+    );
+    expect(() => parseUsersFile(`frank:${HASH}:admin\n`, 'users')).toThrow(
+      /users line 1: the role "admin" is not viewer or operator/,
+    );
+    expect(() => parseUsersFile(`frank:${HASH}:viewer:extra\n`, 'users')).toThrow(
+      /users line 1: expected name:hash/,
+    );
   });
 
   it('names every problem by its key, in the units written', () => {
