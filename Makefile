@@ -120,8 +120,9 @@ $(HELM_UNITTEST):
 test: $(DEPS) tools lint typecheck
 	vitest run
 
-## check: the fast tests: the unit and chart projects and the integration files below on the
-## embedded PostgreSQL 18 (vitest.config.ts names the projects); `make test` runs every file
+## check: the fast tests: the unit and chart projects (not chart-run, whose pods run as processes)
+## and the integration files below on the embedded PostgreSQL 18 (vitest.config.ts names the
+## projects); `make test` runs every file
 CHECK_INTEGRATION := test/integration/migrate.test.ts test/integration/gateway-claim.test.ts \
   test/integration/worker-apply.test.ts
 check: $(DEPS) chart-tools

@@ -23,6 +23,14 @@ export interface DriverTarget {
   readonly secret: string;
 }
 
+/** The driver's schedule clock: monotonic milliseconds, and a sleep on the same clock. */
+export interface DriverClock {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+const REAL_CLOCK: DriverClock = { now: () => performance.now(), sleep: (ms) => sleep(ms) };
+
 export interface DriverOptions {
   /** e.g. http://127.0.0.1:8080 */
   readonly baseUrl: string;
@@ -33,6 +41,8 @@ export interface DriverOptions {
   readonly seconds: number;
   /** At most this many arrivals (the time bound may end the run first). */
   readonly maxArrivals?: number;
+  /** No arrival after this is aborted (a caller that ends the run once it has seen enough). */
+  readonly stop?: AbortSignal;
   readonly connections: number;
   /** Requests allowed in flight; an arrival beyond it is dropped and counted, never queued. */
   readonly maxInFlight: number;
@@ -43,6 +53,8 @@ export interface DriverOptions {
   readonly recordTo?: string;
   /** Called for every request once answered (status null: no answer), e.g. to place it in time. */
   readonly onAnswer?: (answer: DriverAnswer) => void;
+  /** The schedule's clock (default: the process's); a test drives one to check the schedule itself. */
+  readonly clock?: DriverClock;
 }
 
 export interface DriverAnswer {
@@ -52,6 +64,9 @@ export interface DriverAnswer {
   /** Wall-clock milliseconds (Date.now()) when the request left and when its answer was read. */
   readonly sentAt: number;
   readonly answeredAt: number;
+  /** When the arrival was due and when it left, on the schedule's clock, from the run's start (ms). */
+  readonly dueMs: number;
+  readonly leftMs: number;
 }
 
 export interface DriverResult {
@@ -113,9 +128,11 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
   let dropped = 0;
   let firstFailure: string | null = null;
 
-  const send = async (target: DriverTarget, step: Step): Promise<void> => {
+  const clock = options.clock ?? REAL_CLOCK;
+  const send = async (target: DriverTarget, step: Step, dueMs: number): Promise<void> => {
     const started = performance.now();
     const sentAt = Date.now();
+    const leftMs = clock.now() - start;
     requests += 1;
     try {
       const response = await pool.request({
@@ -138,6 +155,8 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
         status: response.statusCode,
         sentAt,
         answeredAt: Date.now(),
+        dueMs,
+        leftMs,
       });
       statuses[response.statusCode] = (statuses[response.statusCode] ?? 0) + 1;
       if (response.statusCode >= 200 && response.statusCode < 300) {
@@ -157,16 +176,18 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
         status: null,
         sentAt,
         answeredAt: Date.now(),
+        dueMs,
+        leftMs,
       });
       firstFailure ??= `${target.endpoint} ${step.event.id}: ${error instanceof Error ? error.message : String(error)}`;
     }
   };
 
-  const start = performance.now();
+  const start = clock.now();
   let next = 0;
   try {
-    while (next < total) {
-      const now = performance.now();
+    while (next < total && !options.stop?.aborted) {
+      const now = clock.now();
       // Everything due by now leaves now; then sleep until the next arrival is due.
       while (next < total && start + next * interval <= now) {
         lags.push(now - (start + next * interval));
@@ -178,15 +199,18 @@ export async function drive(options: DriverOptions): Promise<DriverResult> {
           continue;
         }
         for (let copy = 0; copy < step.copies; copy += 1) {
-          const pending: Promise<void> = send(target, step).finally(() => inFlight.delete(pending));
+          const pending: Promise<void> = send(target, step, (next - 1) * interval).finally(() =>
+            inFlight.delete(pending),
+          );
           inFlight.add(pending);
         }
       }
-      if (next < total) await sleep(Math.max(0, start + next * interval - performance.now()));
+      // At most 100 ms, so that a stop is seen soon at any rate.
+      if (next < total) await clock.sleep(Math.min(100, Math.max(0, start + next * interval - clock.now())));
     }
-    const sentFor = (performance.now() - start) / 1000;
+    const sentFor = (clock.now() - start) / 1000;
     await Promise.all(inFlight);
-    const durationSeconds = (performance.now() - start) / 1000;
+    const durationSeconds = (clock.now() - start) / 1000;
     return {
       arrivals: next,
       dropped,

@@ -8,7 +8,11 @@ export const OUTAGE_SUMMARY_MS = 30_000;
 const CONNECT_TIMEOUT = /timeout exceeded when trying to connect|Connection terminated/i;
 
 export function databaseUnreachableError(error: unknown): boolean {
-  return isUnreachable(error) || (error instanceof Error && CONNECT_TIMEOUT.test(error.message));
+  if (isUnreachable(error)) return true;
+  // pg-boss emits its loops' errors as plain objects ({ ...error, message, stack, queue }): the
+  // message is what is left of a connection dropped without a code.
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' && CONNECT_TIMEOUT.test(message);
 }
 
 /**

@@ -59,6 +59,8 @@ export interface RuntimeOptions {
   readonly embedded?: boolean;
   /** Claim hooks (tests). */
   readonly claimHooks?: ClaimHooks;
+  /** The gateway's clock (signature timestamps, the replay-token limit's windows); tests drive one. */
+  readonly now?: () => number;
   /** How long the backlog gauges are cached (tests: 0). */
   readonly backlogCacheMs?: number;
 }
@@ -270,6 +272,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
         configDir: options.configDir,
         readiness: ready,
         ...(options.claimHooks ? { hooks: options.claimHooks } : {}),
+        ...(options.now ? { now: options.now } : {}),
       });
     }
     if (runsWorker) {

@@ -12,7 +12,7 @@ import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';
 import type { OutageLog } from '../core/outage-log.ts';
-import { type HeldJob, startHeartbeat } from '../core/queue/heartbeat.ts';
+import { type HeldJob, heartbeatRefreshMs, startHeartbeat } from '../core/queue/heartbeat.ts';
 import { applyQueue, eventIdsOf } from '../core/queue/names.ts';
 import { heartbeatSecondsFrom } from '../core/queue/queues.ts';
 import { applyJobs, type FetchedJob, type JobPart, type JobPolicy, keepWithinBatch } from './apply.ts';
@@ -127,7 +127,7 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
       boss,
       queue,
       jobs,
-      everyMs: (heartbeatSeconds * 1000) / 3,
+      everyMs: heartbeatRefreshMs(heartbeatSeconds),
       onLost: (ids) =>
         // The fence makes this attempt's complete/fail a no-op and the row lock keeps the effect
         // single; it only means the batch ran past its heartbeat (e.g. a blocked event loop).

@@ -19,8 +19,20 @@ import { type RunningProcess, runHookgate, startHookgate } from '../support/proc
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';
 
 export interface ChaosOptions {
-  /** Seconds of load (kills happen only while it runs). */
+  /** Seconds of load (kills happen only while it runs); the least, with minKills. */
   readonly loadSeconds: number;
+  /**
+   * The load goes on past loadSeconds until each role has been killed this often and the outage
+   * is over, so that a busy machine (processes slow to come back, fewer kills in the time) makes
+   * the run longer instead of failing its premise; at most maxLoadSeconds.
+   */
+  readonly minKills?: { readonly gateway: number; readonly worker: number };
+  readonly maxLoadSeconds?: number;
+  /**
+   * The outage lasts at least outageMs and until this many requests sent during it have been
+   * answered (what the run shows is how serving processes answer meanwhile); at most a minute.
+   */
+  readonly outageAnswers?: number;
   /** Arrivals per second over both gateways. */
   readonly rate: number;
   /** Milliseconds between kills, drawn uniformly from [min, max]. */
@@ -172,6 +184,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const seed = options.seed ?? Math.floor(Math.random() * 2 ** 31);
   const rand = random(seed);
   const log = options.log ?? (() => {});
+  // First, so that a run that fails half-way can still be repeated.
+  log(`chaos seed ${seed} (CHAOS_SEED=${seed} repeats its kill schedule)`);
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-chaos-'));
   // Run as root, PostgreSQL drops to the `postgres` user, which must be able to enter it.
   chmodSync(dir, 0o755);
@@ -223,6 +237,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await waitUntil('every process serving', async () => processes.every((p) => p.serving), 120_000);
 
     const answers: DriverAnswer[] = [];
+    const stopLoad = new AbortController();
     const files = gatewayPorts.map((_, i) => join(dir, `sent-${i}.jsonl`));
     const startedAt = Math.floor(Date.now() / 1000);
     const load = Promise.all(
@@ -232,7 +247,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             baseUrl: `http://127.0.0.1:${port}`,
             targets: LOAD_MIX_TARGETS,
             rate: options.rate / gatewayPorts.length,
-            seconds: options.loadSeconds,
+            seconds: Math.max(options.loadSeconds, options.maxLoadSeconds ?? 0),
+            stop: stopLoad.signal,
             connections: 16,
             maxInFlight: 2_000,
             requestTimeoutMs: 15_000,
@@ -258,6 +274,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       const from = Date.now();
       log(`PostgreSQL stopped`);
       await sleep(options.outageMs);
+      const wanted = options.outageAnswers ?? 0;
+      const answeredSince = () => answers.filter((a) => a.sentAt >= from && a.status !== null).length;
+      const bound = Date.now() + 60_000;
+      while (answeredSince() < wanted && Date.now() < bound) await sleep(100);
       const to = Date.now();
       outage = { from, to };
       database = await startEmbeddedPostgres(join(dir, 'db'), { port: pgPort });
@@ -285,6 +305,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await sleep(Math.min(100, until - Date.now()));
       }
       if (loadDone) break;
+      const minKills = options.minKills ?? { gateway: 0, worker: 0 };
+      if (
+        Date.now() - loadStarted >= options.loadSeconds * 1000 &&
+        outageDone &&
+        kills.gateway >= minKills.gateway &&
+        kills.worker >= minKills.worker
+      ) {
+        // Enough seen: no more arrivals; kills go on while the last requests are answered.
+        stopLoad.abort();
+      }
       // Whichever role has been hit less (ties at random), then one of its serving processes.
       const role: Role =
         kills.gateway === kills.worker

@@ -261,8 +261,6 @@ export async function runLossyLink(options: LossyLinkOptions): Promise<LossyLink
   let fleet: Fleet | null = null;
   try {
     relay = await startTcpRelay({ host: r.cluster.host, port: r.cluster.port });
-    relay.setDelay(options.delayMs);
-    r.ns.loss(options.loss);
     const url = `postgres://postgres@127.0.0.1:${relay.port}/postgres`;
     fleet = await startFleet({
       url,
@@ -271,6 +269,12 @@ export async function runLossyLink(options: LossyLinkOptions): Promise<LossyLink
       workers: options.workers,
       log: options.log,
     });
+    // The link degrades under load, as it does in production, and not while the processes start
+    // (their start-up and the checks after the run are not what this shows, and each lost packet
+    // costs them a retransmission timeout).
+    relay.setDelay(options.delayMs);
+    r.ns.loss(options.loss);
+    options.log(`link degraded: ${options.delayMs} ms each way, ${options.loss * 100} % of packets dropped`);
     const done = await startLoad({
       ports: fleet.gatewayPorts,
       rate: options.rate,
@@ -278,6 +282,9 @@ export async function runLossyLink(options: LossyLinkOptions): Promise<LossyLink
       dir: r.dir,
       runId: `nl${Date.now().toString(36)}`,
     }).done;
+    r.ns.heal();
+    relay.setDelay(0);
+    options.log('link healed after the load');
     const settled = await settle({
       url,
       configFile: r.configFile,

@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../services/console/security/passwords.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { reportLongWait } from '../support/long-wait.ts';
 import {
   type Container,
   imageRoot,
@@ -43,12 +44,15 @@ function portOf(container: Container, name: string): number {
   return port;
 }
 
-async function until(label: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/** Waits for a state, bounded generously: a busy machine starts the process slowly. */
+async function until(label: string, check: () => Promise<boolean>, timeoutMs = 180_000): Promise<void> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   while (!(await check().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}: ${console_?.output()}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+  reportLongWait(label, Date.now() - started, timeoutMs);
 }
 
 describe('the chart console, rendered and run as a local process', () => {
@@ -120,5 +124,5 @@ describe('the chart console, rendered and run as a local process', () => {
     expect((exit.at - started) / 1000).toBeLessThan(pod.terminationGracePeriodSeconds ?? 30);
     for (const text of [PASSWORD, SESSION_SECRET, SIGNING_SECRET])
       expect(console_.output()).not.toContain(text);
-  }, 180_000);
+  }, 600_000);
 });

@@ -6,6 +6,7 @@ import { stringify } from 'yaml';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, stripeEvent } from '../support/deliveries.ts';
+import { reportLongWait } from '../support/long-wait.ts';
 import {
   type Container,
   filesUnder,
@@ -62,11 +63,16 @@ function envValue(container: Container, name: string): string | undefined {
   return container.env?.find((variable) => variable.name === name)?.value;
 }
 
-async function until<T>(label: string, check: () => Promise<T | null>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+/** Waits for a state, bounded generously: a busy machine starts these processes slowly. */
+async function until<T>(label: string, check: () => Promise<T | null>, timeoutMs = 180_000): Promise<T> {
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   for (;;) {
     const value = await check().catch(() => null);
-    if (value !== null) return value;
+    if (value !== null) {
+      reportLongWait(label, Date.now() - started, timeoutMs);
+      return value;
+    }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${label}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
@@ -302,7 +308,7 @@ describe('the chart, rendered and run as local processes', () => {
       },
       db,
     );
-  }, 180_000);
+  }, 600_000);
 
   it('existingSecret (custom database URL key, two endpoints, a rotated secret): the same, end to end', async () => {
     const db = await createTestDatabase({ migrated: false });
@@ -321,7 +327,7 @@ describe('the chart, rendered and run as local processes', () => {
       },
       db,
     );
-  }, 180_000);
+  }, 600_000);
 
   it("a configuration the schema lets through but hookgate refuses fails the migration Job with hookgate's message, before anything is migrated", async () => {
     const db = await createTestDatabase({ migrated: false });
@@ -364,5 +370,5 @@ describe('the chart, rendered and run as local processes', () => {
     const tables = await db.pool.query(`SELECT to_regclass('hookgate.inbox') AS inbox`);
     expect(tables.rows[0].inbox).toBeNull();
     expect(output).not.toContain(SIGNING_SECRET);
-  }, 120_000);
+  }, 600_000);
 });

@@ -3,7 +3,7 @@ import { jobsNaming } from '../support/apply.ts';
 import { runCliInProcess } from '../support/cli.ts';
 import { runHookgate } from '../support/process.ts';
 import { effectCounts } from '../support/worker-effects.ts';
-import { waitFor } from '../support/worker-harness.ts';
+import { unfinishedJobs, waitFor } from '../support/worker-harness.ts';
 import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A dead event, once its fault is fixed, is applied exactly once even when two requeues run at
@@ -128,8 +128,13 @@ describe('hookgate requeue', () => {
     expect(nothing.stderr).toMatch(
       /nothing_changed: No dead event of ops matches; nothing would be requeued/,
     );
-    // Give a second job, if one had been created, time to run.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A sentinel through the same queue: once it is applied and nothing is left to run, a second
+    // job for evt_dead, had one been created, would have run.
+    await stack.claimer.claim('ops', [
+      { eventId: 'evt_sentinel', entityType: 'thing', entityId: 't3', version: 1 },
+    ]);
+    await waitFor('the sentinel applied', async () => (await statusOf('evt_sentinel')) === 'processed');
+    await waitFor('nothing left to run', async () => (await unfinishedJobs(stack.db.pool, 'ops')) === 0);
     const effects = await effectCounts(stack.db.pool);
     expect(effects.get('evt_dead')).toBe(1);
     expect(effects.get('evt_ok')).toBe(1);
@@ -162,7 +167,7 @@ describe('hookgate requeue', () => {
       event_ids: ['evt_orphan'],
       would_end: [],
     });
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // The dry run has returned: a job it had made would be committed and named here already.
     expect(await statusOf('evt_orphan')).toBe('pending');
     expect(await jobsNaming(stack.db.pool, ['evt_orphan'])).toBe(0);
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { ROOT, runHookgate, startHookgate } from '../support/process.ts';
+import { waitFor } from '../support/worker-harness.ts';
 
 // The newcomer's path: no DATABASE_URL, the shipped example config, `serve`, then `send-test`.
 let dir: string;
@@ -19,7 +20,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('serve with the embedded PostgreSQL', () => {
+// Seven hookgate processes and an initdb: minutes on a busy machine, seconds on a quiet one.
+describe('serve with the embedded PostgreSQL', { timeout: 360_000 }, () => {
   it('announces it first, migrates itself, applies send-test events end to end and stops cleanly', async () => {
     const port = await freePort();
     const consolePort = await freePort();
@@ -31,7 +33,7 @@ describe('serve with the embedded PostgreSQL', () => {
     };
     const server = startHookgate(['serve', '--config', 'hookgate.yaml'], { cwd: dir, env });
     try {
-      const serving = await server.waitFor(/hookgate is serving/, 120_000);
+      const serving = await server.waitFor(/hookgate is serving/, 240_000);
       // The demo's secrets are public: it listens on loopback only and says so loudly.
       expect(JSON.parse(serving).host).toBe('127.0.0.1');
       expect(server.output()).toMatch(/"level":"warn".*DEMO ONLY: endpoints\.demo\.secrets\[0\]/);
@@ -56,17 +58,18 @@ describe('serve with the embedded PostgreSQL', () => {
       expect(eventId).toBeDefined();
       // `--role all` (the default) also runs the worker: the test event ends ignored (settled,
       // no business write).
-      const deadline = Date.now() + 30_000;
-      let status = '';
-      while (Date.now() < deadline && status !== 'ignored') {
-        const listed = await runHookgate(
-          ['events', 'show', eventId!, '--endpoint', 'demo', '--json', '--config', 'hookgate.yaml'],
-          { cwd: dir, env: { ...env } },
-        );
-        status = listed.output.includes('"status": "ignored"') ? 'ignored' : '';
-        if (!status) await new Promise((resolve) => setTimeout(resolve, 500));
-      }
-      expect(status).toBe('ignored');
+      await waitFor(
+        'the test event ignored',
+        async () => {
+          const listed = await runHookgate(
+            ['events', 'show', eventId!, '--endpoint', 'demo', '--json', '--config', 'hookgate.yaml'],
+            { cwd: dir, env: { ...env } },
+          );
+          return listed.output.includes('"status": "ignored"');
+        },
+        120_000,
+        500,
+      );
 
       // A second serve in the same directory would borrow this one's PostgreSQL and lose it (503
       // on every delivery) when this one stops: it is refused at start, naming this one.

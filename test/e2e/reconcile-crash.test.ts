@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
+import { RECONCILE_QUEUE } from '../../services/core/reconcile/schedule.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
@@ -14,6 +15,12 @@ import { Claimer, waitFor, writeConfigFile } from '../support/worker-harness.ts'
 // A worker SIGKILLed in the middle of a reconciliation run: what it claimed stays claimed, the
 // watermark stays where its last complete window put it, and another worker finishes the job once
 // the dead run's job (heartbeat) and lease have expired: every missing event filled once.
+//
+// The run is caught mid-way by holding the API's ninth answer (not by slowing every answer), and
+// the minutes after the kill are not waited out: the dead run's rows are backdated two minutes
+// (its job's heartbeat of 30 s and its slot of a minute gone by, its 90 s lease run out), as they
+// would be two minutes later; pg-boss's supervision in the other worker then fails the job and
+// the reconciler's lease and schedule take it from there, as in production.
 let db: TestDatabase;
 let stripe: FakeApi;
 let claimer: Claimer;
@@ -50,8 +57,6 @@ function startWorker(): RunningProcess {
 beforeAll(async () => {
   db = await createTestDatabase();
   stripe = await startFakeStripeEvents(events);
-  // 44 windows of 15 minutes at 500 ms a request: a run lasts over 20 s, long enough to kill.
-  stripe.delayAnswers(500);
   const document = {
     claim: { maxWait: '2ms' },
     worker: { superviseInterval: '2s' },
@@ -92,18 +97,21 @@ async function inbox() {
 
 describe('reconcile when its worker is killed mid-run', () => {
   it('keeps what was claimed and the complete windows, and another worker completes the run later', async () => {
+    // 44 windows of 15 minutes, one request each: the ninth is held, the run stops there.
+    stripe.holdAfter(8);
     const first = startWorker();
     // Killed once the run has moved the watermark over a few windows, and before it is done.
     await waitFor(
-      'the first run past a few windows',
+      'the first run past a few windows, waiting on the API',
       async () => {
         const row = await state();
-        return row?.running === true && row.watermark !== null && stripe.requests.length >= 8;
+        return row?.running === true && row.watermark !== null && stripe.held() === 1;
       },
       60_000,
     );
     first.child.kill('SIGKILL');
     await first.exited();
+    stripe.release();
     const atKill = await state();
     expect(atKill?.runsTotal).toBe(0);
     const watermarkAtKill = atKill!.watermark!;
@@ -112,17 +120,41 @@ describe('reconcile when its worker is killed mid-run', () => {
     expect(claimedAtKill.total).toBe(570 + claimedAtKill.reconciled);
     expect(claimedAtKill.reconciled).toBeLessThan(30);
 
-    // Another worker: the dead run's job fails on its heartbeat, its lease expires, and a later
-    // slot's run lists from the watermark minus lookback to now.
+    // Two minutes later, for the dead run's rows: its job's heartbeat and slot are past, its lease
+    // has run out (it was renewed at most 30 s before the kill, for 90 s).
+    const backdated = await db.pool.query(
+      `UPDATE pgboss.job
+          SET created_on = created_on - interval '2 minutes', started_on = started_on - interval '2 minutes',
+              heartbeat_on = heartbeat_on - interval '2 minutes', singleton_on = singleton_on - interval '2 minutes'
+        WHERE name = $1 AND state = 'active'
+       RETURNING id`,
+      [RECONCILE_QUEUE],
+    );
+    expect(backdated.rowCount).toBe(1);
+    await db.pool.query(
+      `UPDATE hookgate.reconcile_state
+          SET lease_until = lease_until - interval '2 minutes', last_run_started_at = last_run_started_at - interval '2 minutes'
+        WHERE endpoint = 'pay'`,
+    );
+    expect((await state())?.running).toBe(false);
+
+    // Another worker: the dead run's job fails on its heartbeat, the lease is free, and the
+    // current slot's run lists from the watermark minus lookback to now.
     startWorker();
     await waitFor(
       'a complete run after the crash',
       async () => (await state())?.lastOutcome === 'complete',
-      240_000,
+      120_000,
     );
     const after = await state();
     expect(after!.watermark!.getTime()).toBeGreaterThan(watermarkAtKill.getTime());
     expect(after!.missingTotal).toBe(30 - claimedAtKill.reconciled);
     expect(await inbox()).toEqual({ total: 600, reconciled: 30 });
-  }, 360_000);
+    // The dead run's job ended failed (its heartbeat stopped), not completed.
+    const { rows: jobs } = await db.pool.query<{ state: string }>(
+      `SELECT state FROM pgboss.job WHERE id = $1`,
+      [backdated.rows[0]!.id],
+    );
+    expect(jobs[0]?.state).toBe('failed');
+  }, 240_000);
 });

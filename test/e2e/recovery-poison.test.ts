@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { applyQueue } from '../../services/core/queue/names.ts';
-import { statusCounts, waitFor } from '../support/worker-harness.ts';
+import { statusCounts, unfinishedJobs, waitFor } from '../support/worker-harness.ts';
 import { useWorkerStack } from '../support/worker-stack.ts';
 
 // A poison event that crashes the worker process itself every time it is applied (a `module:`
@@ -84,19 +84,26 @@ describe('a poison event that crashes the worker', { timeout: 150_000 }, () => {
       [applyQueue('poison')],
     );
     expect(jobs).toEqual([{ state: 'failed', retry_count: worker.retryLimit }]);
-    // The premise: the poison itself killed a worker on each of its attempts, and no more.
-    await sleep(5_000);
+    // The premise: the poison itself killed a worker on each of its attempts, and no more. A
+    // sentinel through the same queue: once it is applied and the queue has nothing left to run,
+    // a further attempt at the poison (which would crash a worker) would have been made.
+    await stack.claimer.claim('poison', [{ eventId: 'sentinel' }]);
+    await waitFor(
+      'the sentinel applied',
+      async () => (await statusCounts(stack.db.pool, 'poison')).processed === OTHERS + 1,
+    );
+    await waitFor('nothing left to run', async () => (await unfinishedJobs(stack.db.pool, 'poison')) === 0);
     expect(crashes.filter((c) => c === 'SIGKILL')).toHaveLength(worker.retryLimit + 1);
     expect(crashes.every((c) => c === 'SIGKILL')).toBe(true);
     // Every other event applied exactly once.
     const effects = await stack.db.pool.query<{ event_id: string; n: number }>(
       'SELECT event_id, count(*)::int AS n FROM public.poison_effects GROUP BY event_id',
     );
-    expect(effects.rows).toHaveLength(OTHERS);
+    expect(effects.rows).toHaveLength(OTHERS + 1);
     expect(effects.rows.every((r) => r.n === 1)).toBe(true);
     const neighbours = await stack.db.pool.query<{ n: number; most: number }>(
       `SELECT count(*) FILTER (WHERE attempts > 1)::int AS n, max(attempts)::int AS most
-         FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id <> 'poison'`,
+         FROM hookgate.inbox WHERE endpoint = 'poison' AND event_id NOT IN ('poison', 'sentinel')`,
     );
     console.log(
       `poison: ${crashes.length} worker crashes; ${neighbours.rows[0]!.n} of ${OTHERS} other events lost an attempt to a crash`,

@@ -3,10 +3,13 @@ import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../services/core/db/embedded.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { embeddedUrl } from '../support/embedded-url.ts';
 import { CLI, ROOT, runHookgate } from '../support/process.ts';
+import { waitFor } from '../support/worker-harness.ts';
 
 // Ctrl-C in a terminal sends SIGINT to the whole process group: hookgate and the embedded
 // PostgreSQL it started. That must end as cleanly as a SIGTERM, and the example configuration
@@ -56,8 +59,22 @@ describe('serve', () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(output).toContain('hookgate is serving');
-    // Let the worker loops and the wake-up listener settle into their idle state.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Interrupted idle, as a developer's Ctrl-C finds it: the wake-up listener listening and no
+    // worker statement running (seen in the server's own sessions).
+    const watcher = new pg.Client({ connectionString: embeddedUrl(dir) });
+    await watcher.connect();
+    try {
+      await waitFor('the worker idle and listening', async () => {
+        const { rows } = await watcher.query<{ listening: number; busy: number }>(
+          `SELECT count(*) FILTER (WHERE application_name = 'hookgate-worker-listen' AND query ILIKE 'LISTEN %')::int AS listening,
+                  count(*) FILTER (WHERE application_name = 'hookgate-worker' AND state <> 'idle')::int AS busy
+             FROM pg_stat_activity WHERE datname = current_database()`,
+        );
+        return rows[0]!.listening === 1 && rows[0]!.busy === 0;
+      });
+    } finally {
+      await watcher.end();
+    }
     process.kill(-child.pid!, 'SIGINT');
     expect(await exited).toBe(0);
     const lines = output

@@ -64,8 +64,8 @@ describe('serve with the database down at start', () => {
     try {
       await gateway.waitFor(/is not reachable yet; waiting for it/, 20_000);
       expect(gateway.output()).toMatch(new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${dbPort}`));
-      // Still waiting, not exited.
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      // Still waiting, not exited: it has tried again, and again (each try is logged).
+      await gateway.waitFor(/"tries":3\b.*is not reachable yet/, 20_000);
       expect(gateway.child.exitCode).toBeNull();
       relay = await startRelay(dbPort);
       await gateway.waitFor(/gateway listening/, 30_000);

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { parseConfig } from '../../services/core/config/load.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
+import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { effectCounts, STALL_LOCK, stalledBackends } from '../support/worker-effects.ts';
 import {
   statusCounts,
@@ -101,15 +103,22 @@ async function unstall(eventId: string): Promise<void> {
   await holder.query('SELECT pg_advisory_unlock($1)', [STALL_LOCK]);
 }
 
-describe('worker processes', { timeout: 150_000 }, () => {
+describe('worker processes', { timeout: 300_000 }, () => {
   it('500 events across 4 worker processes: exactly 500 applied, none pending, one attempt each', async () => {
-    const procs = Array.from({ length: 4 }, () => spawnWorker());
+    // The shipped expiry (not the file's 3 s, which the stalled-worker test below needs): "one
+    // attempt each" is about workers sharing a queue, and a busy machine may take longer than 3 s
+    // over a batch without any worker being lost.
+    const shipped = workerConfigDocument(endpoints, { ...worker, expireIn: '2m' });
+    const shippedExpiry = writeConfigFile(shipped);
+    // Jobs take their queue's expiry when claimed: the queue has it before the first claim.
+    await ensureQueues(stack.claimer.boss, ['bulk'], retryPolicyFrom(parseConfig(shipped, {}).worker));
+    const procs = Array.from({ length: 4 }, () => stack.spawnWorker({ configFile: shippedExpiry }));
     const events = Array.from({ length: 500 }, (_, i) => entity(`bulk_${i}`, `b_${i}`));
     for (let i = 0; i < events.length; i += 50) await stack.claimer.claim('bulk', events.slice(i, i + 50));
     await waitFor(
       'all applied',
       async () => (await statusCounts(stack.db.pool, 'bulk')).processed === 500,
-      60_000,
+      240_000,
     );
     const counts = await statusCounts(stack.db.pool, 'bulk');
     expect(counts).toEqual({ processed: 500 });
@@ -184,17 +193,17 @@ describe('worker processes', { timeout: 150_000 }, () => {
       await waitFor(
         'some progress',
         async () => ((await statusCounts(stack.db.pool, 'loop')).processed ?? 0) >= before + 10,
-        60_000,
+        240_000,
         10,
       );
       const open = await waitFor(
         'a worker inside a write transaction',
         () => openApplyTransaction(),
-        10_000,
+        60_000,
         2,
       );
       await kill(proc);
-      endings.push(await waitFor('its transaction to end', () => transactionEnding(open.xid), 10_000));
+      endings.push(await waitFor('its transaction to end', () => transactionEnding(open.xid), 60_000));
     }
     // The premise: at least one kill landed inside an open apply transaction.
     expect(endings).toContain('aborted');
@@ -202,7 +211,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
     await waitFor(
       'all applied',
       async () => (await statusCounts(stack.db.pool, 'loop')).processed === total,
-      60_000,
+      240_000,
     );
     expect(finisher.child.exitCode).toBeNull();
     const effects = await effectCounts(stack.db.pool, 'loop');
@@ -223,7 +232,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
         const job = await jobOfRow('lease', 'leased');
         return job?.state === 'active' && job.retryCount === 1;
       },
-      60_000,
+      240_000,
     );
     await waitFor('second worker waits for the row', async () => {
       const r = await stack.db.pool.query(
@@ -261,7 +270,7 @@ describe('worker processes', { timeout: 150_000 }, () => {
             if ((await row('poison', 'poison_pill'))?.status === 'dead') return 'dead';
             return null;
           },
-          60_000,
+          240_000,
         );
         if (reached === 'dead') break;
         const job = await jobOfRow('poison', 'poison_pill');

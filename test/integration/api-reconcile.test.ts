@@ -3,6 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type RunningConsole, startConsole } from '../../services/console/server.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
+import { applyRoles } from '../../services/core/db/roles.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { ensureReconcileQueue } from '../../services/core/reconcile/schedule.ts';
@@ -18,7 +19,8 @@ import {
 import { STRIPE_SECRET } from '../support/gateway.ts';
 
 // A reconciliation run started through the API is queued for the workers, who hold the provider's
-// credentials (the console needs none): the worker's reconciler takes it, runs it against a fake
+// credentials (the console needs none), by a console logged in as the least-privileged
+// `hookgate_console` role (which writes no table of pg-boss's: it queues through 0030's function): the worker's reconciler takes it, runs it against a fake
 // Stripe API (10 events, none received), and records it as the caller's (`reconcile` by api:ci,
 // with what it filled), beside the API's own `reconcile start`; GET /reconcile shows how it ended.
 
@@ -35,6 +37,8 @@ const events: StripeEventObject[] = Array.from({ length: 10 }, (_, i) => ({
 
 let db: TestDatabase;
 let boss: PgBoss;
+/** The console's own pg-boss, logged in as its role (as `serve --role console` makes it). */
+let consoleBoss: PgBoss;
 let stripe: FakeApi;
 let running: RunningConsole;
 let reconciler: { stop(): Promise<void> } | undefined;
@@ -43,6 +47,17 @@ let config: ReturnType<typeof parseConfig>;
 
 beforeAll(async () => {
   db = await createTestDatabase();
+  const client = await db.pool.connect();
+  try {
+    await applyRoles(client, true);
+  } finally {
+    client.release();
+  }
+  const login = `hgapirec_${randomBytes(4).toString('hex')}`;
+  await db.pool.query(`CREATE ROLE ${login} LOGIN PASSWORD 'api-reconcile-test' IN ROLE hookgate_console`);
+  const consoleUrl = new URL(db.url);
+  consoleUrl.username = login;
+  consoleUrl.password = 'api-reconcile-test';
   stripe = await startFakeStripeEvents(events);
   config = parseConfig(
     {
@@ -67,10 +82,18 @@ beforeAll(async () => {
   await boss.start();
   await ensureQueues(boss, ['pay'], retryPolicyFrom(config.worker));
   await ensureReconcileQueue(boss);
+  consoleBoss = createBoss({
+    connectionString: consoleUrl.toString(),
+    max: 1,
+    supervise: false,
+    applicationName: 'api-reconcile-console',
+  });
+  consoleBoss.on('error', () => {});
+  await consoleBoss.start();
   running = await startConsole({
     config,
-    databaseUrl: db.url,
-    boss,
+    databaseUrl: consoleUrl.toString(),
+    boss: consoleBoss,
     logger: silentLogger,
     embedded: false,
     env: {},
@@ -81,6 +104,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await reconciler?.stop();
   await running?.stop();
+  await consoleBoss?.stop({ graceful: false, close: true });
   await boss?.stop({ graceful: false, close: true });
   await stripe?.close();
   await db?.drop();

@@ -14,29 +14,29 @@ import { SW_SECRET } from '../support/gateway.ts';
 import { auditTargets, PreparedTarget, withParentIndexNames } from '../support/plans.ts';
 import { recordStatements, type SentStatement } from '../support/statement-recorder.ts';
 
-// The console's pages (and the management API's reads) on an inbox of a million rows: every statement they send reads the inbox
-// (and the counts) through an index, checked by EXPLAIN on the plans PostgreSQL
-// makes for the values really sent (the console's statements are unnamed, so each execution is
-// planned for its values). Statements are recorded as the console sends them while its pages are
-// fetched over HTTP, not listed by hand. The search timings are printed (make bench measures
-// them too: bench/console-search.ts); nothing here asserts a time.
+// The console's pages (and the management API's reads) on a grown inbox: every statement they
+// send reads the inbox (and the counts) through an index, checked by EXPLAIN on the plans
+// PostgreSQL makes for the values really sent (the console's statements are unnamed, so each
+// execution is planned for its values). Statements are recorded as the console sends them while
+// its pages are fetched over HTTP, not listed by hand. 200 000 rows, as the plan audit grows its
+// tables: a scan of a table that size costs the planner far more than an index read of a page, so
+// a plan that still scans has no index to use. The search times at a million rows and more belong
+// to `make bench` (bench/console-search.ts); nothing here measures a time.
 
-const ROWS = Number(process.env.CONSOLE_PLAN_ROWS ?? 1_000_000);
+const ROWS = Number(process.env.CONSOLE_PLAN_ROWS ?? 200_000);
 const TOKEN = 'console-plan-test-token-0123456789abcdef';
 
 let db: TestDatabase;
 let boss: PgBoss;
 let console_: RunningConsole;
 let sent: SentStatement[] = [];
-const timings = new Map<string, number[]>();
 
-async function get(path: string): Promise<{ status: number; text: string; ms: number }> {
-  const started = performance.now();
+async function get(path: string): Promise<{ status: number; text: string }> {
   const response = await fetch(new URL(path, console_.url), {
     headers: { authorization: `Bearer ${TOKEN}` },
   });
   const text = await response.text();
-  return { status: response.status, text, ms: performance.now() - started };
+  return { status: response.status, text };
 }
 
 const pageOf = (query: Record<string, string>) => `/events?${new URLSearchParams(query).toString()}`;
@@ -131,16 +131,7 @@ beforeAll(async () => {
     recorder.stop();
   }
   sent = recorder.sent;
-
-  // Timings, after the recording (which wraps every query): each search with 10 sets of values.
-  for (let seed = 10; seed < 20; seed += 1) {
-    for (const search of consoleSearches(ROWS, seed)) {
-      const { ms, status } = await get(pageOf(search.query));
-      expect(status).toBe(200);
-      timings.set(search.name, [...(timings.get(search.name) ?? []), ms]);
-    }
-  }
-}, 1_800_000);
+}, 600_000);
 
 afterAll(async () => {
   await console_?.stop();
@@ -156,11 +147,6 @@ const INDEX_OF: ReadonlyArray<[RegExp, RegExp]> = [
   [/endpoint = ANY \(\$13::text\[\]\) AND event_id = \$14/, /inbox_key_idx/],
   [/FROM hookgate\.inbox\s+WHERE \(\$4::timestamptz IS NULL/, /inbox_received_at_idx/],
 ];
-
-function percentile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(sorted.length * q) - 1))]!;
-}
 
 // The tables this file grows: a scan of any other (tiny here) says nothing about its size. The
 // per-endpoint state tables are as large as the configuration; the quarantine and audit pages
@@ -208,14 +194,8 @@ describe(`the console on an inbox of ${ROWS} rows`, () => {
     } finally {
       await client.end();
     }
-    const report = [...timings.entries()].map(
-      ([name, values]) =>
-        `  ${name.padEnd(30)} p50 ${percentile(values, 0.5).toFixed(1)} ms  p95 ${percentile(values, 0.95).toFixed(1)} ms`,
-    );
-    const all = [...timings.values()].flat();
     console.log(
-      `console on PostgreSQL ${major}, ${ROWS} inbox rows: ${targets.length} statements planned, ${findings.length} findings; ` +
-        `page times (HTTP, 10 runs each):\n${report.join('\n')}\n  all searches p95 ${percentile(all, 0.95).toFixed(1)} ms`,
+      `console on PostgreSQL ${major}, ${ROWS} inbox rows: ${targets.length} statements planned, ${findings.length} findings`,
     );
     expect(findings, findings.join('\n\n========\n\n')).toEqual([]);
   }, 600_000);

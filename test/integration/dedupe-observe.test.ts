@@ -4,7 +4,13 @@ import type { Config } from '../../services/core/config/schema.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway } from '../support/gateway.ts';
-import { FAST_WORKER, startTestWorker, type TestWorker, waitFor } from '../support/worker-harness.ts';
+import {
+  FAST_WORKER,
+  startTestWorker,
+  type TestWorker,
+  unfinishedJobs,
+  waitFor,
+} from '../support/worker-harness.ts';
 
 // `dedupe: observe` (for a team putting hookgate in front of an existing receiver): a duplicate
 // is answered and counted as a duplicate, and still handed to the handler again. `enforce` (the
@@ -89,9 +95,19 @@ describe('dedupe modes', () => {
     expect((await post(`${gateway.url}/webhooks/strict`, delivery)).json).toMatchObject({
       status: 'duplicate',
     });
-    // Time for a (wrong) second dispatch to happen, at the worker's 100 ms polling.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // A sentinel through the same path after it: once the sentinel is applied and the queue has
+    // nothing left to run, a (wrong) second dispatch of the duplicate would have happened.
+    const sentinel = standardWebhook(SW_SECRET);
+    expect((await post(`${gateway.url}/webhooks/strict`, sentinel)).json).toMatchObject({
+      status: 'accepted',
+    });
+    await waitFor(
+      'the sentinel dispatched',
+      async () => (await dispatches('strict', sentinel.eventId)) === 1,
+    );
+    await waitFor('nothing left in the queue', async () => (await unfinishedJobs(db.pool, 'strict')) === 0);
     expect(await dispatches('strict', delivery.eventId)).toBe(1);
-    expect(await counted('strict')).toEqual({ accepted: 1, duplicate: 1 });
+    // The event and the sentinel accepted, the event's second delivery a duplicate.
+    expect(await counted('strict')).toEqual({ accepted: 2, duplicate: 1 });
   });
 });

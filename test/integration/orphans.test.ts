@@ -48,13 +48,13 @@ async function jobState(id: string | null): Promise<string | undefined> {
   return rows[0]?.state;
 }
 
-async function sweep() {
+async function sweep(grace: { graceSeconds: number; now?: Date } = { graceSeconds: 0 }) {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
     const result = await sweepOrphans(client, claimer.boss, 'orph', {
       maxAttempts: MAX_ATTEMPTS,
-      graceSeconds: 0,
+      ...grace,
     });
     await client.query('COMMIT');
     return result;
@@ -126,5 +126,18 @@ describe('orphans', () => {
     const again = await sweep();
     expect(again.redispatched).toEqual([]);
     expect(again.ended).toEqual([]);
+  });
+
+  it('leaves a row alone for the grace after its receipt or its last dispatch, and sends it once the grace has passed', async () => {
+    await claimer.claim('orph', [{ eventId: 'young' }]);
+    const { dispatch_job: job } = await row('young');
+    await db.pool.query(`DELETE FROM pgboss.job WHERE name = $1 AND id = $2`, [applyQueue('orph'), job]);
+    // An hour's grace on the database's clock: just received, it is left alone.
+    expect((await sweep({ graceSeconds: 3_600 })).redispatched).toEqual([]);
+    // The same sweep an hour and a minute later, on a clock the test moves rather than waits out.
+    const later = new Date(Date.now() + 3_660_000);
+    expect((await sweep({ graceSeconds: 3_600, now: later })).redispatched).toEqual(['young']);
+    // Its new job is live: left alone.
+    expect((await sweep({ graceSeconds: 3_600, now: later })).redispatched).toEqual([]);
   });
 });

@@ -416,8 +416,25 @@ afterAll(async () => {
   await db?.drop();
 });
 
-/** Grows every watched table to GROWN rows (without ANALYZE), as hours of traffic would. */
+/**
+ * Grows every watched table to GROWN rows (without ANALYZE), as hours of traffic would. The rows
+ * are consistent by construction (each attempt names a delivery just inserted, each inbox row gets
+ * its deduplication key in one statement after them), so triggers are off for the load: the
+ * foreign-key checks' plans, cached in this session, were made when the referenced tables were
+ * tiny, and on PostgreSQL 15 each of 200 000 checks then read a whole index (the load took over
+ * 15 minutes); the inbox's key trigger, row by row, took half of the load's time. Hookgate's own
+ * statements never insert this way; the audit is about their plans, not this loader's.
+ */
 async function grow(client: pg.ClientBase): Promise<void> {
+  await client.query(`SET session_replication_role = replica`);
+  try {
+    await growRows(client);
+  } finally {
+    await client.query(`RESET session_replication_role`);
+  }
+}
+
+async function growRows(client: pg.ClientBase): Promise<void> {
   await client.query(
     `INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, payload, headers, status, attempts,
                                  received_at, processed_at)
@@ -427,6 +444,10 @@ async function grow(client: pg.ClientBase): Promise<void> {
             1, now() - (n % 43200) * interval '1 minute', now()
        FROM generate_series(1, $1::int) AS n`,
     [GROWN],
+  );
+  await client.query(
+    `INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
+     SELECT endpoint, event_id, body_digest, received_at FROM hookgate.inbox WHERE event_id LIKE 'grown_%'`,
   );
   // The inbox is partitioned: these rows, received over the last 30 days, land in the week that
   // holds now (from the day the database was migrated) and, before it, in the default partition;
@@ -452,20 +473,6 @@ const ENDPOINTS_SQL = `(ARRAY['rec','proj','billed','sync','fails','dest'])[1 + 
 
 /** The tables of operations, destinations, quarantine and reconciliation, grown the same way. */
 async function growNewerTables(client: pg.ClientBase): Promise<void> {
-  // The rows are consistent by construction (each attempt names a delivery just inserted), so
-  // the foreign-key triggers are off for the load: their check plans, cached in this session,
-  // were made when the referenced tables were tiny, and on PostgreSQL 15 each of 200 000 checks
-  // then read a whole index (the load took over 15 minutes). Hookgate's own statements never
-  // insert attempts this way; the audit is about their plans, not this loader's.
-  await client.query(`SET session_replication_role = replica`);
-  try {
-    await growNewerTablesRows(client);
-  } finally {
-    await client.query(`RESET session_replication_role`);
-  }
-}
-
-async function growNewerTablesRows(client: pg.ClientBase): Promise<void> {
   await client.query(
     `INSERT INTO hookgate.destination_deliveries (endpoint, destination, event_id, event_type, webhook_id, status,
                                                   attempts, next_attempt_at, created_at, last_attempt_at, settled_at)

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import {
   Claimer,
+  listeningWorkers,
   startTestWorker,
   type TestWorker,
   waitFor,
@@ -38,9 +39,11 @@ async function status(eventId: string): Promise<string | undefined> {
 
 describe('claim wake-ups', () => {
   it('wakes an idle worker when a claim commits, long before its next poll', async () => {
-    // Let the loops finish their first (empty) fetch and go to sleep for a minute.
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    for (const eventId of ['wake-1', 'wake-2']) {
+    await waitFor('the worker listening', async () => (await listeningWorkers(db.pool)) === 1);
+    // A sentinel through the same path: once it is applied (by the loops' first fetch or by its
+    // wake-up), every loop has fetched and gone to sleep for a minute, and each event after it
+    // can only be applied in time by its claim's wake-up.
+    for (const eventId of ['sentinel', 'wake-1', 'wake-2']) {
       await claimer.claim('woken', [{ eventId }]);
       await waitFor(`${eventId} processed`, async () => (await status(eventId)) === 'processed', 20_000);
       expect(await status(eventId)).toBe('processed');

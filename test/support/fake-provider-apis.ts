@@ -21,6 +21,15 @@ export interface FakeApi {
   failWhere(match: ((url: URL) => boolean) | null): void;
   /** Each answer waits this long first (to let concurrent listings overlap). */
   delayAnswers(ms: number): void;
+  /**
+   * Requests after the next `answered` ones are held unanswered until `release()` (a run caught in
+   * the middle of a request, for as long as the test needs); null holds none.
+   */
+  holdAfter(answered: number | null): void;
+  /** How many requests are held right now. */
+  held(): number;
+  /** Answers every held request and holds no more. */
+  release(): void;
   /** Most requests that were being answered at once. */
   peakInFlight(): number;
   close(): Promise<void>;
@@ -38,8 +47,21 @@ async function listen(
   let delayMs = 0;
   let inFlight = 0;
   let peak = 0;
+  let holdAfter: number | null = null;
+  let arrived = 0;
+  const holding = new Set<() => void>();
   const server: Server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
     req.resume();
+    arrived += 1;
+    if (holdAfter !== null && arrived > holdAfter) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          holding.delete(done);
+          resolve();
+        };
+        holding.add(done);
+      });
+    }
     inFlight += 1;
     peak = Math.max(peak, inFlight);
     if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
@@ -86,9 +108,18 @@ async function listen(
     delayAnswers(ms) {
       delayMs = ms;
     },
+    holdAfter(answered) {
+      holdAfter = answered === null ? null : arrived + answered;
+    },
+    held: () => holding.size,
+    release() {
+      holdAfter = null;
+      for (const done of [...holding]) done();
+    },
     peakInFlight: () => peak,
     close: () =>
       new Promise<void>((resolve) => {
+        for (const done of [...holding]) done();
         server.closeAllConnections();
         server.close(() => resolve());
       }),

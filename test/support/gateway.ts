@@ -41,6 +41,8 @@ export async function startTestGateway(
   databaseUrl: string,
   config: Config = testConfig(),
   hooks?: ClaimHooks,
+  /** The gateway's clock, for tests that move time instead of waiting it out. */
+  now?: () => number,
 ): Promise<TestGateway> {
   const runtime = await startRuntime({
     config,
@@ -55,6 +57,7 @@ export async function startTestGateway(
     metricsPort: 0,
     metricsHost: '127.0.0.1',
     ...(hooks ? { claimHooks: hooks } : {}),
+    ...(now ? { now } : {}),
   });
   return {
     url: `http://127.0.0.1:${runtime.port}`,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reportLongWait } from './long-wait.ts';
 
 /** Secrets the tests configure (and their base64 key parts), which no output may contain. */
 const KNOWN_SECRETS = [
@@ -67,11 +68,13 @@ export function startHookgate(args: readonly string[], options: HookgateOptions 
     output: () => text,
     exited: () => exit,
     waitFor(pattern, timeoutMs = 30_000) {
+      const started = Date.now();
       return new Promise((resolve, reject) => {
         const check = () => {
           const line = text.split('\n').find((candidate) => pattern.test(candidate));
           if (line !== undefined) {
             cleanup();
+            reportLongWait(String(pattern), Date.now() - started, timeoutMs);
             resolve(line);
           }
         };

@@ -11,8 +11,10 @@ import { createPool } from '../../services/core/db/pool.ts';
 import { type Claim, claimBatch } from '../../services/core/inbox/claim.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
+import { applyQueue } from '../../services/core/queue/names.ts';
 import { ensureQueues, retryPolicyFrom } from '../../services/core/queue/queues.ts';
 import { type RunningWorker, startWorker } from '../../services/worker/worker.ts';
+import { reportLongWait } from './long-wait.ts';
 
 export const REPO_ROOT = resolve(import.meta.dirname, '../..');
 export const CLI = join(REPO_ROOT, 'services/cli/main.ts');
@@ -201,12 +203,16 @@ export async function waitFor<T>(
   timeoutMs = 60_000,
   everyMs = 100,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const started = Date.now();
+  const deadline = started + timeoutMs;
   let last: unknown;
   for (;;) {
     try {
       const value = await check();
-      if (value) return value;
+      if (value) {
+        reportLongWait(what, Date.now() - started, timeoutMs);
+        return value;
+      }
     } catch (error) {
       last = error;
     }
@@ -215,6 +221,31 @@ export async function waitFor<T>(
     }
     await new Promise((r) => setTimeout(r, everyMs));
   }
+}
+
+/**
+ * Workers (in this process or others) whose wake-up connection has run its LISTEN on `db`: from
+ * then on a claim's NOTIFY reaches them. The state a test waits for before it relies on wake-ups.
+ */
+export async function listeningWorkers(db: pg.Pool): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'hookgate-worker-listen'
+        AND query ILIKE 'LISTEN %'`,
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * Jobs of an endpoint's apply queue not yet finished (created, retrying or active). With a
+ * sentinel applied after it, 0 means a job that should not have run would have run by now.
+ */
+export async function unfinishedJobs(db: pg.Pool, endpoint: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state < 'completed'`,
+    [applyQueue(endpoint)],
+  );
+  return rows[0]!.n;
 }
 
 export interface InboxStatus {

@@ -122,6 +122,26 @@ describe('a database outage in the log', () => {
     });
     expect(written).toHaveLength(2 + summaries.length);
   });
+
+  it('counts a connection dropped without a code, also as pg-boss reports it (a plain object, not an Error)', () => {
+    const { logger, lines } = capture();
+    const outage = new OutageLog(logger, { where: 'db:5432/hookgate' });
+    const dropped = new Error('Connection terminated unexpectedly');
+    // pg-boss's worker loops emit { ...error, message, stack, queue, worker }.
+    const fromQueue = {
+      message: `${dropped.message} (Queue: q, Worker: w)`,
+      stack: dropped.stack,
+      queue: 'q',
+    };
+    expect(outage.failed('loop 0', dropped)).toBe(true);
+    expect(outage.failed('queue', fromQueue)).toBe(true);
+    expect(outage.failed('queue', { message: 'relation "x" does not exist' })).toBe(false);
+    outage.recovered();
+    expect(lines().map((line) => line.msg)).toEqual([
+      expect.stringMatching(/ is unreachable; retrying/),
+      'PostgreSQL at db:5432/hookgate is reachable again',
+    ]);
+  });
 });
 
 describe("a handler's start-up warning", () => {

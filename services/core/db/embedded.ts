@@ -12,9 +12,27 @@ export interface EmbeddedDatabase {
   stop(): Promise<void>;
 }
 
-/** Asks the kernel for a free loopback port. */
+/**
+ * Ports this process has handed out. Between freePort() and the bind by whoever asked, the port is
+ * free again: without this, a second caller (a test starting several processes, each slow to bind
+ * on a busy machine) could be given the same one, and one of them would find it taken.
+ */
+const handedOut = new Set<number>();
+
+/** Asks the kernel for a free loopback port, one this process has not handed out before. */
 export async function freePort(): Promise<number> {
-  return await new Promise((resolvePort, reject) => {
+  for (let tries = 1; ; tries += 1) {
+    const port = await anyFreePort();
+    if (!handedOut.has(port) || tries >= 100) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+}
+
+/** Asks the kernel for a free loopback port. */
+function anyFreePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.unref();
     server.on('error', reject);

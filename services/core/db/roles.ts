@@ -86,6 +86,9 @@ export const GRANT_ROLES = `
         hookgate.drop_quarantined(bigint[], text, text)
         TO hookgate_runtime;
     END IF;
+    IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
+      GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_runtime;
+    END IF;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
     -- Roles made by hand may be the other two only: the console then runs as a runtime login. The
@@ -111,6 +114,10 @@ export const GRANT_ROLES = `
         hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
         hookgate.drop_quarantined(bigint[], text, text)
         TO hookgate_console;
+      -- The API's reconcile start: one run of the reconcile queue, for the workers (0030).
+      IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
+      END IF;
       -- A release that cannot claim a held row yet says why on the row (actions.ts).
       GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).

@@ -19,8 +19,8 @@ const OLD_PENDING_PAGE = `
          dispatch_job::text AS dispatch_job
     FROM hookgate.inbox
    WHERE endpoint = $1 AND status = 'pending'
-     AND received_at < now() - make_interval(secs => $2::float8)
-     AND coalesce(next_attempt_at, received_at) < now() - make_interval(secs => $2::float8)
+     AND received_at < coalesce($6::timestamptz, now()) - make_interval(secs => $2::float8)
+     AND coalesce(next_attempt_at, received_at) < coalesce($6::timestamptz, now()) - make_interval(secs => $2::float8)
      AND received_at >= $3::timestamptz
      AND (received_at, event_id) > ($3::timestamptz, $4::text)
    ORDER BY received_at, event_id
@@ -41,6 +41,8 @@ export interface SweepPolicy {
   readonly maxAttempts: number;
   /** Rows dispatched or received less than this long ago are left alone. */
   readonly graceSeconds: number;
+  /** The sweep's clock (default: the database's now()); a test passes a later one instead of waiting. */
+  readonly now?: Date;
   readonly pageSize?: number;
   /** Most pages per call (a backlog with live jobs is walked across calls: see `from`). */
   readonly maxPages?: number;
@@ -85,6 +87,7 @@ export async function sweepOrphans(
       cursor?.receivedAt ?? new Date(0),
       cursor?.eventId ?? '',
       pageSize,
+      policy.now ?? null,
     ]);
     if (rows.length === 0) return { redispatched, ended, cursor: null };
     const last = rows[rows.length - 1]!;

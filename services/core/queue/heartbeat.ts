@@ -18,6 +18,11 @@ const touchResponse = z.object({
   settled: z.array(z.string()).optional(),
 });
 
+/** A third of the queue's heartbeat: two refreshes may come late before the job is taken back. */
+export function heartbeatRefreshMs(heartbeatSeconds: number): number {
+  return (heartbeatSeconds * 1000) / 3;
+}
+
 export interface HeartbeatOptions {
   readonly boss: PgBoss;
   readonly queue: string;

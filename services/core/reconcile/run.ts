@@ -20,7 +20,12 @@ import {
 import { windowsBetween } from './windows.ts';
 
 /** A run's lease lasts this long unless renewed; it is renewed every third of it. */
-const LEASE_SECONDS = 90;
+export const LEASE_SECONDS = 90;
+
+/** How often a run renews its lease: two renewals may fail before another run can take it. */
+export function leaseRenewalMs(leaseSeconds: number): number {
+  return (leaseSeconds * 1000) / 3;
+}
 
 export interface ReconcileOptions {
   /** Start here instead of the watermark minus lookback (`--since`). */
@@ -140,19 +145,16 @@ export async function reconcileEndpoint(
   let lost = false;
   const renewal = dryRun
     ? null
-    : setInterval(
-        () => {
-          renewLease(pool, endpointName, owner, leaseSeconds).then(
-            (held) => {
-              if (!held) lost = true;
-            },
-            () => {
-              // A failed renewal is retried at the next tick; the lease outlives two of them.
-            },
-          );
-        },
-        (leaseSeconds * 1000) / 3,
-      );
+    : setInterval(() => {
+        renewLease(pool, endpointName, owner, leaseSeconds).then(
+          (held) => {
+            if (!held) lost = true;
+          },
+          () => {
+            // A failed renewal is retried at the next tick; the lease outlives two of them.
+          },
+        );
+      }, leaseRenewalMs(leaseSeconds));
   renewal?.unref();
 
   const seen = new Set<string>();

@@ -32,6 +32,9 @@ export function reconcilingEndpoints(config: Config): { name: string; every: num
  * lease in hookgate.reconcile_state has expired by then or soon after). Finished jobs are kept two
  * days, longer than the longest `every` (1d), so the slot they filled stays filled.
  */
+/** A run whose worker died loses its job this long after its last heartbeat. */
+export const RECONCILE_HEARTBEAT_SECONDS = 30;
+
 export async function ensureReconcileQueue(boss: PgBoss): Promise<void> {
   const options = {
     retryLimit: 0,
@@ -40,7 +43,11 @@ export async function ensureReconcileQueue(boss: PgBoss): Promise<void> {
     deleteAfterSeconds: 2 * 86_400,
     retentionSeconds: 2 * 86_400,
   };
-  await boss.createQueue(RECONCILE_QUEUE, { ...options, policy: 'stately', heartbeatSeconds: 30 });
+  await boss.createQueue(RECONCILE_QUEUE, {
+    ...options,
+    policy: 'stately',
+    heartbeatSeconds: RECONCILE_HEARTBEAT_SECONDS,
+  });
   await boss.updateQueue(RECONCILE_QUEUE, options);
 }
 
@@ -83,14 +90,18 @@ export async function liveRuns(
  * endpoint whoever queued it: null when one waits already (it runs first, and soon).
  */
 export async function requestRun(
-  boss: PgBoss,
+  db: Queryable,
   endpoint: string,
   request: { readonly actor: string; readonly since?: Date | undefined },
 ): Promise<string | null> {
-  const data: ReconcileJobData = {
+  // Through the migration's function (0030), so the console's role may queue this run and no
+  // other job: it writes no table of pg-boss's itself.
+  const { rows } = await db.query<{ id: string | null }>(REQUEST_RUN, [
     endpoint,
-    actor: request.actor,
-    ...(request.since ? { since: request.since.toISOString() } : {}),
-  };
-  return boss.send(RECONCILE_QUEUE, data, { singletonKey: endpoint });
+    request.actor,
+    request.since ?? null,
+  ]);
+  return rows[0]?.id ?? null;
 }
+
+const REQUEST_RUN = `SELECT hookgate.request_reconcile_run($1, $2, $3)::text AS id`;

@@ -52,7 +52,7 @@ export const startReconcileAction: ApiAction<z.output<typeof body>> = {
         },
       };
     }
-    const jobId = live.waiting ? null : await requestRun(call.boss, endpoint, { actor: call.actor, since });
+    const jobId = live.waiting ? null : await requestRun(call.pool, endpoint, { actor: call.actor, since });
     const waiting = jobId ?? live.waiting ?? (await liveRuns(call.pool, endpoint)).waiting;
     await record(jobId ? 1 : 0, jobId ?? waiting);
     return {
