@@ -93,7 +93,7 @@ export async function startConsole(options: ConsoleOptions): Promise<RunningCons
     config,
   };
   const auth = new ConsoleAuth(settings);
-  const api = startApi(context, settings, options.now);
+  const api = await startApi(context, settings, options.now);
   let stopping = false;
   const app = createConsoleApp({
     context,

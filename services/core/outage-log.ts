@@ -30,6 +30,7 @@ export class OutageLog {
   private downSince: number | null = null;
   private failures = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
+  private silent = false;
 
   constructor(logger: Logger, options: { where: string; summaryEveryMs?: number; now?: () => number }) {
     this.logger = logger;
@@ -51,6 +52,7 @@ export class OutageLog {
     this.failures.set(source, (this.failures.get(source) ?? 0) + 1);
     if (this.downSince === null) {
       this.downSince = this.now();
+      if (this.silent) return true;
       this.logger.error(
         { database: this.where, source, err: error },
         `PostgreSQL at ${this.where} is unreachable; retrying (one summary every ${Math.round(this.summaryEveryMs / 1000)}s until it is back)`,
@@ -59,6 +61,15 @@ export class OutageLog {
       this.timer.unref();
     }
     return true;
+  }
+
+  /**
+   * The process was interrupted together with its database (Ctrl-C reaches the embedded
+   * PostgreSQL too): failures to reach it from here on are expected and counted, not written.
+   */
+  quiet(): void {
+    this.silent = true;
+    this.stop();
   }
 
   /** Something reached the database: ends an outage, if there was one. */
@@ -80,7 +91,7 @@ export class OutageLog {
   }
 
   private summary(): void {
-    if (this.downSince === null) return;
+    if (this.downSince === null || this.silent) return;
     this.logger.warn(
       { database: this.where, down_for_ms: this.now() - this.downSince, failures: this.counts() },
       `PostgreSQL at ${this.where} is still unreachable`,

@@ -326,6 +326,7 @@ export async function startRuntime(options: RuntimeOptions): Promise<Runtime> {
     quiet() {
       interrupted = true;
       loopLogger.level = 'error';
+      outage.quiet();
     },
     stop,
   };

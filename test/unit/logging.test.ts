@@ -142,6 +142,15 @@ describe('a database outage in the log', () => {
       'PostgreSQL at db:5432/hookgate is reachable again',
     ]);
   });
+
+  it('after an interrupt that stops the database too, counts failures and writes nothing', () => {
+    const { logger, lines } = capture();
+    const outage = new OutageLog(logger, { where: 'db:5432/hookgate' });
+    outage.quiet();
+    expect(outage.failed('worker apply', refused())).toBe(true);
+    expect(outage.failed('queue', { message: 'relation "x" does not exist' })).toBe(false);
+    expect(lines()).toEqual([]);
+  });
 });
 
 describe("a handler's start-up warning", () => {

@@ -21,13 +21,14 @@ export interface RunningApi {
  * The API's part of a console process: its router, and its upkeep: the last-use rows of tokens the
  * configuration no longer names are forgotten at start, and Idempotency-Keys past
  * console.api.idempotencyTtl are deleted at start and every hour (any replica may; they delete the
- * same rows).
+ * same rows). The start's two statements are awaited, so none is still running when the process
+ * says it is serving (an interrupt then finds nothing in flight).
  */
-export function startApi(
+export async function startApi(
   context: ConsoleContext,
   settings: ConsoleSettings,
   now: () => number = Date.now,
-): RunningApi {
+): Promise<RunningApi> {
   const api = context.config.console.api;
   const router = createApiRouter({
     ...context,
@@ -37,18 +38,19 @@ export function startApi(
     now,
   });
   const pruneOnce = () => pruneKeys(context.pool, new Date(now() - api.idempotencyTtl));
-  const upkeep = () => {
-    pruneOnce().catch((error: unknown) =>
-      context.logger.warn({ err: error }, 'api: could not delete expired Idempotency-Keys'),
+  const upkeep = () =>
+    pruneOnce().then(
+      () => undefined,
+      (error: unknown) =>
+        context.logger.warn({ err: error }, 'api: could not delete expired Idempotency-Keys'),
     );
-  };
-  forgetOtherTokens(
+  await forgetOtherTokens(
     context.pool,
     settings.tokens.map((token) => token.name),
   ).catch((error: unknown) =>
     context.logger.warn({ err: error }, 'api: could not forget the last use of removed tokens'),
   );
-  upkeep();
+  await upkeep();
   const timer = setInterval(upkeep, PRUNE_EVERY_MS);
   timer.unref();
   return { router, pruneOnce, stop: () => clearInterval(timer) };
