@@ -1,6 +1,6 @@
 -- What the dedupe horizon costs on disk (docs/storage.md, "Dedupe horizon"): hookgate.inbox_keys
--- as migration 0021 makes it (primary key, the body digest's partial unique index, received_at's
--- index), filled with generate_series to :n keys received evenly over 35 days, in time order as a
+-- as the baseline migration makes it (primary key, the body digest's partial unique index,
+-- received_at's index), filled with generate_series to :n keys received evenly over 35 days, in time order as a
 -- claim writes them, then vacuumed; bytes per key for the table and each index. Two shapes:
 -- Stripe-like (a signed 28-character id, no digest) and GitHub-like (an unsigned 36-character
 -- delivery GUID, with its 32-byte body digest). Run it in a throwaway database:

@@ -94,8 +94,10 @@ CREATE INDEX inbox_stuck_idx ON hookgate.inbox (endpoint, status, received_at)
   WHERE status IN ('parked', 'dead');
 
 -- The deduplication key: one thin row per event, kept by the triggers below whoever inserts into
--- the inbox (the claim, a quarantine release). It outlives a dropped partition until prune's keys
--- pass (services/core/inbox/partitions.ts).
+-- the inbox (the claim, a quarantine release). It outlives its row: a deleted row or a dropped
+-- partition leaves the key until prune's keys pass (the dedupe horizon,
+-- services/core/inbox/partitions.ts), so a replay or a redelivery of an event whose row was
+-- pruned is still a duplicate.
 CREATE TABLE hookgate.inbox_keys (
   endpoint    text        NOT NULL,
   event_id    text        NOT NULL,
@@ -110,6 +112,14 @@ CREATE UNIQUE INDEX inbox_keys_body_digest_key ON hookgate.inbox_keys (endpoint,
 -- Retention of keys, walked oldest first from a cursor once their partition is gone.
 CREATE INDEX inbox_keys_received_at_idx ON hookgate.inbox_keys (received_at);
 
+-- Where the keys' retention has reached: keys of events received before this are gone, so a
+-- replay or a reconciliation reaching further back would claim those events again. One row;
+-- written by `hookgate prune`.
+CREATE TABLE hookgate.inbox_keys_floor (
+  singleton     boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+  pruned_before timestamptz NOT NULL
+);
+
 -- The inbox's dated range partitions, as the functions below made them.
 CREATE TABLE hookgate.inbox_partitions (
   name       text        PRIMARY KEY,
@@ -119,44 +129,89 @@ CREATE TABLE hookgate.inbox_partitions (
   CHECK (from_at < to_at)
 );
 
+-- A move in progress, in the transaction that makes it: the key of one row an UPDATE of
+-- received_at is moving to another partition, or (endpoint null) every row inbox_drop_partition's
+-- one INSERT re-inserts. Written and deleted only by the owner's functions below (no hookgate role
+-- may write it); read by the claim's key trigger, which runs as the claimer (SELECT is granted;
+-- nothing else is: services/core/db/roles.ts).
+CREATE TABLE hookgate.inbox_moves (
+  xact     xid8 NOT NULL,
+  endpoint text,
+  event_id text
+);
+
+-- Consumes this transaction's record of the move of one key, and says whether the row being
+-- inserted is the moved row itself: the move's delete half has already taken the row from its
+-- old partition (the current statement's earlier work is visible here), so a row of that key
+-- still in the inbox means the insert is a second row. Called by the claim's key trigger, as the
+-- claimer: EXECUTE for hookgate_runtime alone (roles.ts).
+CREATE FUNCTION hookgate.inbox_take_move(p_endpoint text, p_event_id text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  DELETE FROM hookgate.inbox_moves
+   WHERE xact = pg_current_xact_id() AND endpoint = p_endpoint AND event_id = p_event_id;
+  IF NOT FOUND THEN
+    RETURN false;
+  END IF;
+  RETURN NOT EXISTS (SELECT 1 FROM hookgate.inbox WHERE endpoint = p_endpoint AND event_id = p_event_id);
+END $$;
+REVOKE ALL ON FUNCTION hookgate.inbox_take_move(text, text) FROM PUBLIC;
+
 -- A row whose key (or body digest) is taken is not inserted, exactly as ON CONFLICT DO NOTHING on
 -- a primary key would do: the statement's RETURNING leaves it out, so the claim answers it as a
 -- duplicate. ON CONFLICT DO NOTHING on the key waits for a concurrent insert of the same key to
--- commit or roll back, so a duplicate is only acknowledged once the original is durable. The one
--- writer that re-inserts rows whose keys it keeps is inbox_drop_partition below, moving rows it
--- must not lose (it says so in a setting local to its transaction).
+-- commit or roll back, so a duplicate is only acknowledged once the original is durable. A row is
+-- let in over its own key only when the owner's functions are moving that very row (an UPDATE of
+-- received_at, inbox_drop_partition's re-insert of the rows it must not lose), which they record
+-- in hookgate.inbox_moves: no session setting switches deduplication off.
 --
 -- Unlike the other key triggers, this one runs as whoever inserts (every claim calls it, once a
 -- row, and a SECURITY DEFINER function's switch of user and settings is paid on each call): the
--- roles that insert into the inbox are granted INSERT on the keys (services/core/db/roles.ts).
+-- roles that insert into the inbox are granted INSERT on the keys, SELECT on inbox_moves and
+-- EXECUTE on inbox_take_move (services/core/db/roles.ts).
 CREATE FUNCTION hookgate.inbox_claim_key() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+  mine xid8;
+  whole boolean;
 BEGIN
-  -- The row an UPDATE of received_at is moving to another partition (inbox_move_key) keeps its key.
-  IF current_setting('hookgate.inbox_moving_key', true) = NEW.endpoint || E'\x1f' || NEW.event_id THEN
-    PERFORM set_config('hookgate.inbox_moving_key', '', true);
+  INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
+  VALUES (NEW.endpoint, NEW.event_id, NEW.body_digest, NEW.received_at)
+  ON CONFLICT DO NOTHING;
+  IF FOUND THEN
     RETURN NEW;
   END IF;
-  IF current_setting('hookgate.inbox_moving', true) IS DISTINCT FROM 'on' THEN
-    INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
-    VALUES (NEW.endpoint, NEW.event_id, NEW.body_digest, NEW.received_at)
-    ON CONFLICT DO NOTHING;
-    IF NOT FOUND THEN
-      RETURN NULL;
-    END IF;
+  -- A transaction that has written nothing yet has recorded no move: no xid is taken for it.
+  mine := pg_catalog.pg_current_xact_id_if_assigned();
+  IF mine IS NULL THEN
+    RETURN NULL;
   END IF;
-  RETURN NEW;
+  SELECT m.endpoint IS NULL INTO whole
+    FROM hookgate.inbox_moves m
+   WHERE m.xact = mine
+     AND (m.endpoint IS NULL OR (m.endpoint = NEW.endpoint AND m.event_id = NEW.event_id))
+   ORDER BY m.endpoint NULLS FIRST
+   LIMIT 1;
+  IF whole THEN
+    RETURN NEW;
+  END IF;
+  IF whole IS NOT NULL AND hookgate.inbox_take_move(NEW.endpoint, NEW.event_id) THEN
+    RETURN NEW;
+  END IF;
+  RETURN NULL;
 END $$;
 
--- The rarely called key triggers below write hookgate.inbox_keys as this migration's owner
--- (SECURITY DEFINER, search_path pinned): whoever changes inbox rows needs no grant on the keys
--- for them. A trigger function cannot be called other than as a trigger.
+-- The rarely called key trigger below writes hookgate.inbox_keys and hookgate.inbox_moves as this
+-- migration's owner (SECURITY DEFINER, search_path pinned): whoever changes inbox rows needs no
+-- grant on them for it. A trigger function cannot be called other than as a trigger.
 --
 -- An UPDATE that changes received_at (nothing in hookgate does; tests and operators age rows so)
 -- moves the row to the partition of its new time: PostgreSQL deletes it there and inserts it here,
 -- firing the insert trigger above, which would find the row's own key taken and drop the row.
--- This trigger carries the key along (its received_at follows the row) and tells the insert
--- trigger, for this one key, that the row is its own. The key itself never changes.
+-- This trigger carries the key along (its received_at follows the row: its horizon is counted
+-- from it) and records the move in inbox_moves, which tells the insert trigger, for this one key,
+-- that the row is its own. An update that keeps the row in its partition leaves its record
+-- unused: records of transactions that have ended are cleared here. The key itself never changes.
 CREATE FUNCTION hookgate.inbox_move_key() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -167,22 +222,11 @@ BEGIN
   IF NEW.received_at IS DISTINCT FROM OLD.received_at THEN
     UPDATE hookgate.inbox_keys SET received_at = NEW.received_at
      WHERE endpoint = NEW.endpoint AND event_id = NEW.event_id;
-    PERFORM set_config('hookgate.inbox_moving_key', NEW.endpoint || E'\x1f' || NEW.event_id, true);
+    DELETE FROM hookgate.inbox_moves WHERE xact < pg_snapshot_xmin(pg_current_snapshot());
+    INSERT INTO hookgate.inbox_moves (xact, endpoint, event_id)
+    VALUES (pg_current_xact_id(), NEW.endpoint, NEW.event_id);
   END IF;
   RETURN NEW;
-END $$;
-
--- A row deleted (retention of rows no dated partition holds, or an operator's DELETE) takes its
--- key with it. Not the row an UPDATE of received_at is moving (the delete half of that move).
--- Dropping a partition deletes no rows one by one and fires nothing: the keys of its rows go with
--- prune's keys pass.
-CREATE FUNCTION hookgate.inbox_forget_key() RETURNS trigger
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-BEGIN
-  IF current_setting('hookgate.inbox_moving_key', true) IS DISTINCT FROM OLD.endpoint || E'\x1f' || OLD.event_id THEN
-    DELETE FROM hookgate.inbox_keys WHERE endpoint = OLD.endpoint AND event_id = OLD.event_id;
-  END IF;
-  RETURN OLD;
 END $$;
 
 -- TRUNCATE of the inbox (an operator's or a test's: no hookgate role may) forgets every event. A
@@ -195,10 +239,10 @@ BEGIN
   RETURN NULL;
 END $$;
 
+-- No trigger on DELETE: a deleted row keeps its key (retention of rows no dated partition holds,
+-- an operator's DELETE), as the rows of a dropped partition do; keys go with their own retention.
 CREATE TRIGGER inbox_claim_key BEFORE INSERT ON hookgate.inbox
   FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_claim_key();
-CREATE TRIGGER inbox_forget_key BEFORE DELETE ON hookgate.inbox
-  FOR EACH ROW EXECUTE FUNCTION hookgate.inbox_forget_key();
 CREATE TRIGGER inbox_truncate_keys AFTER TRUNCATE ON hookgate.inbox
   FOR EACH STATEMENT EXECUTE FUNCTION hookgate.inbox_truncate_keys();
 -- Fires only for UPDATEs that name these columns: never the apply's or the claim's.
@@ -258,18 +302,22 @@ END $$;
 
 -- Retention of one partition whose whole range ends at or before p_before: rows still waiting
 -- (pending) or stopped for an operator (parked, dead) or discarded (kept by design) are moved
--- into the default partition with their keys untouched, the settled rest goes with the table.
+-- into the default partition with their keys untouched (re-inserted under a record of this
+-- transaction in inbox_moves), the settled rest goes with the table and is counted (`dropped`:
+-- counted before the inbox's lock is taken, reading the partition, which no claim writes any
+-- more, since its whole range is past).
 -- DETACH takes an ACCESS EXCLUSIVE lock on the inbox for this short transaction (lock_timeout
 -- bounds how long claims can queue behind it: the caller retries later). A partition holding
 -- more than p_max_moved such rows is left alone (moving them would hold that lock too long):
 -- `moved` comes back null and `kept` says how many there are at least.
 CREATE FUNCTION hookgate.inbox_drop_partition(p_name text, p_before timestamptz, p_max_moved integer)
-RETURNS TABLE (moved bigint, kept bigint)
+RETURNS TABLE (moved bigint, kept bigint, dropped bigint)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET lock_timeout = '1s' AS $$
 DECLARE
   bound timestamptz;
   cols text;
   n bigint;
+  total bigint;
   unsettled constant text :=
     'SELECT * FROM hookgate.%1$I WHERE status = ''pending'''
     ' UNION ALL SELECT * FROM hookgate.%2$I WHERE status IN (''parked'', ''dead'')'
@@ -286,20 +334,23 @@ BEGIN
     'SELECT count(*) FROM (SELECT 1 FROM (%s) u LIMIT %s) x',
     format(unsettled, p_name, p_name, p_name), p_max_moved + 1) INTO n;
   IF n > p_max_moved THEN
-    RETURN QUERY SELECT NULL::bigint, n;
+    RETURN QUERY SELECT NULL::bigint, n, NULL::bigint;
     RETURN;
   END IF;
+  EXECUTE format('SELECT count(*) FROM hookgate.%I', p_name) INTO total;
   EXECUTE format('ALTER TABLE hookgate.inbox DETACH PARTITION hookgate.%I', p_name);
   SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) INTO cols
     FROM pg_attribute WHERE attrelid = 'hookgate.inbox'::regclass AND attnum > 0 AND NOT attisdropped;
-  PERFORM set_config('hookgate.inbox_moving', 'on', true);
+  -- For this one statement only: nothing else runs in this transaction between the record and
+  -- its removal, and the statement inserts only the detached partition's rows.
+  INSERT INTO hookgate.inbox_moves (xact, endpoint, event_id) VALUES (pg_current_xact_id(), NULL, NULL);
   EXECUTE format('INSERT INTO hookgate.inbox (%s) SELECT %s FROM (%s) u', cols, cols,
     format(unsettled, p_name, p_name, p_name));
   GET DIAGNOSTICS n = ROW_COUNT;
-  PERFORM set_config('hookgate.inbox_moving', 'off', true);
+  DELETE FROM hookgate.inbox_moves WHERE xact = pg_current_xact_id() AND endpoint IS NULL;
   EXECUTE format('DROP TABLE hookgate.%I', p_name);
   DELETE FROM hookgate.inbox_partitions WHERE name = p_name;
-  RETURN QUERY SELECT n, 0::bigint;
+  RETURN QUERY SELECT n, 0::bigint, total - n;
 END $$;
 
 -- Granted to hookgate_runtime alone (roles.ts).
@@ -408,35 +459,6 @@ CREATE TABLE billing.subscriptions (
   created_at       timestamptz NOT NULL DEFAULT now(),
   updated_at       timestamptz NOT NULL DEFAULT now()
 );
-
--- What the relay did with each downstream effect of `handler: forward` and billing's `notify`,
--- keyed like the effect itself (its kind and idempotency key). It outlives pg-boss's job
--- retention, so replaying an event months later finds `delivered` here and sends nothing.
-CREATE TABLE hookgate.outbox_deliveries (
-  kind             text        NOT NULL,
-  key              text        NOT NULL,
-  endpoint         text,
-  url              text,
-  -- sending: an attempt holds a lease until lease_until; retrying: the last attempt failed
-  -- and pg-boss will retry; delivered: a 2xx came back; nowhere: no URL was configured
-  -- (recorded as settled); dead: a non-retryable answer or retries exhausted.
-  status           text        NOT NULL
-                   CHECK (status IN ('sending', 'retrying', 'delivered', 'nowhere', 'dead')),
-  attempts         integer     NOT NULL DEFAULT 0 CHECK (attempts >= 0),
-  lease_until      timestamptz,
-  http_status      integer,
-  last_error       text,
-  first_attempt_at timestamptz NOT NULL DEFAULT now(),
-  last_attempt_at  timestamptz NOT NULL DEFAULT now(),
-  settled_at       timestamptz,
-  PRIMARY KEY (kind, key)
-);
--- Unsettled and dead rows only, for operators and alerts.
-CREATE INDEX outbox_deliveries_open_idx ON hookgate.outbox_deliveries (kind, last_attempt_at)
-  WHERE status IN ('sending', 'retrying', 'dead');
--- Retention walks settled rows oldest first, the ones it deletes.
-CREATE INDEX outbox_deliveries_settled_idx ON hookgate.outbox_deliveries (settled_at)
-  WHERE status IN ('delivered', 'nowhere');
 
 -- ---------------------------------------------------------------------------------------------
 -- Operations (docs/cli.md): the audit trail, pauses, the per-attempt history.
@@ -560,7 +582,17 @@ CREATE TABLE hookgate.destination_attempts (
   duration_ms   integer     NOT NULL,
   http_status   integer,
   error         text,
+  -- What the destination answered, kept as it came (docs/destinations.md, "Attempts"): the first
+  -- bytes of its body as bytes, whatever they are (a NUL, UTF-16, invalid UTF-8: a text column
+  -- cannot hold them all), and its headers as escaped text. `response_head` keeps the readable
+  -- rendering of those bytes (decoded, escaped, bounded).
   response_head text,
+  response_bytes   bytea,
+  response_headers text,
+  -- The attempt's result was never recorded: its lease ran out first (its worker died, or its
+  -- record could not be written). Written by the claim that takes the delivery up again; a late
+  -- record of the same attempt replaces it.
+  unrecorded       boolean NOT NULL DEFAULT false,
   PRIMARY KEY (delivery_id, attempt)
 );
 
@@ -571,6 +603,8 @@ CREATE TABLE hookgate.destination_state (
   paused      boolean     NOT NULL DEFAULT false,
   changed_by  text        NOT NULL,
   changed_at  timestamptz NOT NULL DEFAULT now(),
+  -- Why it was paused, shown beside who and since when (as an endpoint's pause is).
+  reason      text        CHECK (length(reason) <= 1000),
   PRIMARY KEY (endpoint, destination)
 );
 
@@ -639,6 +673,50 @@ CREATE TABLE hookgate.reconcile_state (
   CHECK (watermark IS NULL OR covered_since <= watermark)
 );
 
+-- An operator's reconciliation run now (the API's reconcile start, services/core/reconcile/
+-- schedule.ts): one job in pg-boss's `hookgate.reconcile` queue, through this function, so the
+-- console's role, which may not write pg-boss's tables, can queue exactly this and nothing else
+-- (EXECUTE for hookgate_runtime and hookgate_console: roles.ts). The queue's `stately` policy
+-- keeps at most one run waiting per endpoint: null when one waits.
+CREATE FUNCTION hookgate.request_reconcile_run(p_endpoint text, p_actor text, p_since timestamptz)
+RETURNS uuid
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  made uuid;
+BEGIN
+  IF p_endpoint IS NULL OR p_endpoint !~ '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$' THEN
+    RAISE EXCEPTION 'an endpoint name is 1 to 63 letters, digits, _ or -, not %', p_endpoint
+      USING ERRCODE = '22023';
+  END IF;
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200 THEN
+    RAISE EXCEPTION 'a run names who asked for it (1 to 200 characters)' USING ERRCODE = '22023';
+  END IF;
+  INSERT INTO pgboss.job (
+    id, name, data, priority, start_after, created_on, singleton_key, singleton_on, group_id, group_tier,
+    expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max,
+    policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies, trace_context
+  )
+  SELECT gen_random_uuid(), q.name,
+         jsonb_build_object('endpoint', p_endpoint, 'actor', p_actor)
+           || CASE WHEN p_since IS NULL THEN '{}'::jsonb
+                   ELSE jsonb_build_object('since', to_char(p_since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')) END,
+         0, pgboss.job_now(), pgboss.job_now(), p_endpoint, NULL, NULL, NULL,
+         COALESCE(q.expire_seconds, 900), COALESCE(q.deletion_seconds, 604800),
+         pgboss.job_now() + COALESCE(q.retention_seconds, 1209600) * interval '1s',
+         COALESCE(q.retry_limit, 0), COALESCE(q.retry_delay, 0), COALESCE(q.retry_backoff, false),
+         q.retry_delay_max, q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0, NULL
+    FROM pgboss.queue q
+   WHERE q.name = 'hookgate.reconcile'
+  ON CONFLICT DO NOTHING
+  RETURNING id INTO made;
+  IF NOT FOUND AND NOT EXISTS (SELECT 1 FROM pgboss.queue q WHERE q.name = 'hookgate.reconcile') THEN
+    RAISE EXCEPTION 'queue hookgate.reconcile does not exist: a worker creates it when it starts'
+      USING ERRCODE = 'P0002';
+  END IF;
+  RETURN made;
+END $$;
+REVOKE ALL ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) FROM PUBLIC;
+
 -- ---------------------------------------------------------------------------------------------
 -- Quarantine (docs/architecture.md, promise 8): a delivery whose signature verified but that
 -- cannot become an inbox event (version_invalid, payload_unstorable, event_id_invalid,
@@ -658,6 +736,9 @@ CREATE TABLE hookgate.quarantine (
   reason        text        NOT NULL CHECK (length(reason) BETWEEN 1 AND 63),
   message       text        NOT NULL CHECK (length(message) <= 1000),
   body          bytea       NOT NULL,
+  -- The headers the endpoint's provider names for identifying or reading a delivery (its id,
+  -- type, timestamp and delivery headers: services/core/providers/headers.ts,
+  -- quarantineHeaders), never a signature or token header or a credential.
   headers       jsonb       NOT NULL DEFAULT '{}'::jsonb,
   body_digest   bytea       NOT NULL CHECK (length(body_digest) = 32),
   released_at   timestamptz,
@@ -675,3 +756,332 @@ CREATE INDEX quarantine_settled_idx ON hookgate.quarantine ((coalesce(released_a
 -- partial index only: its size is the held rows, never the table's.
 CREATE INDEX quarantine_held_reason_idx ON hookgate.quarantine (endpoint, reason)
   WHERE released_at IS NULL AND dropped_at IS NULL;
+
+-- ---------------------------------------------------------------------------------------------
+-- The management API (/api/v1, served by the console: docs/api.md). Two small tables, each written
+-- only by its module in services/core/api/.
+--
+-- An action's answer by Idempotency-Key, per access token: a retried POST with the same key gets
+-- the first answer back instead of acting again. A row is claimed (status NULL, locked_until set)
+-- before the action runs and completed with its answer after; a claim whose console died with it
+-- can be taken over once locked_until has passed. Rows live console.api.idempotencyTtl (24h by
+-- default) and are deleted by the console after that, oldest first through
+-- api_idempotency_created_idx; the per-token rate limit bounds how many one token can make.
+CREATE TABLE hookgate.api_idempotency (
+  token text NOT NULL CHECK (length(token) BETWEEN 1 AND 200),
+  key text NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+  -- SHA-256 of the method, the path with its query and the body: the same key sent with another
+  -- request is refused (422), never answered with the first request's answer.
+  request_digest bytea NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  locked_until timestamptz,
+  status smallint,
+  answer jsonb,
+  PRIMARY KEY (token, key)
+);
+
+CREATE INDEX api_idempotency_created_idx ON hookgate.api_idempotency (created_at);
+
+-- When each access token was last used (the API's and the CLI's token lists), written at most once
+-- a minute per token by the console that saw the request. One row per configured token name: the
+-- console deletes the rows of names its configuration no longer has.
+CREATE TABLE hookgate.api_token_use (
+  token text PRIMARY KEY CHECK (length(token) BETWEEN 1 AND 200),
+  last_used_at timestamptz NOT NULL,
+  -- The client's address as the console saw it (console.trustedProxyHops applies).
+  last_source text CHECK (length(last_source) <= 100)
+);
+
+-- ---------------------------------------------------------------------------------------------
+-- The operators' writes (requeue, discard, quarantine release and drop), shared by the CLI and the
+-- console: these SECURITY DEFINER functions (owner: this migration's, search_path pinned, EXECUTE
+-- only for hookgate_runtime and hookgate_console, services/core/db/roles.ts) check their
+-- arguments, lock their rows and write only apply jobs of hookgate's queues for inbox rows that
+-- exist. The console's role writes no inbox row, key, delivery count or pg-boss job itself.
+
+-- An apply job of pg-boss 12.38 for hookgate's queue of one endpoint, as services/core/queue/
+-- job-rows.ts writes one (INSERT_JOB_ROWS; the contract test holds the two to the rows pg-boss
+-- writes itself), except that the queue must exist: only hookgate's apply queues, by name.
+CREATE FUNCTION hookgate.insert_apply_jobs(p_endpoint text, p_ids uuid[], p_event_ids jsonb[])
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+  wanted constant text := 'hookgate.apply.' || p_endpoint;
+  made integer;
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pgboss.queue q WHERE q.name = wanted) THEN
+    RAISE EXCEPTION 'queue % does not exist: a gateway or worker creates it when it starts', wanted
+      USING ERRCODE = 'P0002';
+  END IF;
+  INSERT INTO pgboss.job (
+    id, name, data, priority, start_after, created_on, singleton_key, singleton_on, group_id, group_tier,
+    expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max,
+    policy, dead_letter, heartbeat_seconds, blocked, blocking, pending_dependencies, trace_context
+  )
+  SELECT j.id, q.name, jsonb_build_object('endpoint', p_endpoint, 'eventIds', j.event_ids), 0,
+         pgboss.job_now(), pgboss.job_now(), NULL, NULL, NULL, NULL,
+         COALESCE(q.expire_seconds, 900), COALESCE(q.deletion_seconds, 604800),
+         pgboss.job_now() + COALESCE(q.retention_seconds, 1209600) * interval '1s',
+         COALESCE(q.retry_limit, 2), COALESCE(q.retry_delay, 0), COALESCE(q.retry_backoff, false),
+         q.retry_delay_max, q.policy, q.dead_letter, q.heartbeat_seconds, false, false, 0, NULL
+    FROM unnest(p_ids, p_event_ids) WITH ORDINALITY AS j(id, event_ids, ord)
+    JOIN pgboss.queue q ON q.name = wanted
+   ORDER BY j.ord
+  ON CONFLICT DO NOTHING;
+  GET DIAGNOSTICS made = ROW_COUNT;
+  IF made <> cardinality(p_ids) THEN
+    RAISE EXCEPTION 'pg-boss created % of % apply job(s) for %', made, cardinality(p_ids), p_endpoint
+      USING ERRCODE = 'P0003';
+  END IF;
+  RETURN made;
+END $$;
+-- Called only by the definer functions below (as their owner): no role may call it itself.
+REVOKE ALL ON FUNCTION hookgate.insert_apply_jobs(text, uuid[], jsonb[]) FROM PUBLIC;
+
+-- `hookgate requeue` and the console's: parked, dead (or, asked, discarded) events of one
+-- endpoint back to pending, each batch of p_per_job under a new apply job that names them, with a
+-- fresh retry budget counted on from their attempts (services/core/inbox/requeue.ts, dispatch.ts).
+-- Rows are locked, so two requeues never move one event twice; a row a concurrent action changed
+-- while this waited is looked at again and left if it no longer matches.
+CREATE FUNCTION hookgate.requeue_events(
+  p_endpoint text, p_statuses text[], p_event_ids text[], p_event_type text,
+  p_since timestamptz, p_until timestamptz, p_limit integer, p_per_job integer)
+RETURNS TABLE (event_id text, attempts integer)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan AS $$
+#variable_conflict use_column
+DECLARE
+  ids text[];
+  tries integer[];
+  carried uuid[];
+  jobs uuid[];
+  groups jsonb[];
+BEGIN
+  IF p_statuses IS NULL OR cardinality(p_statuses) = 0
+     OR NOT p_statuses <@ ARRAY['parked', 'dead', 'discarded'] THEN
+    RAISE EXCEPTION 'requeue moves parked, dead or discarded events, not %', p_statuses USING ERRCODE = '22023';
+  END IF;
+  IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 10000 THEN
+    RAISE EXCEPTION 'requeue moves 1 to 10000 events per call, not %', p_limit USING ERRCODE = '22023';
+  END IF;
+  IF p_per_job IS NULL OR p_per_job NOT BETWEEN 1 AND 1000 THEN
+    RAISE EXCEPTION 'an apply job carries 1 to 1000 events, not %', p_per_job USING ERRCODE = '22023';
+  END IF;
+  WITH picked AS (
+    SELECT i.endpoint, i.event_id, i.received_at
+      FROM hookgate.inbox i
+     WHERE i.endpoint = p_endpoint AND i.status = ANY (p_statuses)
+       AND (p_event_ids IS NULL OR i.event_id = ANY (p_event_ids))
+       AND (p_event_type IS NULL OR i.event_type = p_event_type)
+       AND (p_since IS NULL OR i.received_at >= p_since)
+       AND (p_until IS NULL OR i.received_at < p_until)
+     ORDER BY i.received_at, i.event_id
+     LIMIT p_limit
+     FOR UPDATE
+  ), numbered AS (
+    SELECT p.*, (row_number() OVER (ORDER BY p.received_at, p.event_id) - 1) / p_per_job AS grp,
+           row_number() OVER (ORDER BY p.received_at, p.event_id) AS ord
+      FROM picked p
+  ), job AS MATERIALIZED (
+    SELECT g.grp, gen_random_uuid() AS id FROM (SELECT DISTINCT grp FROM numbered) g
+  ), moved AS (
+    UPDATE hookgate.inbox i
+       SET status = 'pending', processed_at = NULL,
+           discarded_at = NULL, discarded_by = NULL, discard_reason = NULL,
+           dispatch_job = j.id, dispatched_attempts = i.attempts, requeued_attempts = i.attempts,
+           next_attempt_at = NULL
+      FROM numbered n JOIN job j ON j.grp = n.grp
+     WHERE i.endpoint = n.endpoint AND i.event_id = n.event_id AND i.received_at = n.received_at
+    RETURNING i.event_id, i.attempts, i.dispatch_job, n.ord
+  )
+  SELECT array_agg(m.event_id ORDER BY m.ord), array_agg(m.attempts ORDER BY m.ord),
+         array_agg(m.dispatch_job ORDER BY m.ord)
+    INTO ids, tries, carried FROM moved m;
+  IF ids IS NULL THEN
+    RETURN;
+  END IF;
+  SELECT array_agg(g.job ORDER BY g.first), array_agg(g.events ORDER BY g.first) INTO jobs, groups
+    FROM (SELECT u.job, min(u.ord) AS first, jsonb_agg(u.event_id ORDER BY u.ord) AS events
+            FROM unnest(ids, carried) WITH ORDINALITY AS u(event_id, job, ord)
+           GROUP BY u.job) g;
+  PERFORM hookgate.insert_apply_jobs(p_endpoint, jobs, groups);
+  RETURN QUERY SELECT u.event_id, u.attempts FROM unnest(ids, tries) AS u(event_id, attempts);
+END $$;
+
+-- `hookgate discard` and the console's: parked or dead events settled for good as discarded, with
+-- who, why and when. Locked as requeue's are: each event ends in exactly one of the two actions.
+CREATE FUNCTION hookgate.discard_events(
+  p_endpoint text, p_statuses text[], p_event_ids text[], p_event_type text,
+  p_since timestamptz, p_until timestamptz, p_limit integer, p_actor text, p_reason text)
+RETURNS TABLE (event_id text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_custom_plan AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_statuses IS NULL OR cardinality(p_statuses) = 0 OR NOT p_statuses <@ ARRAY['parked', 'dead'] THEN
+    RAISE EXCEPTION 'discard settles parked or dead events, not %', p_statuses USING ERRCODE = '22023';
+  END IF;
+  IF p_limit IS NULL OR p_limit NOT BETWEEN 1 AND 1000000 THEN
+    RAISE EXCEPTION 'discard settles 1 to 1000000 events per call, not %', p_limit USING ERRCODE = '22023';
+  END IF;
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200
+     OR p_reason IS NULL OR length(p_reason) NOT BETWEEN 1 AND 1000 THEN
+    RAISE EXCEPTION 'a discard names who (1 to 200 characters) and why (1 to 1000)' USING ERRCODE = '22023';
+  END IF;
+  RETURN QUERY
+  WITH picked AS (
+    SELECT i.endpoint, i.event_id, i.received_at
+      FROM hookgate.inbox i
+     WHERE i.endpoint = p_endpoint AND i.status = ANY (p_statuses)
+       AND (p_event_ids IS NULL OR i.event_id = ANY (p_event_ids))
+       AND (p_event_type IS NULL OR i.event_type = p_event_type)
+       AND (p_since IS NULL OR i.received_at >= p_since)
+       AND (p_until IS NULL OR i.received_at < p_until)
+     ORDER BY i.received_at, i.event_id
+     LIMIT p_limit
+     FOR UPDATE
+  )
+  UPDATE hookgate.inbox i
+     SET status = 'discarded', discarded_at = now(), discarded_by = p_actor, discard_reason = p_reason,
+         next_attempt_at = NULL
+    FROM picked p
+   WHERE i.endpoint = p.endpoint AND i.event_id = p.event_id AND i.received_at = p.received_at
+  RETURNING i.event_id;
+END $$;
+
+-- A form-encoded body (Twilio) as the JSON document the gateway stores for it: each parameter's
+-- value, a list where a name repeats (services/core/providers/twilio.ts, formToJson). Decoded as
+-- URLSearchParams does: `+` is a space, `%XX` a byte, the bytes UTF-8.
+CREATE FUNCTION hookgate.form_params(p_body text) RETURNS jsonb
+LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+  WITH parts AS (
+    SELECT p.ord,
+           CASE WHEN strpos(p.part, '=') > 0 THEN left(p.part, strpos(p.part, '=') - 1) ELSE p.part END AS name,
+           CASE WHEN strpos(p.part, '=') > 0 THEN substr(p.part, strpos(p.part, '=') + 1) ELSE '' END AS value
+      FROM unnest(string_to_array(p_body, '&')) WITH ORDINALITY AS p(part, ord)
+     WHERE p.part <> ''
+  ), decoded AS (
+    SELECT x.ord,
+           (SELECT convert_from(coalesce(string_agg(
+                     CASE WHEN t.m[1] ~ '^%[0-9A-Fa-f]{2}$' THEN decode(substr(t.m[1], 2), 'hex')
+                          ELSE convert_to(t.m[1], 'UTF8') END, ''::bytea ORDER BY t.n), ''::bytea), 'UTF8')
+              FROM regexp_matches(replace(x.name, '+', ' '), '%[0-9A-Fa-f]{2}|[^%]+|%', 'g')
+                   WITH ORDINALITY AS t(m, n)) AS name,
+           (SELECT convert_from(coalesce(string_agg(
+                     CASE WHEN t.m[1] ~ '^%[0-9A-Fa-f]{2}$' THEN decode(substr(t.m[1], 2), 'hex')
+                          ELSE convert_to(t.m[1], 'UTF8') END, ''::bytea ORDER BY t.n), ''::bytea), 'UTF8')
+              FROM regexp_matches(replace(x.value, '+', ' '), '%[0-9A-Fa-f]{2}|[^%]+|%', 'g')
+                   WITH ORDINALITY AS t(m, n)) AS value
+      FROM parts x
+  )
+  SELECT coalesce(jsonb_object_agg(g.name, CASE WHEN cardinality(g.vals) = 1 THEN to_jsonb(g.vals[1])
+                                               ELSE to_jsonb(g.vals) END), '{}'::jsonb)
+    FROM (SELECT d.name, array_agg(d.value ORDER BY d.ord) AS vals FROM decoded d GROUP BY d.name) g
+$$;
+
+-- A quarantine release (services/core/quarantine/actions.ts): the held row is locked first, so a
+-- release and a drop of the same row never both succeed (the second finds the row settled, and
+-- who settled it and when). The identity (id, type, entity, kept headers, whether the id is
+-- unsigned) comes from the caller, who ran the endpoint's provider over the held delivery with
+-- the current configuration; the payload does not: it is the held body itself, parsed here (as
+-- JSON, or with p_form as a form post). The row then goes through the claim's key trigger like any
+-- delivery: a duplicate of a key still within the dedupe horizon stores nothing and queues
+-- nothing. Only an accepted row gets an apply job; the release counts as a delivery.
+CREATE FUNCTION hookgate.release_quarantined(
+  p_id bigint, p_provider text, p_event_id text, p_event_type text, p_entity_type text,
+  p_entity_id text, p_entity_version bigint, p_headers jsonb, p_digest_body boolean, p_form boolean,
+  p_actor text, p_reason text)
+RETURNS TABLE (outcome text, endpoint text, settled_at timestamptz, settled_by text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  held hookgate.quarantine%ROWTYPE;
+  body jsonb;
+  job uuid := gen_random_uuid();
+  is_new boolean;
+BEGIN
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200 OR length(p_reason) > 1000 THEN
+    RAISE EXCEPTION 'a release names who (1 to 200 characters) and at most 1000 characters of why'
+      USING ERRCODE = '22023';
+  END IF;
+  SELECT * INTO held FROM hookgate.quarantine q WHERE q.id = p_id FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN QUERY SELECT 'unknown'::text, NULL::text, NULL::timestamptz, NULL::text;
+    RETURN;
+  END IF;
+  IF held.released_at IS NOT NULL OR held.dropped_at IS NOT NULL THEN
+    RETURN QUERY SELECT CASE WHEN held.released_at IS NOT NULL THEN 'released' ELSE 'dropped' END,
+                        held.endpoint, coalesce(held.released_at, held.dropped_at), held.settled_by;
+    RETURN;
+  END IF;
+  IF p_event_id IS NULL OR length(p_event_id) NOT BETWEEN 1 AND 512 OR p_event_type IS NULL
+     OR length(p_event_type) NOT BETWEEN 1 AND 500 THEN
+    RAISE EXCEPTION 'an event needs an id (1 to 512 characters) and a type (1 to 500)' USING ERRCODE = '22023';
+  END IF;
+  body := CASE WHEN p_form THEN hookgate.form_params(convert_from(held.body, 'UTF8'))
+               ELSE convert_from(held.body, 'UTF8')::jsonb END;
+  -- The event was received when the delivery arrived, not when an operator released it: its
+  -- timeline, latency and dedupe horizon count from then (received_via says how it came in).
+  INSERT INTO hookgate.inbox AS i
+    (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
+     body_digest, dispatch_job, received_at, received_via)
+  VALUES (held.endpoint, p_event_id, p_provider, p_event_type, p_entity_type, p_entity_id, p_entity_version,
+          body, coalesce(p_headers, '{}'::jsonb),
+          CASE WHEN p_digest_body THEN sha256(convert_to(body::text, 'UTF8')) END, job,
+          held.received_at, 'quarantine_release')
+  ON CONFLICT DO NOTHING;
+  is_new := FOUND;
+  IF is_new THEN
+    PERFORM hookgate.insert_apply_jobs(held.endpoint, ARRAY[job], ARRAY[jsonb_build_array(p_event_id)]);
+    PERFORM pg_notify('hookgate_apply', held.endpoint);
+  END IF;
+  INSERT INTO hookgate.delivery_counts AS c (endpoint, minute, shard, accepted, duplicate)
+  VALUES (held.endpoint, date_trunc('minute', now()), (pg_backend_pid() % 32767)::smallint,
+          CASE WHEN is_new THEN 1 ELSE 0 END, CASE WHEN is_new THEN 0 ELSE 1 END)
+  ON CONFLICT (endpoint, minute, shard) DO UPDATE
+     SET accepted = c.accepted + EXCLUDED.accepted, duplicate = c.duplicate + EXCLUDED.duplicate;
+  UPDATE hookgate.quarantine q SET released_at = now(), settled_by = p_actor, settle_reason = p_reason
+   WHERE q.id = p_id;
+  RETURN QUERY SELECT CASE WHEN is_new THEN 'accepted' ELSE 'duplicate' END, held.endpoint,
+                      now(), p_actor;
+END $$;
+
+-- A quarantine drop: each held row among these ids marked dropped, with who and why; the rows
+-- are locked in id order (a release holding one is waited for), and each id found comes back
+-- with what became of it: `dropped` now, or `released` / `dropped` before (by whom, when).
+CREATE FUNCTION hookgate.drop_quarantined(p_ids bigint[], p_actor text, p_reason text)
+RETURNS TABLE (id bigint, endpoint text, outcome text, settled_at timestamptz, settled_by text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+BEGIN
+  IF p_actor IS NULL OR length(p_actor) NOT BETWEEN 1 AND 200
+     OR p_reason IS NULL OR length(p_reason) NOT BETWEEN 1 AND 1000 THEN
+    RAISE EXCEPTION 'a drop names who (1 to 200 characters) and why (1 to 1000)' USING ERRCODE = '22023';
+  END IF;
+  IF cardinality(p_ids) > 10000 THEN
+    RAISE EXCEPTION 'a drop names at most 10000 rows, not %', cardinality(p_ids) USING ERRCODE = '22023';
+  END IF;
+  RETURN QUERY
+  WITH locked AS MATERIALIZED (
+    SELECT q.id, q.endpoint, q.released_at, q.dropped_at, q.settled_by
+      FROM hookgate.quarantine q
+     WHERE q.id = ANY (p_ids)
+     ORDER BY q.id
+     FOR UPDATE
+  ), settled AS (
+    UPDATE hookgate.quarantine q SET dropped_at = now(), settled_by = p_actor, settle_reason = p_reason
+      FROM locked l
+     WHERE q.id = l.id AND l.released_at IS NULL AND l.dropped_at IS NULL
+    RETURNING q.id
+  )
+  SELECT l.id, l.endpoint,
+         CASE WHEN s.id IS NOT NULL THEN 'dropped_now' WHEN l.released_at IS NOT NULL THEN 'released'
+              ELSE 'dropped' END,
+         CASE WHEN s.id IS NOT NULL THEN now() ELSE coalesce(l.released_at, l.dropped_at) END,
+         CASE WHEN s.id IS NOT NULL THEN p_actor ELSE l.settled_by END
+    FROM locked l LEFT JOIN settled s ON s.id = l.id
+   ORDER BY l.id;
+END $$;
+
+REVOKE ALL ON FUNCTION hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookgate.drop_quarantined(bigint[], text, text) FROM PUBLIC;

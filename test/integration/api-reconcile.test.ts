@@ -20,9 +20,10 @@ import { STRIPE_SECRET } from '../support/gateway.ts';
 
 // A reconciliation run started through the API is queued for the workers, who hold the provider's
 // credentials (the console needs none), by a console logged in as the least-privileged
-// `hookgate_console` role (which writes no table of pg-boss's: it queues through 0030's function): the worker's reconciler takes it, runs it against a fake
-// Stripe API (10 events, none received), and records it as the caller's (`reconcile` by api:ci,
-// with what it filled), beside the API's own `reconcile start`; GET /reconcile shows how it ended.
+// `hookgate_console` role (which writes no table of pg-boss's: it queues through
+// hookgate.request_reconcile_run): the worker's reconciler takes it, runs it against a fake Stripe
+// API (10 events, none received), and records it as the caller's (`reconcile` by api:ci, with what
+// it filled), beside the API's own `reconcile start`; GET /reconcile shows how it ended.
 
 const TOKEN = randomBytes(24).toString('base64url');
 const created = Math.floor(Date.now() / 1000);

@@ -1,8 +1,9 @@
 // What the console's database role can write, tried as an attacker holding its login would
-// (services/core/db/roles.ts, migration 0024), on PostgreSQL 18 and 15: every table it could
-// write, the functions it may call with hostile arguments, pg-boss's tables and the session
-// settings that once switched deduplication off. No key is claimed twice, no job is created for a
-// row that does not exist or for a queue that is not an apply queue, nothing is applied twice.
+// (services/core/db/roles.ts, the baseline's definer functions), on PostgreSQL 18 and 15: every
+// table it could write, the functions it may call with hostile arguments, pg-boss's tables and
+// session settings that must not switch deduplication off. No key is claimed twice, no job is
+// created for a row that does not exist or for a queue that is not an apply queue, nothing is
+// applied twice.
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,7 +103,7 @@ const DUPLICATE_ROW = `INSERT INTO hookgate.inbox (endpoint, event_id, provider,
 
 describe("the console's login writes nothing but its actions' own writes", () => {
   it.each([
-    // The session settings that let a second row for an applied event past the key trigger.
+    // Session settings a key trigger could trust to let a second row for an applied event past it.
     [`SET hookgate.inbox_moving = 'on'; ${DUPLICATE_ROW}`],
     [`SET hookgate.inbox_moving_key = E'shop\\x1fevt_done'; ${DUPLICATE_ROW}`],
     [DUPLICATE_ROW],
@@ -200,7 +201,7 @@ describe("the console's login writes nothing but its actions' own writes", () =>
 });
 
 describe('the key trigger, whoever inserts', () => {
-  it('a session setting no longer lets a second row of an applied event in (the runtime role may insert)', async () => {
+  it('no session setting lets a second row of an applied event in (the runtime role may insert)', async () => {
     for (const setting of [
       `SET hookgate.inbox_moving = 'on'`,
       `SET hookgate.inbox_moving_key = E'shop\\x1fevt_done'`,

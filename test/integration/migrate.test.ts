@@ -137,6 +137,28 @@ describe('a database this hookgate cannot take forward', () => {
     }
   });
 
+  it("refuses a development build's ledger from before migrations were folded into the baseline", async () => {
+    const dev = await createTestDatabase();
+    try {
+      // 0001_baseline, then migrations numbered up to 0030 that this hookgate never had: not a
+      // newer release's (nothing is served on it, and migrate says what to do).
+      await dev.pool.query(
+        `INSERT INTO hookgate.schema_migrations (version, name, release) VALUES
+           (22, 'one_outbound_path', $1), (30, 'reconcile_request', $1)`,
+        [HOOKGATE_VERSION],
+      );
+      const refused = migrator(dev.url);
+      await expect(refused).rejects.toMatchObject({ code: 'schema_unrecognised' });
+      await expect(refused).rejects.toThrow(
+        /lists 0022_one_outbound_path, 0030_reconcile_request, which hookgate/,
+      );
+      await expect(pendingMigrations(dev.pool)).rejects.toMatchObject({ code: 'schema_unrecognised' });
+      await expect(unappliedMigrations(dev.url)).rejects.toMatchObject({ code: 'schema_unrecognised' });
+    } finally {
+      await dev.drop();
+    }
+  });
+
   it("refuses to migrate a newer release's schema backwards, and serves it while it still serves this release", async () => {
     const newer = await createTestDatabase();
     try {

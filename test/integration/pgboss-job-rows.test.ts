@@ -139,7 +139,7 @@ describe("pg-boss's job table, as the one-statement claim writes it", () => {
     expect(b.dead_letter).toBeNull();
   });
 
-  it("writes, through migration 0024's insert_apply_jobs (requeue and quarantine release), the row pg-boss writes", async () => {
+  it("writes, through the baseline's insert_apply_jobs (requeue and quarantine release), the row pg-boss writes", async () => {
     const theirs = randomUUID();
     const ours = randomUUID();
     await boss.insert(QUEUE, [{ id: theirs, data: { endpoint: ENDPOINT, eventIds: ['a'] } }]);

@@ -116,7 +116,7 @@ describe('the runtime role', () => {
   });
 });
 
-describe("the runtime role and the operators' functions (migration 0024)", () => {
+describe("the runtime role and the operators' functions", () => {
   it('calls requeue, discard, quarantine release and drop, as the CLI does', async () => {
     expect(
       (

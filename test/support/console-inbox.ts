@@ -43,7 +43,7 @@ const FILL = `
         FROM generate_series($1::int, $2::int) AS n
     ) rows`;
 
-/** What the inbox's key trigger (migration 0021) writes for each row the fill inserts. */
+/** What the inbox's key trigger (the baseline migration's) writes for each row the fill inserts. */
 const KEYS = `
   INSERT INTO hookgate.inbox_keys (endpoint, event_id, body_digest, received_at)
   SELECT endpoint, event_id, body_digest, received_at FROM hookgate.inbox`;

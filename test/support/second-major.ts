@@ -23,8 +23,6 @@ export const SECOND_MAJOR: Readonly<Record<string, string>> = {
   'test/integration/console-role-writes.test.ts':
     "roles: the console login's writes refused, the key trigger",
   'test/integration/prune-partition-counts.test.ts': 'partitions: rows of dropped week partitions counted',
-  'test/integration/quarantine-headers-migration.test.ts':
-    'migrations, roles: a migration run over stored rows',
   'test/integration/gateway-claim-failures.test.ts': 'the claim',
   'test/integration/gateway-claim.test.ts':
     'the claim through the gateway: answers of new and duplicate deliveries',

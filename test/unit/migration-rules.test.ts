@@ -23,7 +23,7 @@ describe("this tree's migrations", () => {
 describe('the rule, on examples', () => {
   it('lets expand steps through: new tables, nullable or defaulted columns, indexes, functions, backfills', () => {
     const expand = migration(
-      22,
+      31,
       'expand',
       `CREATE TABLE hookgate.widgets (id bigint PRIMARY KEY, name text NOT NULL);
        CREATE UNIQUE INDEX widgets_name_key ON hookgate.widgets (name);
@@ -40,7 +40,7 @@ describe('the rule, on examples', () => {
 
   it('names each contract statement of a migration without a contract header', () => {
     const contract = migration(
-      22,
+      31,
       'contract',
       `ALTER TABLE hookgate.inbox DROP COLUMN traceparent;
        ALTER TABLE hookgate.inbox RENAME COLUMN headers TO kept_headers;
@@ -72,15 +72,15 @@ describe('the rule, on examples', () => {
     // Before the first release it ships in that release: no earlier release to keep working.
     expect(migrationProblems([baseline, contract], [])).toEqual([]);
     // Once released, it is history: the release it shipped in already had it.
-    expect(migrationProblems([baseline, contract], [{ ...RELEASED[0]!, lastMigration: 22 }])).toEqual([]);
+    expect(migrationProblems([baseline, contract], [{ ...RELEASED[0]!, lastMigration: 31 }])).toEqual([]);
     expect(problems[0]).toMatch(
-      /^0022_contract removes or narrows what the previous release may use, with no "-- hookgate: contract, unused since X\.Y\.Z" header/,
+      /^0031_contract removes or narrows what the previous release may use, with no "-- hookgate: contract, unused since X\.Y\.Z" header/,
     );
   });
 
   it('takes a contract step that names a release that is out, from a later release', () => {
     const drop = migration(
-      23,
+      32,
       'drop_traceparent',
       '-- hookgate: contract, unused since 0.1.0\nALTER TABLE hookgate.inbox DROP COLUMN traceparent;\n',
     );
@@ -88,26 +88,26 @@ describe('the rule, on examples', () => {
     // Not a release (yet): nothing may stop using it before it is out.
     expect(migrationProblems([baseline, drop], [])).toEqual([
       expect.stringMatching(
-        /^0023_drop_traceparent is a contract step for what 0\.1\.0 stopped using, but 0\.1\.0 is not a release/,
+        /^0032_drop_traceparent is a contract step for what 0\.1\.0 stopped using, but 0\.1\.0 is not a release/,
       ),
     ]);
     // Part of that very release: its code may still use what the step removes.
-    expect(migrationProblems([baseline, drop], [{ ...RELEASED[0]!, lastMigration: 23 }])).toEqual([
-      expect.stringMatching(/^0023_drop_traceparent was part of 0\.1\.0 itself/),
+    expect(migrationProblems([baseline, drop], [{ ...RELEASED[0]!, lastMigration: 32 }])).toEqual([
+      expect.stringMatching(/^0032_drop_traceparent was part of 0\.1\.0 itself/),
     ]);
   });
 
   it('wants every statement of a no-transaction migration safe to run again, and one migration per number', () => {
     const index = migration(
-      24,
+      33,
       'index',
       '-- hookgate: no transaction\nCREATE INDEX CONCURRENTLY IF NOT EXISTS audit_actor_idx ON hookgate.audit (actor);\nCREATE INDEX CONCURRENTLY audit_command_idx ON hookgate.audit (command);\n',
     );
-    const twin = migration(24, 'twin', 'CREATE TABLE hookgate.twin (id int);');
+    const twin = migration(33, 'twin', 'CREATE TABLE hookgate.twin (id int);');
     expect(migrationProblems([baseline, index, twin], [])).toEqual([
-      '0024_twin and 0024_index share the number 24: renumber one',
+      '0033_twin and 0033_index share the number 33: renumber one',
       expect.stringMatching(
-        /^0024_index runs outside a transaction, so each statement must be safe to run again.*audit_command_idx/,
+        /^0033_index runs outside a transaction, so each statement must be safe to run again.*audit_command_idx/,
       ),
     ]);
   });

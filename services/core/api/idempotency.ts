@@ -1,6 +1,7 @@
 import type { Queryable } from '../db/pool.ts';
 
-// The management API's Idempotency-Key records (hookgate.api_idempotency, migration 0026): the one
+// The management API's Idempotency-Key records (hookgate.api_idempotency, created by the baseline
+// migration): the one
 // owner of the table's SQL. An action's POST first claims (token, key); the claimer acts and then
 // completes the row with its answer; a retry of the same request finds the answer and gets it back
 // without acting. Times come from the caller (`now`), so tests move them instead of waiting.

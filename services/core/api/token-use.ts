@@ -1,6 +1,6 @@
 import type { Queryable } from '../db/pool.ts';
 
-// When each access token was last used (hookgate.api_token_use, migration 0026): the one owner of
+// When each access token was last used (hookgate.api_token_use, created by the baseline migration): the one owner of
 // the table's SQL. Written at most once a minute per token (the statement changes a row only when
 // its time is a minute old; callers also skip the statement within the minute), read by the API's
 // and the CLI's token lists.

@@ -111,13 +111,20 @@ interface SchemaState {
   readonly newer: readonly LedgerRow[];
 }
 
+/**
+ * The numbers development builds gave migrations before they were folded into 0001_baseline
+ * (0002 to 0030): a ledger row at one of them that this hookgate does not have is another line of
+ * history, never a newer release's. Later migrations are numbered above it.
+ */
+const BASELINE_HISTORY = 30;
+
 async function readSchemaState(
   db: Pick<pg.ClientBase | pg.Pool, 'query'>,
   migrations: readonly Migration[],
 ): Promise<SchemaState> {
   const ledger = (await db.query<LedgerRow>(LEDGER)).rows;
   const known = new Map(migrations.map((m) => [m.version, m.name]));
-  const newest = Math.max(0, ...migrations.map((m) => m.version));
+  const newest = Math.max(BASELINE_HISTORY, ...migrations.map((m) => m.version));
   const applied = new Set(ledger.filter((row) => known.get(row.version) === row.name).map((r) => r.version));
   return {
     missing: migrations.filter((m) => !applied.has(m.version)),

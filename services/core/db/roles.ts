@@ -13,7 +13,7 @@ import type pg from 'pg';
  *   reads. SELECT on `hookgate` and `pgboss`.
  * - console (`hookgate_console`, docs/console.md): the web console. SELECT on `hookgate` and
  *   `pgboss`, and exactly the writes its actions make: the audit row (not its time); requeue,
- *   discard and a quarantine release and drop through migration 0024's SECURITY DEFINER
+ *   discard and a quarantine release and drop through the baseline migration's SECURITY DEFINER
  *   functions only (no write of its own on the inbox, its keys, the delivery counts or any pg-boss
  *   job); a held quarantine row's reason and message; pause and resume; a destination's pause
  *   state, and its deliveries' status and retry budget (pause, resume, redeliver); the management
@@ -71,34 +71,27 @@ export const GRANT_ROLES = `
                     AND attname <> 'version' LOOP
       EXECUTE format('GRANT UPDATE (%I) ON pgboss.version TO hookgate_runtime', stamp);
     END LOOP;
-    -- Moves of inbox rows are recorded only by the migration's functions (0024).
-    IF to_regclass('hookgate.inbox_moves') IS NOT NULL THEN
-      REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_moves FROM hookgate_runtime;
-      GRANT EXECUTE ON FUNCTION hookgate.inbox_take_move(text, text) TO hookgate_runtime;
-    END IF;
-    -- The operators' writes the console shares with the CLI (0024): the CLI, as the runtime role,
-    -- goes through the same functions.
-    IF to_regprocedure('hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer)') IS NOT NULL THEN
-      GRANT EXECUTE ON FUNCTION
-        hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer),
-        hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text),
-        hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
-        hookgate.drop_quarantined(bigint[], text, text)
-        TO hookgate_runtime;
-    END IF;
-    IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
-      GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_runtime;
-    END IF;
+    -- Moves of inbox rows are recorded only by the baseline's definer functions (the key trigger
+    -- reads them, as the claimer, through inbox_take_move).
+    REVOKE INSERT, UPDATE, DELETE ON hookgate.inbox_moves FROM hookgate_runtime;
+    GRANT EXECUTE ON FUNCTION hookgate.inbox_take_move(text, text) TO hookgate_runtime;
+    -- The operators' writes the console shares with the CLI: the CLI, as the runtime role, goes
+    -- through the same functions; and the reconcile start's.
+    GRANT EXECUTE ON FUNCTION
+      hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer),
+      hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text),
+      hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
+      hookgate.drop_quarantined(bigint[], text, text),
+      hookgate.request_reconcile_run(text, text, timestamptz)
+      TO hookgate_runtime;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
-    -- Roles made by hand may be the other two only: the console then runs as a runtime login. The
-    -- console's writes go through migration 0024's functions, granted once they exist.
-    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console')
-       AND to_regprocedure('hookgate.requeue_events(text, text[], text[], text, timestamptz, timestamptz, integer, integer)') IS NOT NULL THEN
+    -- Roles made by hand may be the other two only: the console then runs as a runtime login.
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'hookgate_console') THEN
       EXECUTE format('GRANT CONNECT ON DATABASE %I TO hookgate_console', current_database());
       GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_console;
-      -- Whatever an earlier release granted (INSERT on the inbox and on pg-boss's jobs, the inbox's
-      -- status) goes first: what follows is all the console may write.
+      -- Whatever the role holds goes first (a grant made by hand, or by a build that granted more):
+      -- what follows is all the console may write.
       REVOKE ALL ON ALL TABLES IN SCHEMA hookgate, pgboss FROM hookgate_console;
       GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_console;
       GRANT USAGE ON ALL SEQUENCES IN SCHEMA hookgate TO hookgate_console;
@@ -114,10 +107,8 @@ export const GRANT_ROLES = `
         hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text),
         hookgate.drop_quarantined(bigint[], text, text)
         TO hookgate_console;
-      -- The API's reconcile start: one run of the reconcile queue, for the workers (0030).
-      IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
-        GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
-      END IF;
+      -- The API's reconcile start: one run of the reconcile queue, for the workers.
+      GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
       -- A release that cannot claim a held row yet says why on the row (actions.ts).
       GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).
@@ -127,11 +118,9 @@ export const GRANT_ROLES = `
       GRANT INSERT, UPDATE ON hookgate.destination_state TO hookgate_console;
       GRANT UPDATE (status, redelivered_attempts, next_attempt_at, settled_at)
         ON hookgate.destination_deliveries TO hookgate_console;
-      -- The management API (migration 0026, services/core/api/): an action's answer by
-      -- Idempotency-Key (claimed, completed, deleted when it expires) and each token's last use.
-      IF to_regclass('hookgate.api_idempotency') IS NOT NULL THEN
-        GRANT INSERT, UPDATE, DELETE ON hookgate.api_idempotency, hookgate.api_token_use TO hookgate_console;
-      END IF;
+      -- The management API (services/core/api/): an action's answer by Idempotency-Key (claimed,
+      -- completed, deleted when it expires) and each token's last use.
+      GRANT INSERT, UPDATE, DELETE ON hookgate.api_idempotency, hookgate.api_token_use TO hookgate_console;
       -- Every pg-boss client registers, refreshes and removes its own instance row.
       IF to_regclass('pgboss.instance') IS NOT NULL THEN
         GRANT INSERT, UPDATE, DELETE ON pgboss.instance TO hookgate_console;

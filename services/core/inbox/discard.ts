@@ -12,9 +12,9 @@ import {
 } from './selection.ts';
 
 /**
- * Locks the matching rows, then settles them: migration 0024's SECURITY DEFINER function, the one
- * way the console's role (and the CLI) discards, which takes parked and dead rows only. A row a
- * concurrent requeue moved to pending while this waited for its lock no longer matches (READ
+ * Locks the matching rows, then settles them: the baseline migration's SECURITY DEFINER function,
+ * the one way the console's role (and the CLI) discards, which takes parked and dead rows only. A
+ * row a concurrent requeue moved to pending while this waited for its lock no longer matches (READ
  * COMMITTED re-checks the WHERE of a row it waited for) and is left alone: each event ends in
  * exactly one of the two actions.
  */

@@ -197,8 +197,8 @@ export interface KeysPruneOptions {
 }
 
 /**
- * Where the keys' retention has reached (migration 0024): it only moves forward, and moves before
- * the keys go, so a run stopped halfway still says they may be gone.
+ * Where the keys' retention has reached (hookgate.inbox_keys_floor): it only moves forward, and
+ * moves before the keys go, so a run stopped halfway still says they may be gone.
  */
 const RAISE_KEYS_FLOOR = `
   INSERT INTO hookgate.inbox_keys_floor AS f (pruned_before) VALUES ($1::timestamptz)

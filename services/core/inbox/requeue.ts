@@ -23,7 +23,7 @@ const COUNT_REQUEUE = `
 
 /**
  * Moves parked/dead rows back to pending, each batch of EVENTS_PER_JOB under a new apply job that
- * names them, with a fresh retry budget counted on from their attempts: migration 0024's
+ * names them, with a fresh retry budget counted on from their attempts: the baseline migration's
  * SECURITY DEFINER function, the one way the console's role (and the CLI) requeues. It locks the
  * rows, so two requeues cannot both move one event, and writes only apply jobs of the endpoint's
  * queue for rows that exist.

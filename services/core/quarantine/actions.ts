@@ -117,8 +117,8 @@ const MARK_STILL_UNUSABLE = `
    WHERE q.id = u.id${HELD.replaceAll(' released_at', ' q.released_at').replaceAll(' dropped_at', ' q.dropped_at')}`;
 
 /**
- * One held row claimed and marked released in one transaction (migration 0024's SECURITY DEFINER
- * function): the row is locked first, so a drop of it waits and then finds it released, or this
+ * One held row claimed and marked released in one transaction (the baseline migration's SECURITY
+ * DEFINER function): the row is locked first, so a drop of it waits and then finds it released, or this
  * finds it dropped. The identity is what the provider made of the held delivery here; the payload
  * is the held body, parsed by the function itself (as JSON, or as a form post when the provider
  * decodes one), so a caller cannot put anything else into the inbox.
@@ -327,8 +327,8 @@ export async function releaseQuarantined(
 }
 
 /**
- * Each held row among the ids marked dropped (migration 0024's function, which locks the rows in id
- * order: a release holding one is waited for, and then found to have released it).
+ * Each held row among the ids marked dropped (the baseline migration's function, which locks the rows in
+ * id order: a release holding one is waited for, and then found to have released it).
  */
 const DROP = `
   SELECT id::text AS id, endpoint, outcome, settled_at, settled_by

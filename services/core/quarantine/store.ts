@@ -24,8 +24,7 @@ export function isQuarantineReason(code: string): code is QuarantineReason {
 /**
  * The headers kept with a quarantined delivery: an allow-list from the endpoint's provider (its
  * id, type, timestamp and delivery headers: what a release needs to identify it again), never
- * its signature or token header nor any other credential. Rows stored before this rule were
- * redacted by migrations/0025_quarantine_headers.sql.
+ * its signature or token header nor any other credential.
  */
 export function keptHeaders(headers: HeaderBag, rules: HeaderRules): Record<string, string> {
   return quarantineHeaders(headers, rules);

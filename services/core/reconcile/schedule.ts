@@ -94,8 +94,8 @@ export async function requestRun(
   endpoint: string,
   request: { readonly actor: string; readonly since?: Date | undefined },
 ): Promise<string | null> {
-  // Through the migration's function (0030), so the console's role may queue this run and no
-  // other job: it writes no table of pg-boss's itself.
+  // Through the baseline migration's function (request_reconcile_run), so the console's role may
+  // queue this run and no other job: it writes no table of pg-boss's itself.
   const { rows } = await db.query<{ id: string | null }>(REQUEST_RUN, [
     endpoint,
     request.actor,
