@@ -12,7 +12,7 @@ import type { VerifyReport } from '../../services/cli/verify/checks.ts';
 import { MIGRATION_CONNECTIONS, processConnections } from '../../services/core/config/connections.ts';
 import { loadConfig } from '../../services/core/config/load.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { LOAD_MIX_ENDPOINTS, LOAD_MIX_TARGETS } from '../support/load-mix-endpoints.ts';
 import { runHookgate } from '../support/process.ts';
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../services/core/db/migrate.ts';
 import { readMigrations } from '../../services/core/db/migration-files.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // Migration 0025: quarantined rows stored before the allow-list keep only the headers a built-in
