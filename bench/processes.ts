@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../services/core/db/embedded.ts';
-import { migrate } from '../services/core/db/migrate.ts';
+import { migrate } from '../services/core/migrate/migrate.ts';
 import { startSystemCluster } from '../test/support/system-postgres.ts';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -11,7 +11,7 @@ import pg from 'pg';
 import { type DriverResult, drive } from '../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../load/lib/mix.ts';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../services/core/config/dedupe-schema.ts';
-import { prune } from '../services/core/inbox/prune.ts';
+import { prune } from '../services/core/retention/prune.ts';
 import type { BenchDatabase } from './processes.ts';
 import { tableSizes } from './sizes.ts';
 import { startStack } from './stack.ts';

@@ -1,6 +1,6 @@
 import { pino } from 'pino';
-import { isUnreachable } from './db/wait-for-database.ts';
 import { textLine } from './log-text.ts';
+import { isUnreachable } from './unreachable.ts';
 
 export type Logger = pino.Logger;
 

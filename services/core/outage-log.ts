@@ -1,5 +1,5 @@
-import { isUnreachable } from './db/wait-for-database.ts';
 import type { Logger } from './logging.ts';
+import { isUnreachable } from './unreachable.ts';
 
 /** How often a summary is written while the database stays unreachable. */
 export const OUTAGE_SUMMARY_MS = 30_000;

@@ -5,7 +5,6 @@ import type { PgBoss } from 'pg-boss';
 import { applyInClaim } from '../core/apply/apply-in-claim.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import type { Config } from '../core/config/schema.ts';
-import { readinessCheck } from '../core/db/readiness.ts';
 import { routesFrom } from '../core/destinations/routes.ts';
 import { HookgateError } from '../core/errors.ts';
 import { createHandler } from '../core/handlers/index.ts';
@@ -14,6 +13,7 @@ import { type Claim, type ClaimHooks, type ClaimResult, claimBatch } from '../co
 import { GroupCommitOverloaded, GroupCommitter } from '../core/inbox/group-commit.ts';
 import type { Logger } from '../core/logging.ts';
 import type { GatewayMetrics } from '../core/metrics.ts';
+import { readinessCheck } from '../core/migrate/readiness.ts';
 import type { Provider, VerifyRequest } from '../core/providers/types.ts';
 import { storeQuarantined } from '../core/quarantine/store.ts';
 import { NOTIFY_ENDPOINTS, WAKEUP_CHANNEL } from '../core/queue/wakeup.ts';
@@ -50,7 +50,7 @@ export interface GatewayOptions {
   readonly now?: () => number;
   /** Directory of the config file, for sync-mode `module:` handlers (default: cwd). */
   readonly configDir?: string;
-  /** What /readyz checks (default: services/core/db/readiness.ts on this pool). */
+  /** What /readyz checks (default: services/core/migrate/readiness.ts on this pool). */
   readonly readiness?: () => Promise<string | null>;
 }
 

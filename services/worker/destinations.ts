@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { Counter, Histogram, type Registry } from 'prom-client';
+import { compileAddressPolicy } from '../core/config/address-policy.ts';
 import { withTransaction } from '../core/db/transaction.ts';
-import { compileAddressPolicy } from '../core/destinations/address-policy.ts';
 import { breakerGate, type Gate, recordBreakerOutcome } from '../core/destinations/breaker.ts';
 import {
   type AttemptOutcome,

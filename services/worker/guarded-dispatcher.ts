@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress, type LookupAllOptions } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, buildConnector } from 'undici';
-import type { AddressPolicy } from '../core/destinations/address-policy.ts';
+import type { AddressPolicy } from '../core/config/address-policy.ts';
 import type { ErrorCode } from '../core/error-codes.ts';
 
 // The destination relay's connections under relay.allowedDestinations: every address a

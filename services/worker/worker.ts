@@ -1,13 +1,13 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
 import type { EventResult } from '../core/apply/engine.ts';
-import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/apply/failure.ts';
 import type { ApplyMetrics } from '../core/apply/metrics.ts';
 import { recordAttempts, THIS_WORKER } from '../core/attempts/attempts.ts';
 import type { Config } from '../core/config/schema.ts';
 import { routesFrom } from '../core/destinations/routes.ts';
 import { createHandler } from '../core/handlers/index.ts';
 import type { Handler } from '../core/handlers/types.ts';
+import { failureFromOutput, jobOutputOf, lastErrorOf } from '../core/inbox/last-error.ts';
 import { lostAlone, markAlone } from '../core/inbox/lost-attempts.ts';
 import { recordBatchFailure } from '../core/inbox/rows.ts';
 import type { Logger } from '../core/logging.ts';

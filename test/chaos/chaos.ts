@@ -13,7 +13,7 @@ import { type DriverAnswer, type DriverResult, drive } from '../../load/driver/d
 import { DEFAULT_MIX } from '../../load/lib/mix.ts';
 import type { VerifyReport } from '../../services/cli/verify/checks.ts';
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from '../../services/core/db/embedded.ts';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { LOAD_MIX_CONFIG, LOAD_MIX_ENDPOINTS, LOAD_MIX_TARGETS } from '../support/load-mix-endpoints.ts';
 import { type RunningProcess, runHookgate, startHookgate } from '../support/process.ts';
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';

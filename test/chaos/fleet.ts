@@ -9,10 +9,10 @@ import pg from 'pg';
 import { type DriverAnswer, type DriverResult, drive } from '../../load/driver/driver.ts';
 import { DEFAULT_MIX } from '../../load/lib/mix.ts';
 import type { VerifyReport } from '../../services/cli/verify/checks.ts';
+import { MIGRATION_CONNECTIONS, processConnections } from '../../services/core/config/connections.ts';
 import { loadConfig } from '../../services/core/config/load.ts';
-import { MIGRATION_CONNECTIONS, processConnections } from '../../services/core/db/connections.ts';
 import { freePort } from '../../services/core/db/embedded.ts';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { LOAD_MIX_ENDPOINTS, LOAD_MIX_TARGETS } from '../support/load-mix-endpoints.ts';
 import { runHookgate } from '../support/process.ts';
 import { INSTALL_EFFECTS } from '../support/worker-effects.ts';
@@ -45,7 +45,7 @@ export async function prepareDatabase(url: string): Promise<void> {
 
 /**
  * The most connections a fleet of `gateways` and `workers` opens with this configuration (the
- * sizing guide's formula, services/core/db/connections.ts), plus a migration and the run's own
+ * sizing guide's formula, services/core/config/connections.ts), plus a migration and the run's own
  * checks: what a PgBouncer pool in front of it must hold (load/README.md, "Connections").
  */
 export function fleetConnections(configFile: string, gateways: number, workers: number): number {

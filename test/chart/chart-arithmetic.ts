@@ -1,17 +1,17 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configSchema } from '../../services/core/config/schema.ts';
 import {
   CONSOLE_ROLE_CONNECTIONS,
   MIGRATION_CONNECTIONS,
   QUEUE_CONNECTIONS,
   WAKEUP_LISTENER_CONNECTIONS,
-} from '../../services/core/db/connections.ts';
+} from '../../services/core/config/connections.ts';
+import { configSchema } from '../../services/core/config/schema.ts';
 import { ROOT } from '../support/process.ts';
 
 // The numbers the chart's templates compute with, taken from hookgate's TypeScript so that the
 // chart never keeps copies of them: the connections each process holds beside its configured
-// pools (services/core/db/connections.ts) and the configuration's defaults the arithmetic uses
+// pools (services/core/config/connections.ts) and the configuration's defaults the arithmetic uses
 // when values leave a key out (services/core/config/schema.ts). The templates read the generated
 // file (`.Files.Get`: the connection figure in NOTES.txt, the grace-period checks);
 // chart-arithmetic.test.ts fails when it is stale. Regenerate with

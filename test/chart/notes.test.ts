@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { MIGRATION_CONNECTIONS, processConnections } from '../../services/core/config/connections.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
-import { MIGRATION_CONNECTIONS, processConnections } from '../../services/core/db/connections.ts';
 import { CHART, find, render, run, scenarioFile, tool } from './tools.ts';
 
 // NOTES.txt, as `helm install` prints it (client-side dry run: no cluster, so `lookup` finds no

@@ -2,9 +2,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { byteSize, durationMs, formatDuration, formatSize } from '../../services/core/config/duration.ts';
+import {
+  DEFAULT_HANDLER,
+  NAMED_HANDLERS,
+  PREFIXED_HANDLERS,
+} from '../../services/core/config/handler-kinds.ts';
 import { handlerOptionsSchema } from '../../services/core/config/handler-options.ts';
 import { configSchema } from '../../services/core/config/schema.ts';
-import { DEFAULT_HANDLER, NAMED_HANDLERS, PREFIXED_HANDLERS } from '../../services/core/handlers/registry.ts';
 import { ROOT } from '../support/process.ts';
 import { DURATION_GRAMMAR, durationPattern, SIZE_GRAMMAR, sizePattern } from './schema-patterns.ts';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { runThroughPgBouncer } from '../chaos/pgbouncer-run.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { LOAD_MIX_CONFIG } from '../support/load-mix-endpoints.ts';

@@ -1,8 +1,8 @@
 import type { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
-import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { jobsNaming, startBoss } from '../support/apply.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';

@@ -7,8 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../services/core/db/migrate.ts';
 import { listInboxPartitions } from '../../services/core/inbox/partitions.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { createBoss } from '../../services/core/queue/boss.ts';
 import { ensureQueues } from '../../services/core/queue/queues.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';

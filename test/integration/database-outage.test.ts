@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type EmbeddedDatabase, freePort, startEmbeddedPostgres } from '../../services/core/db/embedded.ts';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { SW_SECRET, startTestGateway, type TestGateway, testConfig } from '../support/gateway.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { insertDeliveries } from '../../services/core/destinations/deliveries.ts';
-import { prune } from '../../services/core/inbox/prune.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // Retention of destination deliveries: delivered rows past the window go (their attempts with

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
-import { prune } from '../../services/core/inbox/prune.ts';
 import { applyQueue } from '../../services/core/queue/names.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { post, standardWebhook } from '../support/deliveries.ts';
 import { startTestGateway, type TestGateway } from '../support/gateway.ts';

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate, statementsOf } from '../../services/core/db/migrate.ts';
 import { type Migration, readMigrations } from '../../services/core/db/migration-files.ts';
+import { migrate, statementsOf } from '../../services/core/migrate/migrate.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 // A migration whose first line is `-- hookgate: no transaction` runs statement by statement, for

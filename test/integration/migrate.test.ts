@@ -1,4 +1,4 @@
-// `hookgate migrate` (services/core/db/migrate.ts), on PostgreSQL 15 and 18: the baseline makes
+// `hookgate migrate` (services/core/migrate/migrate.ts), on PostgreSQL 15 and 18: the baseline makes
 // every table, function and schema the code's statements name; concurrent migrators serialise on
 // the advisory lock; a second run changes nothing; the ledger records the release; and a database
 // this hookgate cannot take forward is refused with a sentence (a development build's ledger from
@@ -7,13 +7,13 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { migrationName, readMigrations } from '../../services/core/db/migration-files.ts';
 import {
   migrate,
   newerSchemaNotice,
   pendingMigrations,
   unappliedMigrations,
-} from '../../services/core/db/migrate.ts';
-import { migrationName, readMigrations } from '../../services/core/db/migration-files.ts';
+} from '../../services/core/migrate/migrate.ts';
 import { HOOKGATE_VERSION } from '../../services/core/version.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { describeSchema } from '../support/schema-catalog.ts';

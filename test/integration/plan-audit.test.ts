@@ -18,7 +18,6 @@ import {
 } from '../../services/core/destinations/actions.ts';
 import { registerDestinationGauges } from '../../services/core/destinations/metrics.ts';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
-import { prune } from '../../services/core/inbox/prune.ts';
 import { findOrphans, requeue, requeueOrphans } from '../../services/core/inbox/requeue.ts';
 import { createRegistry } from '../../services/core/metrics.ts';
 import { registerPauseMetrics } from '../../services/core/pause/metrics.ts';
@@ -29,6 +28,7 @@ import { applyQueue } from '../../services/core/queue/names.ts';
 import { registerBacklogMetrics } from '../../services/core/read-models/backlog.ts';
 import { collectStats } from '../../services/core/read-models/stats.ts';
 import { readStates } from '../../services/core/reconcile/state-sql.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { type RunningDestinationRelay, startDestinationRelay } from '../../services/worker/destinations.ts';
 import { apiClient } from '../support/api-client.ts';
 import { silentLogger } from '../support/apply.ts';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
 import { listInboxPartitions } from '../../services/core/inbox/partitions.ts';
-import { prune } from '../../services/core/inbox/prune.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;

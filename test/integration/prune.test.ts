@@ -1,12 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_DEDUPE_HORIZON_MS } from '../../services/core/config/dedupe-schema.ts';
+import type { PruneProgress } from '../../services/core/db/batched-delete.ts';
 import {
   insertDeliveries,
   PRUNE_DELIVERIES_BATCH,
   pruneDestinationDeliveries,
 } from '../../services/core/destinations/deliveries.ts';
 import { PRUNE_INBOX_ROWS_BATCH } from '../../services/core/inbox/partitions.ts';
-import { type PruneProgress, prune, pruneInbox } from '../../services/core/inbox/prune.ts';
+import { pruneInbox } from '../../services/core/inbox/prune.ts';
+import { prune } from '../../services/core/retention/prune.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 
 let db: TestDatabase;

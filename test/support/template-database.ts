@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { migrate } from '../../services/core/db/migrate.ts';
+import { migrate } from '../../services/core/migrate/migrate.ts';
 
 export interface TemplateDatabase {
   /** The database each migrated test database is copied from (`CREATE DATABASE … TEMPLATE`). */

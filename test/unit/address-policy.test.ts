@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../services/core/config/load.ts';
 import {
   carriedIpv4,
   compileAddressPolicy,
   parseAllowEntry,
-} from '../../services/core/destinations/address-policy.ts';
+} from '../../services/core/config/address-policy.ts';
+import { parseConfig } from '../../services/core/config/load.ts';
 
 describe('relay.allowedDestinations entries', () => {
   it('parses CIDRs, bare addresses and host patterns, and says why anything else is not one', () => {

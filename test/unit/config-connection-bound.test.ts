@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_PROCESS_CONNECTIONS } from '../../services/core/config/connection-bound.ts';
+import { destinationLoopConnections, processConnections } from '../../services/core/config/connections.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
 import { type Config, configSchema } from '../../services/core/config/schema.ts';
-import { destinationLoopConnections, processConnections } from '../../services/core/db/connections.ts';
 import { runCliInProcess } from '../support/cli.ts';
 
 // Each key is bounded on its own; what a process would open from all of them together is bounded
-// too, by services/core/db/connections.ts's arithmetic (what `serve` sizes its pools with). The
+// too, by services/core/config/connections.ts's arithmetic (what `serve` sizes its pools with). The
 // figures expected are computed by that same code, so they follow it when it changes.
 const figure = (n: number) => n.toLocaleString('en-US').replaceAll(',', ' ');
 const destination = { url: 'https://example.com/hook', concurrency: 64, breaker: { failures: 5 } };

@@ -34,6 +34,46 @@ const ALLOWED: Record<string, readonly string[]> = {
   release: ['services/core'],
 };
 
+/**
+ * The layers of services/core/, bottom to top (docs/architecture.md, "Layers inside
+ * services/core/"); `.` is core's own files. A folder imports its own files and the layers below
+ * its own, never a folder of its own layer or of one above, so no two folders can import each
+ * other, directly or round a loop.
+ */
+const CORE_LAYERS: readonly (readonly string[])[] = [
+  ['.'],
+  ['providers'],
+  ['config'],
+  ['db'],
+  ['queue', 'attempts', 'audit', 'api'],
+  ['inbox', 'pause'],
+  ['handlers', 'quarantine', 'replay'],
+  ['reconcile'],
+  ['read-models'],
+  ['destinations'],
+  ['apply', 'retention', 'migrate'],
+];
+
+const CORE = 'services/core';
+
+/** The folder of services/core/ a path is in; `.` for core's own files. */
+function coreFolderOf(path: string): string {
+  const parts = relative(CORE, path).split('/');
+  return parts.length === 1 ? '.' : parts[0]!;
+}
+
+/** The layers as the map lists them: each numbered line's folders, `services/core/*.ts` as `.`. */
+function documentedLayers(): string[][] {
+  const section = MAP.split(/^#+ /m).find((part) => part.startsWith('Layers inside `services/core/`'));
+  return (section ?? '')
+    .split('\n')
+    .filter((line) => /^\d+\. /.test(line))
+    .map((line) => [
+      ...(line.includes('`services/core/*.ts`') ? ['.'] : []),
+      ...[...line.matchAll(/`([a-z-]+)\/`/g)].map((match) => match[1]!),
+    ]);
+}
+
 describe('docs/architecture.md', () => {
   it('names only paths that exist', () => {
     const named = [
@@ -64,5 +104,31 @@ describe('docs/architecture.md', () => {
         .map((target) => `${file} → ${target}`),
     );
     expect(outside).toEqual([]);
+  });
+
+  it('shows the layers of services/core/ as the fence below holds them', () => {
+    expect(documentedLayers()).toEqual(CORE_LAYERS);
+  });
+
+  it('places every folder of services/core/ in one layer', () => {
+    const folders = readdirSync(CORE).filter((name) => statSync(join(CORE, name)).isDirectory());
+    expect(CORE_LAYERS.flat().sort()).toEqual(['.', ...folders].sort());
+  });
+
+  it('lets a folder of services/core/ import only from the layers below its own', () => {
+    const layerOf = new Map(
+      CORE_LAYERS.flatMap((layer, index) => layer.map((folder) => [folder, index] as const)),
+    );
+    const upward = files(CORE).flatMap((file) => {
+      const from = coreFolderOf(file);
+      return importsOf(file)
+        .filter((target) => target.startsWith(`${CORE}/`))
+        .filter((target) => {
+          const to = coreFolderOf(target);
+          return to !== from && !((layerOf.get(to) ?? Infinity) < (layerOf.get(from) ?? -Infinity));
+        })
+        .map((target) => `${file} → ${target}`);
+    });
+    expect(upward).toEqual([]);
   });
 });

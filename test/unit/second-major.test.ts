@@ -9,7 +9,7 @@ import { OWN_SERVER, SECOND_MAJOR } from '../support/second-major.ts';
 /** Each area, and what in a test file's code says it touches it. */
 const AREAS: Readonly<Record<string, readonly RegExp[]>> = {
   plans: [/\bEXPLAIN\b/, /support\/plans\.ts'/],
-  migrations: [/core\/db\/migrate\.ts'/, /\['migrate'|'migrate',/],
+  migrations: [/core\/migrate\/migrate\.ts'/, /\['migrate'|'migrate',/],
   partitions: [
     /inbox\/partitions\.ts'/,
     /inbox\/partition-metrics\.ts'/,
@@ -57,7 +57,9 @@ describe('the second major (PostgreSQL 15) runs every file where the major matte
 
   it('finds each area in code and not in comments', () => {
     expect(areasOf(`const plan = await client.query('EXPLAIN SELECT 1');`)).toEqual(['plans']);
-    expect(areasOf(`import { migrate } from '../../services/core/db/migrate.ts';`)).toEqual(['migrations']);
+    expect(areasOf(`import { migrate } from '../../services/core/migrate/migrate.ts';`)).toEqual([
+      'migrations',
+    ]);
     expect(areasOf(`await runCli(['migrate', '--dry-run']);`)).toEqual(['migrations']);
     expect(areasOf(`await db.query('SELECT count(*) FROM hookgate.inbox_default');`)).toEqual(['partitions']);
     expect(areasOf(`await db.query('CREATE ROLE someone LOGIN');`)).toEqual(['roles']);

@@ -55,7 +55,7 @@ const OWNERS: Record<string, readonly string[]> = {
   'hookgate.destination_rate': ['services/core/destinations/'],
   'hookgate.destination_breaker': ['services/core/destinations/', 'services/core/read-models/'],
   'hookgate.entity_state': ['services/core/handlers/project.ts', 'services/core/read-models/'],
-  'hookgate.schema_migrations': ['services/core/db/'],
+  'hookgate.schema_migrations': ['services/core/migrate/', 'services/core/db/roles.ts'],
   // Operations: the audit trail, paused endpoints, the per-attempt history.
   'hookgate.audit': ['services/core/audit/', 'services/core/db/roles.ts'],
   'hookgate.endpoint_state': ['services/core/pause/', 'services/core/db/roles.ts'],

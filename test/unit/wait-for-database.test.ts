@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { isUnreachable, untilReachable } from '../../services/core/db/wait-for-database.ts';
+import { untilReachable } from '../../services/core/db/wait-for-database.ts';
 import { createLogger } from '../../services/core/logging.ts';
+import { isUnreachable } from '../../services/core/unreachable.ts';
 
 const coded = (code: string, message = code) => Object.assign(new Error(message), { code });
 

@@ -303,7 +303,7 @@ sign in, so say so at render time where the chart can tell.
 The most PostgreSQL connections the release may hold at once, as JSON (load/README.md,
 "Connections"): every pod at its largest replica count plus the rolling update's surge (25 %,
 rounded up), each with its pools at their maximum, plus the migration Job and KEDA's scaler.
-Per pod, as `hookgate serve` sizes its pools (services/core/db/connections.ts; a test compares),
+Per pod, as `hookgate serve` sizes its pools (services/core/config/connections.ts; a test compares),
 with the constants and defaults of files/generated/arithmetic.json: gateway:
 config.database.poolSize + pg-boss's; worker: the larger of config.worker.poolSize and endpoints ×
 worker.concurrency + 2 + the destination relay's (per

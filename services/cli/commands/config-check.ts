@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { processConnections } from '../../core/db/connections.ts';
+import { processConnections } from '../../core/config/connections.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
 import { configPath } from '../support/options.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { unappliedMigrations } from '../../core/db/migrate.ts';
 import { createLogger } from '../../core/logging.ts';
+import { unappliedMigrations } from '../../core/migrate/migrate.ts';
 import { describeDatabase, openDatabase, openExistingDatabase, runMigrations } from '../database.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';

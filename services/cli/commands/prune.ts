@@ -5,7 +5,7 @@ import { DEFAULT_DEDUPE_HORIZON_MS } from '../../core/config/dedupe-schema.ts';
 import { durationMs, formatDuration } from '../../core/config/duration.ts';
 import { countOldDeliveryCounts, pruneDeliveryCounts } from '../../core/inbox/delivery-counts.ts';
 import { INBOX_MAX_MOVED_ROWS } from '../../core/inbox/partitions.ts';
-import { countPrunable, prune } from '../../core/inbox/prune.ts';
+import { countPrunable, prune } from '../../core/retention/prune.ts';
 import { withCommandPool } from '../database.ts';
 import { printJson } from '../support/format.ts';
 import { commandConfig } from '../support/options.ts';

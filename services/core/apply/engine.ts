@@ -6,6 +6,7 @@ import { type Route, type Routes, webhookIdFor } from '../destinations/routes.ts
 import { HookgateError } from '../errors.ts';
 import { isTestEvent } from '../handlers/test-event.ts';
 import type { ApplyOutcome, BatchEventResult, Handler, InboxEvent } from '../handlers/types.ts';
+import { type Failure, lastErrorOf, PARKING_CODE } from '../inbox/last-error.ts';
 import {
   type Applied,
   attemptOf,
@@ -24,7 +25,7 @@ import {
   traceIdOf,
   withSpan,
 } from '../tracing.ts';
-import { type Failure, failureOf, lastErrorOf, PARKING_CODE } from './failure.ts';
+import { failureOf } from './failure.ts';
 import { type ApplyMetrics, appliedOutcome } from './metrics.ts';
 import { collectingRouter } from './routing.ts';
 

@@ -1,4 +1,4 @@
-import { destinationLoopConnections, processConnections } from '../db/connections.ts';
+import { destinationLoopConnections, processConnections } from './connections.ts';
 import type { Config } from './schema.ts';
 
 /**
@@ -13,7 +13,7 @@ const figure = (n: number) => n.toLocaleString('en-US').replaceAll(',', ' ');
 
 /**
  * The sentence refusing a configuration whose busiest process (`serve --role all`, else a worker)
- * would open more than MAX_PROCESS_CONNECTIONS, by services/core/db/connections.ts's arithmetic
+ * would open more than MAX_PROCESS_CONNECTIONS, by services/core/config/connections.ts's arithmetic
  * (the same `serve` sizes its pools with); null when it fits.
  */
 export function connectionBoundProblem(config: Config): string | null {

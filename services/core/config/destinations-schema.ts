@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { parseAllowEntry } from '../destinations/address-policy.ts';
 import { isJsonPointer } from '../providers/json-pointer.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
+import { parseAllowEntry } from './address-policy.ts';
 import { durationMs } from './duration.ts';
 
 // `endpoints.<name>.destinations.<dest>`: where an endpoint's events are fanned out to, beside

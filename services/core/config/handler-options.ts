@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { handlerKindOf } from '../handlers/registry.ts';
+import { handlerKindOf } from './handler-kinds.ts';
 
 /**
- * The option schema of the handler a `handler` value names (handlers/registry.ts), so the
+ * The option schema of the handler a `handler` value names (handler-kinds.ts), so the
  * configuration is checked whole at load time (the handlers check again when they are built).
  * `module:` handlers own their options.
  */

@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
-import { NAMED_HANDLERS } from '../handlers/registry.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
 import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
 import { forwardProblems, withoutForward } from './forward-refused.ts';
+import { NAMED_HANDLERS } from './handler-kinds.ts';
 import {
   FILE_REFERENCE,
   type FileReferenceProblem,

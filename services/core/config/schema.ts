@@ -1,6 +1,5 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN, handlerKindOf } from '../handlers/registry.ts';
 import { hmacOptionsSchema } from '../providers/hmac-options.ts';
 import { PROVIDER_NAMES } from '../providers/index.ts';
 import { schemeOptionsSchema } from '../providers/scheme-options.ts';
@@ -9,6 +8,7 @@ import { consoleSchema } from './console-schema.ts';
 import { dedupeSchema, reconcileHorizonIssues } from './dedupe-schema.ts';
 import { allowedDestinationsSchema, destinationsSchema } from './destinations-schema.ts';
 import { byteSize, durationMs } from './duration.ts';
+import { DEFAULT_HANDLER, HANDLER_CHOICES, HANDLER_PATTERN, handlerKindOf } from './handler-kinds.ts';
 import { handlerOptionsSchema } from './handler-options.ts';
 import { providerIssues } from './provider-options.ts';
 import { reconcileIssues, reconcileSchema } from './reconcile-schema.ts';
@@ -46,7 +46,7 @@ const extractSchema = z.strictObject({
   version: jsonPointer.optional(),
 });
 
-/** A handler handlers/registry.ts knows: `record`, `project`, …, `module:<path>`, `sql:<statement>`. */
+/** A handler handler-kinds.ts knows: `record`, `project`, …, `module:<path>`, `sql:<statement>`. */
 const handlerSchema = z.string().regex(HANDLER_PATTERN, `must be ${HANDLER_CHOICES}`);
 
 const envName = z

@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { DESTINATION_NAME } from '../config/destinations-schema.ts';
-import { durationMs } from '../config/duration.ts';
+import { billingOptionsSchema } from '../config/handlers-schema.ts';
 import {
   BOOK_PAYMENTS,
   INSERT_INVOICES_IF_ABSENT,
@@ -26,26 +25,6 @@ import {
   type InboxEvent,
   roundsByKey,
 } from './types.ts';
-
-const httpUrl = z
-  .string()
-  .refine((text) => URL.canParse(text) && /^https?:$/.test(new URL(text).protocol), 'must be an http(s) URL');
-
-export const billingOptionsSchema = z.strictObject({
-  /** Secret key for re-fetching subscriptions. Without it subscription events fail (and go dead). */
-  stripeApiKey: z.string().min(1, 'must not be empty').optional(),
-  /** Base URL of the Stripe API; only scheme, host and port are used. */
-  stripeApiBase: httpUrl
-    .refine((text) => ['', '/'].includes(new URL(text).pathname), 'must not have a path (scheme://host:port)')
-    .default('https://api.stripe.com'),
-  /** Per-request timeout of a re-fetch (it runs inside the apply transaction). */
-  stripeTimeout: durationMs.default(10_000),
-  /**
-   * One of the endpoint's destinations (with `routedBy: handler`): every invoice.paid event that
-   * books a new ledger entry is routed to it, and no other event. Unset: none is.
-   */
-  notify: z.string().regex(DESTINATION_NAME, "must name one of the endpoint's destinations").optional(),
-});
 
 const customerRef = z.union([z.string(), z.looseObject({ id: z.string() })]).nullish();
 const epochSeconds = z.number().int().nullish();

@@ -1,6 +1,7 @@
+import { HANDLER_CHOICES, handlerKindOf } from '../config/handler-kinds.ts';
 import { HookgateError } from '../errors.ts';
 import type { Logger } from '../logging.ts';
-import { HANDLER_CHOICES, handlerKindOf } from './registry.ts';
+import { HANDLER_BUILDERS } from './registry.ts';
 import type { Handler } from './types.ts';
 
 export interface HandlerDeps {
@@ -11,8 +12,8 @@ export interface HandlerDeps {
 }
 
 /**
- * Builds an endpoint's handler from its `handler` spec and `options` (registry.ts says which
- * specs exist). Each factory validates its own options with a schema and throws a HookgateError
+ * Builds an endpoint's handler from its `handler` spec and `options` (config/handler-kinds.ts says which
+ * specs exist, registry.ts what builds each). Each factory validates its own options with a schema and throws a HookgateError
  * naming the bad option. Whatever the handler, test events (`hookgate.test`) never reach it: the
  * engine settles them (test-event.ts).
  */
@@ -24,5 +25,5 @@ export async function createHandler(spec: string, options: unknown, deps: Handle
       `${deps.endpoint}.handler: ${JSON.stringify(spec)} must be ${HANDLER_CHOICES}`,
     );
   }
-  return found.kind.create(found.argument, options, deps);
+  return HANDLER_BUILDERS[found.name](found.argument, options, deps);
 }

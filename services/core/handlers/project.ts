@@ -1,5 +1,5 @@
-import { z } from 'zod';
-import { evaluatePointer, isJsonPointer } from '../providers/json-pointer.ts';
+import { projectOptionsSchema } from '../config/handlers-schema.ts';
+import { evaluatePointer } from '../providers/json-pointer.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import {
@@ -11,19 +11,6 @@ import {
   type InboxEvent,
   roundsByKey,
 } from './types.ts';
-
-export const projectOptionsSchema = z.strictObject({
-  /** Entity type used when the endpoint's extraction gives none. */
-  entityType: z.string().min(1).max(200).default('entity'),
-  /** JSON pointer into the verified payload naming the state to store; '' stores the whole body. */
-  state: z.string().refine(isJsonPointer, 'must be a JSON pointer such as /data').default(''),
-  /**
-   * Event types allowed to create an entity. When set, any other event for an entity with no
-   * state yet throws EntityNotYetKnown (retried, then `parked` until requeued), instead of
-   * creating the entity from a partial update.
-   */
-  createOn: z.array(z.string().min(1)).min(1).optional(),
-});
 
 // Latest state wins, by version, whatever the arrival order: each write's WHERE is the guard (an
 // older or equal version changes nothing and the event settles as `stale`). A batch is split into

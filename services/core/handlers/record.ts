@@ -1,9 +1,7 @@
-import { z } from 'zod';
+import { recordOptionsSchema } from '../config/handlers-schema.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import type { Handler } from './types.ts';
-
-export const recordOptionsSchema = z.strictObject({});
 
 /** The inbox row is the product: applying an event only settles it as `processed`. */
 export function createRecordHandler(options: unknown, deps: HandlerDeps): Handler {

@@ -1,13 +1,10 @@
-import { z } from 'zod';
+import { sqlOptionsSchema } from '../config/handlers-schema.ts';
 import { REFERENCE } from '../config/interpolate.ts';
 import { HookgateError } from '../errors.ts';
 import { isSettled, SETTLED_STATUSES, sqlList } from '../inbox/status.ts';
 import { parseHandlerOptions } from './handler-options.ts';
 import type { HandlerDeps } from './index.ts';
 import type { ApplyOutcome, Handler, InboxEvent } from './types.ts';
-
-/** The sql handler takes no options: the statement is the whole configuration. */
-export const sqlOptionsSchema = z.strictObject({});
 
 const TRANSACTION_CONTROL =
   /^\s*(begin|start|commit|end|rollback|abort|savepoint|release|prepare|set\s+transaction)\b/i;

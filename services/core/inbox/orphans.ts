@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import type { PgBoss } from 'pg-boss';
-import { failureFromOutput, lastErrorOf, PARKING_CODE } from '../apply/failure.ts';
 import { jobsById, LIVE_JOB_STATES } from '../queue/job-rows.ts';
 import { applyQueue } from '../queue/names.ts';
 import { dispatchEvents } from './dispatch.ts';
+import { failureFromOutput, lastErrorOf, PARKING_CODE } from './last-error.ts';
 import { type Ended, settleBatch } from './rows.ts';
 
 // Orphans: pending rows whose job is finished or gone (pg-boss ran out of tries for a batch whose

@@ -1,14 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../../../services/core/config/load.ts';
 import {
   destinationLoopConnections,
   MIGRATION_CONNECTIONS,
   processConnections,
-} from '../../../services/core/db/connections.ts';
+} from '../../../services/core/config/connections.ts';
+import { parseConfig } from '../../../services/core/config/load.ts';
 
 // load/README.md gives the connection arithmetic and its worked examples in prose; the code that
-// `serve` and the chart use is services/core/db/connections.ts. The README's figures are computed
+// `serve` and the chart use is services/core/config/connections.ts. The README's figures are computed
 // here from the code, so a change to either that leaves the other behind fails (the README once
 // kept `E × (worker.concurrency + 1) + … + 1` long after the code had moved on).
 const text = readFileSync(new URL('../../../load/README.md', import.meta.url), 'utf8');

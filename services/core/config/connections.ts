@@ -1,4 +1,4 @@
-import type { Config } from '../config/schema.ts';
+import type { Config } from './schema.ts';
 
 /**
  * How many PostgreSQL connections each hookgate process may hold at most. `serve` sizes its

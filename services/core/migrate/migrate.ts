@@ -1,11 +1,11 @@
 import pg from 'pg';
 import { PgBoss } from 'pg-boss';
+import { type Migration, migrationName, readMigrations } from '../db/migration-files.ts';
+import { applyRoles } from '../db/roles.ts';
 import { HookgateError } from '../errors.ts';
 import { ensureInboxPartitions } from '../inbox/partitions.ts';
 import { PGBOSS_SCHEMA } from '../queue/names.ts';
 import { compareVersions, HOOKGATE_VERSION } from '../version.ts';
-import { type Migration, migrationName, readMigrations } from './migration-files.ts';
-import { applyRoles } from './roles.ts';
 
 /** One advisory lock key for every migrator of every hookgate version (arbitrary, fixed). */
 const MIGRATION_LOCK_KEY = 7_301_244_019;
