@@ -31,6 +31,7 @@ export class OutageLog {
   private failures = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private silent = false;
+  private seen = 0;
 
   constructor(logger: Logger, options: { where: string; summaryEveryMs?: number; now?: () => number }) {
     this.logger = logger;
@@ -44,11 +45,21 @@ export class OutageLog {
   }
 
   /**
+   * How many failures to reach the database this log has counted, ever: a loop whose step handles
+   * some of its own failures compares it before and after, and reports a recovery only when its
+   * step saw none (a step that fetched before a cut and failed after it reached nothing).
+   */
+  get failuresSeen(): number {
+    return this.seen;
+  }
+
+  /**
    * Reports a failure of `source` (a loop, the queue, readiness). Returns true when it was the
    * database being unreachable (counted here; the caller logs nothing), false otherwise.
    */
   failed(source: string, error: unknown): boolean {
     if (!databaseUnreachableError(error)) return false;
+    this.seen += 1;
     this.failures.set(source, (this.failures.get(source) ?? 0) + 1);
     if (this.downSince === null) {
       this.downSince = this.now();

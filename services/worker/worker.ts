@@ -331,9 +331,12 @@ export async function startWorker(options: WorkerOptions): Promise<RunningWorker
   const loop = async (endpoint: string, step: () => Promise<boolean>): Promise<void> => {
     while (!stopping) {
       let full = false;
+      const seen = options.outage?.failuresSeen;
       try {
         full = await step();
-        options.outage?.recovered();
+        // The step handles some failures itself (it then returns normally): reaching the
+        // database is shown only by a step during which no failure was counted.
+        if (options.outage?.failuresSeen === seen) options.outage?.recovered();
       } catch (error) {
         if (stopping) break;
         if (!options.outage?.failed('worker apply loop', error))

@@ -107,7 +107,7 @@ describe('hookgate prune', () => {
     );
     const human = await runHookgate(['prune', '--older-than', '30d'], { env: env() });
     expect(human.output).toMatch(
-      /Deleted 0 settled inbox row\(s\) \(0 with their partition\), 0 attempt history row\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\), 0 per-minute delivery count row\(s\) and 0 deduplication key\(s\) older than the horizon in 8 batch\(es\)\.\nDeduplication keys are kept 35d \(dedupe\.horizon\), whether or not their payloads are: replay and reconciliation windows starting after \S+ are safe; earlier ones are refused unless forced\./,
+      /Deleted 0 settled inbox row\(s\) \(0 with their partition\), 0 attempt history row\(s\), 0 delivered destination delivery\(ies\), 0 audit row\(s\), 0 released or dropped quarantine row\(s\), 0 per-minute delivery count row\(s\) and 0 deduplication key\(s\) older than the horizon in \d+ batch\(es\)\.\nDeduplication keys are kept 35d \(dedupe\.horizon\), whether or not their payloads are: replay and reconciliation windows starting after \S+ are safe; earlier ones are refused unless forced\./,
     );
   });
 

@@ -149,7 +149,12 @@ describe('replays of a body-only signature under new headers', () => {
     const send = (id: string) =>
       post(`${gateway.url}/webhooks/plain`, {
         body,
-        headers: { 'content-type': 'application/json', 'x-signature': signature, 'x-event-id': id },
+        headers: {
+          'content-type': 'application/json',
+          'x-signature': signature,
+          'x-event-id': id,
+          'x-event-type': 'payment.created',
+        },
       });
     const replies = await Promise.all(['h-1', 'h-2', 'h-3', 'h-4'].map(send));
     expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200]);

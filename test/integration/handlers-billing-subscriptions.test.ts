@@ -146,7 +146,8 @@ describe('billing: subscriptions are re-fetched, not taken from the payload', ()
         },
       }),
     );
-    const keyless = createBillingHandler({}, { ...deps, logger });
+    // As the worker builds it: a child logger that carries the endpoint, which the line keeps once.
+    const keyless = createBillingHandler({}, { ...deps, logger: logger.child({ endpoint: 'stripe' }) });
     for (let n = 0; n < 3; n += 1) {
       const failure = await applyEvent(
         db.pool,

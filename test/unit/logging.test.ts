@@ -143,6 +143,15 @@ describe('a database outage in the log', () => {
     ]);
   });
 
+  it('counts every failure to reach the database, so a loop can tell a step that reached it', () => {
+    const { logger } = capture();
+    const outage = new OutageLog(logger, { where: 'db:5432/hookgate' });
+    const before = outage.failuresSeen;
+    outage.failed('worker apply', refused());
+    outage.failed('worker apply', { message: 'relation "x" does not exist' });
+    expect(outage.failuresSeen - before).toBe(1);
+  });
+
   it('after an interrupt that stops the database too, counts failures and writes nothing', () => {
     const { logger, lines } = capture();
     const outage = new OutageLog(logger, { where: 'db:5432/hookgate' });
