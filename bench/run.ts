@@ -71,6 +71,8 @@ const settings = z
     BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
     /** bytes: 1 gives the endpoint a `body: raw` destination, to measure hookgate.inbox_raw per event. */
     BENCH_BYTES_RAW: z.enum(['0', '1']).default('0'),
+    /** bytes: 1 gives the endpoint `payloadSearch: true` (the console's payload index holds its rows). */
+    BENCH_BYTES_PAYLOAD_SEARCH: z.enum(['0', '1']).default('0'),
     /** wal: arrival rate and seconds of load, worker processes. */
     BENCH_WAL_RATE: z.coerce.number().int().min(10).max(10_000).default(300),
     BENCH_WAL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
@@ -181,6 +183,7 @@ const scenarios: Scenario[] = [
         rate: settings.BENCH_BYTES_RATE,
         connections: settings.BENCH_CONNECTIONS,
         raw: settings.BENCH_BYTES_RAW === '1',
+        payloadSearch: settings.BENCH_BYTES_PAYLOAD_SEARCH === '1',
       });
       return { lines: renderBytes(report), report };
     },

@@ -53,8 +53,9 @@ END $$;
 
 -- 3. A quarantine release of an endpoint with payload search marks its row as the claim does. The
 --    release itself is 0024's function, unchanged (the previous release's console calls it, and
---    its rows are then left out of the index); this one adds the endpoint's setting.
-CREATE FUNCTION hookgate.release_quarantined(
+--    its rows are then left out of the index); this one adds the endpoint's setting. A name of its
+--    own, not an overload: every function the code names is one to_regproc finds.
+CREATE FUNCTION hookgate.release_quarantined_searchable(
   p_id bigint, p_provider text, p_event_id text, p_event_type text, p_entity_type text,
   p_entity_id text, p_entity_version bigint, p_headers jsonb, p_digest_body boolean, p_form boolean,
   p_actor text, p_reason text, p_payload_search boolean)
@@ -76,4 +77,4 @@ BEGIN
     RETURN QUERY SELECT r.outcome, r.endpoint, r.settled_at, r.settled_by;
   END LOOP;
 END $$;
-REVOKE ALL ON FUNCTION hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) FROM PUBLIC;
+REVOKE ALL ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) FROM PUBLIC;

@@ -26,6 +26,8 @@ export const SECOND_MAJOR: Readonly<Record<string, string>> = {
   'test/integration/quarantine-headers-migration.test.ts':
     'migrations, roles: a migration run over stored rows',
   'test/integration/gateway-claim-failures.test.ts': 'the claim',
+  'test/integration/payload-search.test.ts':
+    "the claim: rows marked for the console's payload index, through the gateway and a release",
   'test/integration/gateway-claim.test.ts':
     'the claim through the gateway: answers of new and duplicate deliveries',
   'test/integration/inbox-partitions.test.ts': 'partitions, the claim',

@@ -90,8 +90,8 @@ export const GRANT_ROLES = `
       GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_runtime;
     END IF;
     -- The release that marks a payload-searchable endpoint's row (0032).
-    IF to_regprocedure('hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean)') IS NOT NULL THEN
-      GRANT EXECUTE ON FUNCTION hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_runtime;
+    IF to_regprocedure('hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean)') IS NOT NULL THEN
+      GRANT EXECUTE ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_runtime;
     END IF;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
@@ -122,8 +122,8 @@ export const GRANT_ROLES = `
       IF to_regprocedure('hookgate.request_reconcile_run(text, text, timestamptz)') IS NOT NULL THEN
         GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
       END IF;
-      IF to_regprocedure('hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean)') IS NOT NULL THEN
-        GRANT EXECUTE ON FUNCTION hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_console;
+      IF to_regprocedure('hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean)') IS NOT NULL THEN
+        GRANT EXECUTE ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_console;
       END IF;
       -- A release that cannot claim a held row yet says why on the row (actions.ts).
       GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
