@@ -96,8 +96,15 @@ export interface BytesReport {
 const relationOf = (table: string) => table.replace(/^hookgate\.inbox_(p\d{8}|default)$/, 'hookgate.inbox');
 const indexOf = (index: string) => index.replace(/^inbox_(p\d{8}|default)_/, 'inbox_');
 
-function marginalBytes(before: readonly TableSize[], after: readonly TableSize[], events: number): RelationBytes[] {
-  const sizes = new Map<string, { heap: number; toast: number; total: number; indexes: Map<string, number> }>();
+function marginalBytes(
+  before: readonly TableSize[],
+  after: readonly TableSize[],
+  events: number,
+): RelationBytes[] {
+  const sizes = new Map<
+    string,
+    { heap: number; toast: number; total: number; indexes: Map<string, number> }
+  >();
   const add = (list: readonly TableSize[], sign: 1 | -1) => {
     for (const s of list) {
       const name = relationOf(s.table);
@@ -119,7 +126,9 @@ function marginalBytes(before: readonly TableSize[], after: readonly TableSize[]
       heap: s.heap / events,
       toast: s.toast / events,
       indexes: Object.fromEntries(
-        [...s.indexes.entries()].filter(([, bytes]) => bytes !== 0).map(([name, bytes]) => [name, bytes / events]),
+        [...s.indexes.entries()]
+          .filter(([, bytes]) => bytes !== 0)
+          .map(([name, bytes]) => [name, bytes / events]),
       ),
       total: s.total / events,
     }))
@@ -133,7 +142,9 @@ async function inboxColumnBytes(db: pg.Client): Promise<Record<string, number>> 
         WHERE attrelid = 'hookgate.inbox'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
     )
   ).rows.map((row) => row.name);
-  const averages = columns.map((name) => `coalesce(avg(pg_column_size(${pg.escapeIdentifier(name)})), 0)::float8`);
+  const averages = columns.map(
+    (name) => `coalesce(avg(pg_column_size(${pg.escapeIdentifier(name)})), 0)::float8`,
+  );
   const row = (
     await db.query<{ sizes: number[] }>(
       `SELECT ARRAY[${averages.join(', ')}, avg(pg_column_size(t.*))::float8] AS sizes FROM hookgate.inbox t`,
@@ -321,14 +332,18 @@ export function renderBytes(report: BytesReport): string[] {
     '  marginal bytes per accepted event (after the run minus before it; inbox partitions as one):',
     ...report.marginal.map(
       (r) =>
-        `    ${r.table.padEnd(36)} total ${b(r.total)}  heap ${b(r.heap)}  toast ${b(r.toast)}  ${Object.entries(r.indexes)
+        `    ${r.table.padEnd(36)} total ${b(r.total)}  heap ${b(r.heap)}  toast ${b(r.toast)}  ${Object.entries(
+          r.indexes,
+        )
           .map(([name, bytes]) => `${name} ${bytes.toFixed(0)}`)
           .join(', ')}`,
     ),
     `    all but the handler's tables, payload excluded: ${(
       report.marginal.filter((r) => !r.table.startsWith('billing.')).reduce((sum, r) => sum + r.total, 0) -
         report.payloadPerEvent
-    ).toFixed(0)} B; without pg-boss's jobs (gone ${report.queues[0]?.deleteAfterSeconds ?? '?'} s after they finish): ${(
+    ).toFixed(
+      0,
+    )} B; without pg-boss's jobs (gone ${report.queues[0]?.deleteAfterSeconds ?? '?'} s after they finish): ${(
       report.marginal
         .filter((r) => !r.table.startsWith('billing.') && !r.table.startsWith('pgboss.'))
         .reduce((sum, r) => sum + r.total, 0) - report.payloadPerEvent

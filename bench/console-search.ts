@@ -94,8 +94,12 @@ export async function consoleSearchScenario(
   });
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
-  const sizes: Array<{ rows: number; all: Figures; kinds: Record<string, Figures>; shown: Record<string, number> }> =
-    [];
+  const sizes: Array<{
+    rows: number;
+    all: Figures;
+    kinds: Record<string, Figures>;
+    shown: Record<string, number>;
+  }> = [];
   try {
     for (const rows of options.sizes) {
       await client.query('TRUNCATE hookgate.inbox, hookgate.delivery_counts');
@@ -112,7 +116,8 @@ export async function consoleSearchScenario(
           const text = await response.text();
           if (response.status !== 200) throw new Error(`${search.name}: HTTP ${response.status}`);
           if (seed > 0)
-            shown[search.name] = (shown[search.name] ?? 0) + Number(/(\d+) event\(s\) on this page/.exec(text)?.[1] ?? 0);
+            shown[search.name] =
+              (shown[search.name] ?? 0) + Number(/(\d+) event\(s\) on this page/.exec(text)?.[1] ?? 0);
           if (seed > 0)
             byKind.set(search.name, [...(byKind.get(search.name) ?? []), performance.now() - started]);
         }
@@ -144,7 +149,9 @@ export function renderConsoleSearch(report: ConsoleSearchReport): string[] {
     lines.push(
       `  ${kind.padEnd(30)}${report.sizes
         .map((size) =>
-          `${size.kinds[kind]!.p50.toFixed(1)} / ${size.kinds[kind]!.p95.toFixed(1)} [${size.shown[kind] ?? 0}]`.padStart(26),
+          `${size.kinds[kind]!.p50.toFixed(1)} / ${size.kinds[kind]!.p95.toFixed(1)} [${size.shown[kind] ?? 0}]`.padStart(
+            26,
+          ),
         )
         .join('')}`,
     );

@@ -31,7 +31,10 @@ const VARIANTS: readonly Variant[] = [
   { name: 'fillfactor 70', setup: ['ALTER TABLE {t} SET (fillfactor = 70)'] },
   {
     name: 'payload out of line, uncompressed (toast_tuple_target 128, EXTERNAL)',
-    setup: ['ALTER TABLE {t} SET (toast_tuple_target = 128)', 'ALTER TABLE {t} ALTER COLUMN payload SET STORAGE EXTERNAL'],
+    setup: [
+      'ALTER TABLE {t} SET (toast_tuple_target = 128)',
+      'ALTER TABLE {t} ALTER COLUMN payload SET STORAGE EXTERNAL',
+    ],
   },
   {
     name: 'payload compressed and out of line (toast_tuple_target 128, EXTENDED)',
@@ -105,16 +108,17 @@ async function measure(db: pg.Client, table: string, rows: number) {
   };
 }
 
-export async function layoutScenario(database: BenchDatabase, settings: LayoutSettings): Promise<LayoutReport> {
+export async function layoutScenario(
+  database: BenchDatabase,
+  settings: LayoutSettings,
+): Promise<LayoutReport> {
   const db = new pg.Client({ connectionString: database.url, application_name: 'bench-layout' });
   await db.connect();
   const results: LayoutResult[] = [];
   try {
     // A dated partition as the migrations made it: its columns, defaults, checks and indexes.
     const partition = (
-      await db.query<{ name: string }>(
-        `SELECT name FROM hookgate.inbox_partitions ORDER BY from_at LIMIT 1`,
-      )
+      await db.query<{ name: string }>(`SELECT name FROM hookgate.inbox_partitions ORDER BY from_at LIMIT 1`)
     ).rows[0]!.name;
     const start = '2026-01-01T00:00:00Z';
     for (const [v, variant] of VARIANTS.entries()) {

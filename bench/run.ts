@@ -40,7 +40,9 @@ const settings = z
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
     BENCH_SCENARIOS: z
       .string()
-      .default('ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api'),
+      .default(
+        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api',
+      ),
     BENCH_MAJORS: z
       .string()
       .default('18,15')

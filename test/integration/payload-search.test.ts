@@ -49,17 +49,25 @@ describe('payloadSearch', () => {
       // No type where the provider looks for one: held, then released with an extract pointer.
       const held = await post(
         `${gateway.url}/webhooks/${endpoint}`,
-        standardWebhook(SW_SECRET, { eventId: `held_${endpoint}`, body: '{"kind":"late","data":{"customer":"cus_9"}}' }),
+        standardWebhook(SW_SECRET, {
+          eventId: `held_${endpoint}`,
+          body: '{"kind":"late","data":{"customer":"cus_9"}}',
+        }),
       );
       expect(held.json).toMatchObject({ status: 'quarantined' });
     }
-    const { rows } = await db.pool.query<{ id: string }>('SELECT id::text AS id FROM hookgate.quarantine ORDER BY id');
+    const { rows } = await db.pool.query<{ id: string }>(
+      'SELECT id::text AS id FROM hookgate.quarantine ORDER BY id',
+    );
     expect(rows).toHaveLength(2);
     const fixed = workerConfig({
       on: { ...ENDPOINTS.on, extract: { eventType: '/kind' } },
       off: { ...ENDPOINTS.off, extract: { eventType: '/kind' } },
     });
-    const outcomes = await releaseQuarantined(db.pool, fixed, { ids: rows.map((r) => r.id), actor: 'ops-test' });
+    const outcomes = await releaseQuarantined(db.pool, fixed, {
+      ids: rows.map((r) => r.id),
+      actor: 'ops-test',
+    });
     expect(outcomes.map((o) => o.outcome)).toEqual(['accepted', 'accepted']);
     expect(await marks()).toEqual({
       'off/held_off': null,
