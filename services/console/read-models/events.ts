@@ -73,7 +73,7 @@ export function payloadIndexed(
 }
 
 /** The index that answers: the most selective thing asked for. */
-export function choosePath(search: EventSearch, indexedPayloads = true): SearchPath {
+export function choosePath(search: EventSearch, indexedPayloads: boolean): SearchPath {
   if (search.eventId !== undefined) return 'event-id';
   if (search.entityId !== undefined) return 'entity';
   if (search.contains !== undefined && indexedPayloads) return 'containment';
