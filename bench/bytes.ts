@@ -3,6 +3,12 @@
 // worker at a fixed rate (the load driver, the k6 scripts' mix); then every table's heap, TOAST
 // and indexes are divided by the events accepted. The payload (the verified body the inbox must
 // keep) is reported apart: the rest is hookgate's and pg-boss's overhead.
+//
+// Two ways of dividing: the gross figures (each table's whole size over the events, as the
+// summary has always counted) include what an empty schema already holds (an empty index is a
+// page or two, the partitions made ahead); the marginal ones (every relation's size after the
+// run minus before it, over the events) are what each further event costs, per relation and per
+// index, and the average size of each of the inbox row's columns says where its heap goes.
 import { availableParallelism, loadavg } from 'node:os';
 import pg from 'pg';
 import { drive } from '../load/driver/driver.ts';
@@ -25,6 +31,18 @@ export interface BytesSettings {
    * destination is a closed port with no retries, so its deliveries end dead at once.
    */
   readonly raw: boolean;
+  /** Give the endpoint `payloadSearch: true` (its rows go into the console's payload index). */
+  readonly payloadSearch: boolean;
+}
+
+/** One relation's bytes per accepted event, after the run minus before it. */
+export interface RelationBytes {
+  readonly table: string;
+  /** Heap, TOAST (with its index), each index, and their sum with the free space and visibility maps. */
+  readonly heap: number;
+  readonly toast: number;
+  readonly indexes: Readonly<Record<string, number>>;
+  readonly total: number;
 }
 
 export interface TableBytes {
@@ -68,6 +86,71 @@ export interface BytesReport {
   /** pg-boss's per-queue policy as the queues were left: seconds completed jobs are kept. */
   readonly queues: readonly { name: string; deleteAfterSeconds: number; retentionSeconds: number }[];
   readonly loadAverage: { readonly start: number; readonly end: number };
+  /** Marginal bytes per event of every relation that grew (partitions of the inbox folded into one). */
+  readonly marginal: readonly RelationBytes[];
+  /** Average pg_column_size of each inbox column (null columns: 0), and of the whole row. */
+  readonly inboxColumns: Readonly<Record<string, number>>;
+}
+
+/** Inbox partitions are one relation here: which week a run lands in is not the point. */
+const relationOf = (table: string) => table.replace(/^hookgate\.inbox_(p\d{8}|default)$/, 'hookgate.inbox');
+const indexOf = (index: string) => index.replace(/^inbox_(p\d{8}|default)_/, 'inbox_');
+
+function marginalBytes(
+  before: readonly TableSize[],
+  after: readonly TableSize[],
+  events: number,
+): RelationBytes[] {
+  const sizes = new Map<
+    string,
+    { heap: number; toast: number; total: number; indexes: Map<string, number> }
+  >();
+  const add = (list: readonly TableSize[], sign: 1 | -1) => {
+    for (const s of list) {
+      const name = relationOf(s.table);
+      const entry = sizes.get(name) ?? { heap: 0, toast: 0, total: 0, indexes: new Map<string, number>() };
+      entry.heap += sign * s.heap;
+      entry.toast += sign * s.toast;
+      entry.total += sign * s.total;
+      for (const [index, bytes] of Object.entries(s.byIndex))
+        entry.indexes.set(indexOf(index), (entry.indexes.get(indexOf(index)) ?? 0) + sign * bytes);
+      sizes.set(name, entry);
+    }
+  };
+  add(after, 1);
+  add(before, -1);
+  return [...sizes.entries()]
+    .filter(([, s]) => s.total !== 0)
+    .map(([table, s]) => ({
+      table,
+      heap: s.heap / events,
+      toast: s.toast / events,
+      indexes: Object.fromEntries(
+        [...s.indexes.entries()]
+          .filter(([, bytes]) => bytes !== 0)
+          .map(([name, bytes]) => [name, bytes / events]),
+      ),
+      total: s.total / events,
+    }))
+    .sort((a, b) => b.total - a.total);
+}
+
+async function inboxColumnBytes(db: pg.Client): Promise<Record<string, number>> {
+  const columns = (
+    await db.query<{ name: string }>(
+      `SELECT attname AS name FROM pg_attribute
+        WHERE attrelid = 'hookgate.inbox'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`,
+    )
+  ).rows.map((row) => row.name);
+  const averages = columns.map(
+    (name) => `coalesce(avg(pg_column_size(${pg.escapeIdentifier(name)})), 0)::float8`,
+  );
+  const row = (
+    await db.query<{ sizes: number[] }>(
+      `SELECT ARRAY[${averages.join(', ')}, avg(pg_column_size(t.*))::float8] AS sizes FROM hookgate.inbox t`,
+    )
+  ).rows[0]!.sizes;
+  return Object.fromEntries([...columns, '(whole row)'].map((name, i) => [name, row[i]!]));
 }
 
 async function waitForDrain(db: pg.Client, timeoutMs: number): Promise<void> {
@@ -100,6 +183,8 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
           provider: 'stripe',
           secrets: [SECRET],
           handler: 'billing',
+          // Set only when on: a configuration that names it is refused by code from before it.
+          ...(settings.payloadSearch ? { payloadSearch: true } : {}),
           ...(settings.raw
             ? {
                 destinations: {
@@ -117,6 +202,9 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
     },
     1,
   );
+  // What the schema holds before the first event (the stack made the partitions and queues).
+  await db.query('VACUUM ANALYZE');
+  const before = await tableSizes(db);
   try {
     const load = await drive({
       baseUrl: stack.gatewayUrl,
@@ -164,6 +252,8 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
               (SELECT avg(pg_column_size(t.*)) FROM pgboss.job t WHERE name LIKE 'hookgate.%')::float8 AS jobs`,
     );
     const per = (n: number) => n / events;
+    const marginal = marginalBytes(before, sizes, events);
+    const inboxColumns = await inboxColumnBytes(db);
     const tables = nonEmpty(sizes).map((s) => ({
       table: s.table,
       rows: s.liveTuples,
@@ -198,6 +288,8 @@ export async function bytesScenario(database: BenchDatabase, settings: BytesSett
         retentionSeconds: q.retention_seconds,
       })),
       loadAverage: { start: loadAtStart, end: loadavg()[0]! },
+      marginal,
+      inboxColumns,
     };
   } finally {
     await db.end();
@@ -209,7 +301,7 @@ const b = (n: number) => n.toFixed(0).padStart(7);
 export function renderBytes(report: BytesReport): string[] {
   const s = report.settings;
   const lines = [
-    `bytes: ${report.events} accepted Stripe billing events (${s.arrivals} arrivals at ${s.rate}/s, the load mix with duplicates), 1 gateway + 1 worker, after the drain and VACUUM`,
+    `bytes: ${report.events} accepted Stripe billing events (${s.arrivals} arrivals at ${s.rate}/s, the load mix with duplicates), 1 gateway + 1 worker, after the drain and VACUUM; payloadSearch ${s.payloadSearch ? 'on' : 'off'}`,
     `  jobs left in pg-boss: ${Object.entries(report.jobs)
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
@@ -237,6 +329,28 @@ export function renderBytes(report: BytesReport): string[] {
           `  body: raw kept (hookgate.inbox_raw): ${o.raw.toFixed(0)} B per event, of which the original bytes ${report.rawBodyPerEvent.toFixed(0)} B`,
         ]
       : []),
+    '  marginal bytes per accepted event (after the run minus before it; inbox partitions as one):',
+    ...report.marginal.map(
+      (r) =>
+        `    ${r.table.padEnd(36)} total ${b(r.total)}  heap ${b(r.heap)}  toast ${b(r.toast)}  ${Object.entries(
+          r.indexes,
+        )
+          .map(([name, bytes]) => `${name} ${bytes.toFixed(0)}`)
+          .join(', ')}`,
+    ),
+    `    all but the handler's tables, payload excluded: ${(
+      report.marginal.filter((r) => !r.table.startsWith('billing.')).reduce((sum, r) => sum + r.total, 0) -
+        report.payloadPerEvent
+    ).toFixed(
+      0,
+    )} B; without pg-boss's jobs (gone ${report.queues[0]?.deleteAfterSeconds ?? '?'} s after they finish): ${(
+      report.marginal
+        .filter((r) => !r.table.startsWith('billing.') && !r.table.startsWith('pgboss.'))
+        .reduce((sum, r) => sum + r.total, 0) - report.payloadPerEvent
+    ).toFixed(0)} B`,
+    `  inbox columns (average pg_column_size, B): ${Object.entries(report.inboxColumns)
+      .map(([name, bytes]) => `${name} ${bytes.toFixed(1)}`)
+      .join(', ')}`,
     `  machine: ${availableParallelism()} cores; load average ${report.loadAverage.start.toFixed(1)} at start, ${report.loadAverage.end.toFixed(1)} at end`,
   );
   return lines;

@@ -19,6 +19,8 @@ export interface ConsoleSearchOptions {
   readonly sizes: readonly number[];
   /** Searches of each kind per size (each with other values). */
   readonly runs: number;
+  /** Every endpoint with `payloadSearch` (its payloads indexed), or none. */
+  readonly payloadSearch: boolean;
 }
 
 interface Figures {
@@ -27,7 +29,14 @@ interface Figures {
 }
 
 export interface ConsoleSearchReport {
-  readonly sizes: ReadonlyArray<{ rows: number; all: Figures; kinds: Record<string, Figures> }>;
+  readonly payloadSearch: boolean;
+  readonly sizes: ReadonlyArray<{
+    rows: number;
+    all: Figures;
+    kinds: Record<string, Figures>;
+    /** Per kind: the events the first page showed, summed over the runs (what a search finds at once). */
+    shown: Record<string, number>;
+  }>;
   /** p95 of every search at the largest size over p95 at the smallest. */
   readonly p95Ratio: number;
 }
@@ -51,7 +60,11 @@ export async function consoleSearchScenario(
       endpoints: Object.fromEntries(
         CONSOLE_ENDPOINTS.map((name) => [
           name,
-          { provider: 'standard-webhooks', secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'] },
+          {
+            provider: 'standard-webhooks',
+            secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+            payloadSearch: options.payloadSearch,
+          },
         ]),
       ),
       console: {
@@ -81,12 +94,18 @@ export async function consoleSearchScenario(
   });
   const client = new pg.Client({ connectionString: database.url });
   await client.connect();
-  const sizes: Array<{ rows: number; all: Figures; kinds: Record<string, Figures> }> = [];
+  const sizes: Array<{
+    rows: number;
+    all: Figures;
+    kinds: Record<string, Figures>;
+    shown: Record<string, number>;
+  }> = [];
   try {
     for (const rows of options.sizes) {
       await client.query('TRUNCATE hookgate.inbox, hookgate.delivery_counts');
-      await fillConsoleInbox(client, rows);
+      await fillConsoleInbox(client, rows, undefined, options.payloadSearch ? CONSOLE_ENDPOINTS : []);
       const byKind = new Map<string, number[]>();
+      const shown: Record<string, number> = {};
       // One round unmeasured: the first reads of a fresh table come from disk.
       for (let seed = 0; seed <= options.runs; seed += 1) {
         for (const search of consoleSearches(rows, seed)) {
@@ -94,8 +113,11 @@ export async function consoleSearchScenario(
           const response = await fetch(new URL(`/events?${new URLSearchParams(search.query)}`, running.url), {
             headers: { authorization: `Bearer ${TOKEN}` },
           });
-          await response.text();
+          const text = await response.text();
           if (response.status !== 200) throw new Error(`${search.name}: HTTP ${response.status}`);
+          if (seed > 0)
+            shown[search.name] =
+              (shown[search.name] ?? 0) + Number(/(\d+) event\(s\) on this page/.exec(text)?.[1] ?? 0);
           if (seed > 0)
             byKind.set(search.name, [...(byKind.get(search.name) ?? []), performance.now() - started]);
         }
@@ -104,6 +126,7 @@ export async function consoleSearchScenario(
         rows,
         all: figures([...byKind.values()].flat()),
         kinds: Object.fromEntries([...byKind.entries()].map(([name, values]) => [name, figures(values)])),
+        shown,
       });
     }
   } finally {
@@ -111,11 +134,13 @@ export async function consoleSearchScenario(
     await running.stop();
     await boss.stop({ graceful: false, close: true });
   }
-  return { sizes, p95Ratio: sizes.at(-1)!.all.p95 / sizes[0]!.all.p95 };
+  return { payloadSearch: options.payloadSearch, sizes, p95Ratio: sizes.at(-1)!.all.p95 / sizes[0]!.all.p95 };
 }
 
 export function renderConsoleSearch(report: ConsoleSearchReport): string[] {
-  const lines = ['console event search (HTTP page times, ms):'];
+  const lines = [
+    `console event search (HTTP page times, ms; in brackets the events the first pages showed, over all runs); payloadSearch ${report.payloadSearch ? 'on for every endpoint' : 'off'}:`,
+  ];
   const kinds = Object.keys(report.sizes[0]?.kinds ?? {});
   lines.push(
     `  ${'search'.padEnd(30)}${report.sizes.map((size) => `${`${size.rows} rows p50/p95`.padStart(26)}`).join('')}`,
@@ -124,7 +149,9 @@ export function renderConsoleSearch(report: ConsoleSearchReport): string[] {
     lines.push(
       `  ${kind.padEnd(30)}${report.sizes
         .map((size) =>
-          `${size.kinds[kind]!.p50.toFixed(1)} / ${size.kinds[kind]!.p95.toFixed(1)}`.padStart(26),
+          `${size.kinds[kind]!.p50.toFixed(1)} / ${size.kinds[kind]!.p95.toFixed(1)} [${size.shown[kind] ?? 0}]`.padStart(
+            26,
+          ),
         )
         .join('')}`,
     );

@@ -71,7 +71,10 @@ export function claimScript(batch: number): string {
     $8: `array_fill('${PAYLOAD}'::jsonb, ARRAY[${batch}])`,
     $9: `array_fill('{}'::jsonb, ARRAY[${batch}])`,
     $10: `array_fill(NULL::text, ARRAY[${batch}])`,
-    $11: `array_fill(NULL::bytea, ARRAY[${batch}])`,
+    $11: `array_fill(false, ARRAY[${batch}])`,
+    $12: `array_fill(NULL::text, ARRAY[${batch}])`,
+    $13: `array_fill(NULL::uuid, ARRAY[${batch}])`,
+    $14: `array_fill(NULL::boolean, ARRAY[${batch}])`,
   };
   const sql = CLAIM_INBOX_ROWS.replace(/\$(\d+)::\w+\[\]/g, (match, n: string) => {
     const replacement = arrays[`$${n}`];

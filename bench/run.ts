@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations,api picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -15,6 +15,7 @@ import { claimScenario, renderClaim } from './claim.ts';
 import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
 import { destinationsScenario, renderDestinations } from './destinations.ts';
 import { type IngestReport, ingestScenario, renderIngest } from './ingest.ts';
+import { layoutScenario, renderLayout } from './layout.ts';
 import { longrunScenario, renderLongrun } from './longrun.ts';
 import { partitionsScenario, renderPartitions } from './partitions.ts';
 import { pgbenchScenario, renderPgbench } from './pgbench.ts';
@@ -39,7 +40,9 @@ const settings = z
     BENCH_ROUNDS: z.coerce.number().int().min(1).max(10).default(3),
     BENCH_SCENARIOS: z
       .string()
-      .default('ingest,apply,claim,pgbench,bytes,wal,prune,partitions,soak,longrun,console,destinations,api'),
+      .default(
+        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api',
+      ),
     BENCH_MAJORS: z
       .string()
       .default('18,15')
@@ -71,6 +74,11 @@ const settings = z
     BENCH_BYTES_RATE: z.coerce.number().int().min(10).max(10_000).default(400),
     /** bytes: 1 gives the endpoint a `body: raw` destination, to measure hookgate.inbox_raw per event. */
     BENCH_BYTES_RAW: z.enum(['0', '1']).default('0'),
+    /** bytes: 1 gives the endpoint `payloadSearch: true` (the console's payload index holds its rows). */
+    BENCH_BYTES_PAYLOAD_SEARCH: z.enum(['0', '1']).default('0'),
+    /** layout: inbox rows per storage variant, and the rows of each insert-settle-vacuum round. */
+    BENCH_LAYOUT_ROWS: z.coerce.number().int().min(1_000).max(10_000_000).default(100_000),
+    BENCH_LAYOUT_ROUND: z.coerce.number().int().min(100).max(1_000_000).default(10_000),
     /** wal: arrival rate and seconds of load, worker processes. */
     BENCH_WAL_RATE: z.coerce.number().int().min(10).max(10_000).default(300),
     BENCH_WAL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(30),
@@ -103,6 +111,8 @@ const settings = z
     /** console: inbox sizes searched (comma-separated, smallest first) and searches of each kind per size. */
     BENCH_CONSOLE_ROWS: numberList('10000,1000000', 1_000, 100_000_000),
     BENCH_CONSOLE_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
+    /** console: 0 runs every endpoint without `payloadSearch` (payload searches then read by time). */
+    BENCH_CONSOLE_PAYLOAD_SEARCH: z.enum(['0', '1']).default('1'),
     /** api: inbox rows under the management API's lists, and requests of each route. */
     BENCH_API_ROWS: z.coerce.number().int().min(1_000).max(100_000_000).default(1_000_000),
     BENCH_API_RUNS: z.coerce.number().int().min(1).max(1_000).default(20),
@@ -181,8 +191,19 @@ const scenarios: Scenario[] = [
         rate: settings.BENCH_BYTES_RATE,
         connections: settings.BENCH_CONNECTIONS,
         raw: settings.BENCH_BYTES_RAW === '1',
+        payloadSearch: settings.BENCH_BYTES_PAYLOAD_SEARCH === '1',
       });
       return { lines: renderBytes(report), report };
+    },
+  },
+  {
+    name: 'layout',
+    run: async (database) => {
+      const report = await layoutScenario(database, {
+        rows: settings.BENCH_LAYOUT_ROWS,
+        round: settings.BENCH_LAYOUT_ROUND,
+      });
+      return { lines: renderLayout(report), report };
     },
   },
   {
@@ -250,6 +271,7 @@ const scenarios: Scenario[] = [
       const report = await consoleSearchScenario(database, {
         sizes: settings.BENCH_CONSOLE_ROWS,
         runs: settings.BENCH_CONSOLE_RUNS,
+        payloadSearch: settings.BENCH_CONSOLE_PAYLOAD_SEARCH === '1',
       });
       return { lines: renderConsoleSearch(report), report };
     },

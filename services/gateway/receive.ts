@@ -191,6 +191,7 @@ export async function receive(
     traceparent: traceparent && TRACEPARENT.test(traceparent) ? traceparent : null,
     receivedVia: token !== undefined ? 'replay_token' : null,
     dedupe: endpoint.config.dedupe,
+    payloadSearch: endpoint.config.payloadSearch,
     raw: endpoint.rawKept ? { body: rawBody, headers: keptRawHeaders(headers, endpoint.rawKept) } : null,
   });
   if (!result.ok) {

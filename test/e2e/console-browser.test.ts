@@ -65,10 +65,12 @@ beforeAll(async () => {
   );
   const document = workerConfigDocument(
     {
-      shop: { handler: 'record' },
+      // Both with the console's payload index, so a payload search over every endpoint reads it.
+      shop: { handler: 'record', payloadSearch: true },
       // Fails (and with retryLimit 0 is dead at once) until public.console_fixed has a row.
       ops: {
         handler: `sql:SELECT CASE WHEN $1::jsonb #>> '{payload,data,fail}' = 'yes' AND NOT EXISTS (SELECT 1 FROM public.console_fixed) THEN 'x' END`,
+        payloadSearch: true,
       },
     },
     { retryLimit: 0 },

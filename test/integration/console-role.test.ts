@@ -64,6 +64,8 @@ beforeAll(async () => {
           handler: 'record',
           extract: { eventType: '/kind' },
           destinations: { ledger: { url: 'http://127.0.0.1:9/ledger' } },
+          // The payload search's statement through the payload index, and the release's mark.
+          payloadSearch: true,
         },
       }),
       console: {
@@ -130,7 +132,7 @@ describe('a console logged in as a member of hookgate_console', () => {
   it('serves every page', async () => {
     await get('/');
     expect(await get('/events?endpoint=shop&status=dead')).toContain('evt_requeue');
-    await get('/events?contains=%7B%22data%22%3A%7B%7D%7D');
+    expect(await get('/events?contains=%7B%22data%22%3A%7B%7D%7D')).toContain('by payload containment');
     await get('/events/shop/evt_requeue');
     expect(await get('/quarantine')).toContain('event_type_missing');
     await get(`/quarantine/${quarantined[0]}`);
@@ -150,6 +152,10 @@ describe('a console logged in as a member of hookgate_console', () => {
     expect(await act('quarantine-release', { id: quarantined[0]! })).toContain(
       'claimed into the inbox (accepted)',
     );
+    const released = await db.pool.query<{ payload_search: boolean | null }>(
+      `SELECT payload_search FROM hookgate.inbox WHERE endpoint = 'shop' AND event_id = 'evt_q_release'`,
+    );
+    expect(released.rows).toEqual([{ payload_search: true }]);
     expect(await act('quarantine-drop', { id: quarantined[1]!, reason: 'role test' })).toContain(
       'Dropped delivery',
     );

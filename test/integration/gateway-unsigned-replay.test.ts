@@ -169,8 +169,20 @@ describe('replays of a body-only signature under new headers', () => {
     expect((await post(`${gateway.url}/webhooks/sw`, a)).json.status).toBe('accepted');
     expect((await post(`${gateway.url}/webhooks/sw`, b)).json.status).toBe('accepted');
     const digests = await db.pool.query(
-      `SELECT count(*)::int AS n FROM hookgate.inbox WHERE endpoint = 'sw' AND body_digest IS NOT NULL`,
+      `SELECT count(*)::int AS n FROM hookgate.inbox_keys WHERE endpoint = 'sw' AND body_digest IS NOT NULL`,
     );
     expect(digests.rows[0].n).toBe(0);
+  });
+
+  it('the body digest is stored once, in the keys: the inbox row keeps none', async () => {
+    const body = JSON.stringify({ action: 'closed', issue: { id: 9, number: 9 } });
+    expect((await github(body, randomUUID(), 'issues')).json.status).toBe('accepted');
+    const { rows } = await db.pool.query<{ kept: boolean; in_row: boolean }>(
+      `SELECT k.body_digest IS NOT NULL AS kept, i.body_digest IS NOT NULL AS in_row
+         FROM hookgate.inbox i JOIN hookgate.inbox_keys k USING (endpoint, event_id)
+        WHERE i.endpoint = 'gh' AND i.payload = $1::jsonb`,
+      [body],
+    );
+    expect(rows).toEqual([{ kept: true, in_row: false }]);
   });
 });

@@ -64,6 +64,7 @@ async function claim(
     fill(false),
     fill('gateway'),
     fill(null),
+    fill(null),
   ]);
   return rows.map((r) => r.event_id);
 }

@@ -20,7 +20,7 @@ export const INVOICES = 250_000;
 
 const FILL = `
   INSERT INTO hookgate.inbox (endpoint, event_id, provider, event_type, entity_type, entity_id, payload, headers,
-                              status, attempts, last_error, received_at, processed_at)
+                              status, attempts, last_error, received_at, processed_at, payload_search)
   SELECT endpoint, event_id, 'standard-webhooks', event_type, 'invoice', 'in_' || (n % ${INVOICES}),
          jsonb_build_object(
            'id', event_id, 'type', event_type, 'created', 1700000000 + n,
@@ -31,7 +31,8 @@ const FILL = `
          '{}'::jsonb, status, CASE WHEN status IN ('dead', 'parked') THEN 8 WHEN status = 'pending' THEN 0 ELSE 1 END,
          CASE WHEN status IN ('dead', 'parked') THEN 'handler_error: downstream answered 503' END,
          received_at,
-         CASE WHEN status IN ('processed', 'ignored') THEN received_at + (n % 50) * interval '10 milliseconds' END
+         CASE WHEN status IN ('processed', 'ignored') THEN received_at + (n % 50) * interval '10 milliseconds' END,
+         CASE WHEN endpoint = ANY ($4::text[]) THEN true END
     FROM (
       SELECT n,
              CASE WHEN n % 200 = 0 THEN 'rare' WHEN n % 3 = 0 THEN 'github' WHEN n % 3 = 1 THEN 'stripe' ELSE 'shop' END AS endpoint,
@@ -63,12 +64,14 @@ const SEARCH_INDEXES = `
  * Fills the inbox with `rows` rows (in chunks, each its own statement) and their keys, the
  * delivery counts of 30 days (as retention keeps them; the overview reads the last hour), then
  * builds the console's search indexes again as the schema defines them and analyses, as
- * autovacuum would have.
+ * autovacuum would have. The rows of the `payloadSearch` endpoints are marked for the payload
+ * index, as their claims would mark them (every endpoint unless said otherwise).
  */
 export async function fillConsoleInbox(
   client: pg.ClientBase,
   rows: number,
   onChunk?: (done: number) => void,
+  payloadSearch: readonly string[] = CONSOLE_ENDPOINTS,
 ): Promise<void> {
   // pg_get_indexdef spells a partitioned table's index `ON ONLY` the parent: built so, it would
   // cover no partition.
@@ -84,7 +87,7 @@ export async function fillConsoleInbox(
     const chunk = 100_000;
     for (let from = 1; from <= rows; from += chunk) {
       const to = Math.min(rows, from + chunk - 1);
-      await client.query(FILL, [from, to, rows]);
+      await client.query(FILL, [from, to, rows, [...payloadSearch]]);
       onChunk?.(to);
     }
     await client.query(KEYS);

@@ -24,6 +24,8 @@ export const SECOND_MAJOR: Readonly<Record<string, string>> = {
     "roles: the console login's writes refused, the key trigger",
   'test/integration/prune-partition-counts.test.ts': 'partitions: rows of dropped week partitions counted',
   'test/integration/gateway-claim-failures.test.ts': 'the claim',
+  'test/integration/payload-search.test.ts':
+    "the claim: rows marked for the console's payload index, through the gateway and a release",
   'test/integration/gateway-claim.test.ts':
     'the claim through the gateway: answers of new and duplicate deliveries',
   'test/integration/inbox-partitions.test.ts': 'partitions, the claim',

@@ -26,6 +26,13 @@ const PATH_NOTE: Readonly<Record<SearchPath, string>> = {
   time: 'newest first (received-at index)',
 };
 
+/** The endpoints whose payloads the console's payload index holds (`payloadSearch`). */
+function payloadSearchEndpoints(config: ConsoleContext['config']): string[] {
+  return Object.entries(config.endpoints)
+    .filter(([, endpoint]) => endpoint.payloadSearch)
+    .map(([name]) => name);
+}
+
 export function statusBadge(status: string) {
   return html`<span class="status status-${STATUSES.includes(status as never) ? status : 'unknown'}">${status}</span>`;
 }
@@ -110,8 +117,18 @@ export async function eventsPage(context: ConsoleContext, req: Request, res: Res
     body = html`<div class="error">${problems.map((problem) => html`<div>${problem}</div>`)}</div>`;
   } else {
     try {
-      const page = await searchEvents(context.pool, search, context.endpoints, context.limits);
-      body = html`<p class="muted">${page.rows.length} event(s) on this page, ${PATH_NOTE[page.path]}.</p>
+      const page = await searchEvents(
+        context.pool,
+        search,
+        context.endpoints,
+        context.limits,
+        payloadSearchEndpoints(context.config),
+      );
+      const unindexed =
+        search.contains !== undefined && page.path !== 'containment'
+          ? html` The payload is matched among the rows read: not every endpoint searched has <code>payloadSearch</code> on.`
+          : '';
+      body = html`<p class="muted">${page.rows.length} event(s) on this page, ${PATH_NOTE[page.path]}.${unindexed}</p>
 ${
   page.rows.length > 0
     ? html`<table class="events">

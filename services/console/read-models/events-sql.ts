@@ -142,11 +142,15 @@ const BY_ENTITY: Path = {
      LIMIT :scan`,
 };
 
-/** Payloads containing a JSON value (inbox_payload_path_idx: GIN, jsonb_path_ops). */
+/**
+ * Payloads containing a JSON value (inbox_payload_path_idx: GIN, jsonb_path_ops), for endpoints
+ * whose rows are in it (`payload_search`, the index's predicate: events.ts takes this path only
+ * when every endpoint searched has it).
+ */
 const BY_CONTAINMENT: Path = {
   read: (columns) => `
     SELECT ${columns} FROM hookgate.inbox
-     WHERE payload @> :contains AND ${TIME_RANGE} AND ${BEFORE_CURSOR} AND :endpoints IS NOT NULL
+     WHERE payload @> :contains AND payload_search AND ${TIME_RANGE} AND ${BEFORE_CURSOR} AND :endpoints IS NOT NULL
      ${NEWEST_FIRST}
      LIMIT :scan`,
 };

@@ -58,11 +58,25 @@ export interface EventQueryLimits {
   readonly scanRows: number;
 }
 
+/**
+ * Whether the payload index can answer a containment search: only when every endpoint it covers
+ * (the one asked for, else every endpoint) has `payloadSearch` on, since only their rows are in
+ * the index (migration 0032). Otherwise the containment is a filter applied to the rows read.
+ */
+export function payloadIndexed(
+  search: EventSearch,
+  endpoints: readonly string[],
+  searchable: readonly string[],
+): boolean {
+  const scope = search.endpoint !== undefined ? [search.endpoint] : endpoints;
+  return scope.length > 0 && scope.every((name) => searchable.includes(name));
+}
+
 /** The index that answers: the most selective thing asked for. */
-export function choosePath(search: EventSearch): SearchPath {
+export function choosePath(search: EventSearch, indexedPayloads: boolean): SearchPath {
   if (search.eventId !== undefined) return 'event-id';
   if (search.entityId !== undefined) return 'entity';
-  if (search.contains !== undefined) return 'containment';
+  if (search.contains !== undefined && indexedPayloads) return 'containment';
   if (search.status === 'pending' || search.status === 'parked' || search.status === 'dead')
     return search.status;
   return 'time';
@@ -110,14 +124,18 @@ const cursorOf = (row: EventRow): Cursor => ({
   eventId: row.event_id,
 });
 
-/** One page of the inbox, newest first. */
+/**
+ * One page of the inbox, newest first. `searchable`: the endpoints whose payloads are indexed
+ * (`payloadSearch`).
+ */
 export async function searchEvents(
   db: Queryable,
   search: EventSearch,
   endpoints: readonly string[],
   limits: EventQueryLimits,
+  searchable: readonly string[] = [],
 ): Promise<EventPage> {
-  const path = choosePath(search);
+  const path = choosePath(search, payloadIndexed(search, endpoints, searchable));
   const statements = EVENT_STATEMENTS[path];
   const params = eventParams(search, endpoints, limits);
   const matches = (await db.query<EventRow>(statements.matches, params)).rows;

@@ -162,6 +162,13 @@ const endpointSchema = z
      */
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
     /**
+     * Off unless set: the console's payload search (`contains`) through an index of this
+     * endpoint's payloads (migration 0032's partial GIN index), for events received while it is on.
+     * Off, the index costs this endpoint's events nothing and the console searches their payloads
+     * among the newest rows it reads (console.scanRows) instead (docs/console.md, docs/storage.md).
+     */
+    payloadSearch: z.boolean().default(false),
+    /**
      * Largest body this endpoint accepts (413 body_too_large beyond it). Unset: the provider's
      * documented maximum (github, gitlab: 25 MiB), else server.bodyLimit. Must fit in
      * server.maxBufferedBytes.

@@ -84,6 +84,8 @@ export const GRANT_ROLES = `
       hookgate.drop_quarantined(bigint[], text, text),
       hookgate.request_reconcile_run(text, text, timestamptz)
       TO hookgate_runtime;
+    -- The release that marks a payload-searchable endpoint's row.
+    GRANT EXECUTE ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_runtime;
     GRANT USAGE ON SCHEMA hookgate, pgboss TO hookgate_readonly;
     GRANT SELECT ON ALL TABLES IN SCHEMA hookgate, pgboss TO hookgate_readonly;
     -- Roles made by hand may be the other two only: the console then runs as a runtime login.
@@ -109,6 +111,7 @@ export const GRANT_ROLES = `
         TO hookgate_console;
       -- The API's reconcile start: one run of the reconcile queue, for the workers.
       GRANT EXECUTE ON FUNCTION hookgate.request_reconcile_run(text, text, timestamptz) TO hookgate_console;
+      GRANT EXECUTE ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) TO hookgate_console;
       -- A release that cannot claim a held row yet says why on the row (actions.ts).
       GRANT UPDATE (reason, message) ON hookgate.quarantine TO hookgate_console;
       -- Pause and resume (services/core/pause/pause.ts).

@@ -25,14 +25,15 @@ export const bodyDigestOf = (payload: string): string => `sha256(convert_to((${p
 export const CLAIM_INBOX_ROWS = `
   INSERT INTO hookgate.inbox
     (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers, traceparent,
-     body_digest, received_via, dispatch_job)
+     body_digest, received_via, dispatch_job, payload_search)
   SELECT endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
-         traceparent, CASE WHEN digest_body THEN ${bodyDigestOf('payload')} END, received_via, dispatch_job
+         traceparent, CASE WHEN digest_body THEN ${bodyDigestOf('payload')} END, received_via, dispatch_job,
+         payload_search
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::boolean[], $12::text[], $13::uuid[]
+    $7::bigint[], $8::jsonb[], $9::jsonb[], $10::text[], $11::boolean[], $12::text[], $13::uuid[], $14::boolean[]
   ) AS t(endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
-         traceparent, digest_body, received_via, dispatch_job)
+         traceparent, digest_body, received_via, dispatch_job, payload_search)
   ON CONFLICT DO NOTHING
   RETURNING endpoint, event_id`;
 
@@ -103,17 +104,18 @@ export const CLAIM_IN_ONE_STATEMENT = `
     SELECT x.endpoint, x.event_id, x.provider, x.event_type, x.entity_type, x.entity_id, x.entity_version,
            x.payload, x.headers, x.traceparent,
            CASE WHEN x.digest_body THEN ${bodyDigestOf('x.payload')} END AS body_digest, x.received_via,
-           x.queue, x.dispatch_job, x.ord, x.raw_body, x.raw_headers
+           x.queue, x.dispatch_job, x.ord, x.raw_body, x.raw_headers, x.payload_search
       FROM json_to_recordset($1::json) AS x(
              endpoint text, event_id text, provider text, event_type text, entity_type text, entity_id text,
              entity_version bigint, payload jsonb, headers jsonb, traceparent text, digest_body boolean,
-             received_via text, queue text, dispatch_job uuid, ord int, raw_body text, raw_headers jsonb)
+             received_via text, queue text, dispatch_job uuid, ord int, raw_body text, raw_headers jsonb,
+             payload_search boolean)
   ), rows AS (
     INSERT INTO hookgate.inbox
       (endpoint, event_id, provider, event_type, entity_type, entity_id, entity_version, payload, headers,
-       traceparent, body_digest, received_via, dispatch_job)
+       traceparent, body_digest, received_via, dispatch_job, payload_search)
     SELECT i.endpoint, i.event_id, i.provider, i.event_type, i.entity_type, i.entity_id, i.entity_version,
-           i.payload, i.headers, i.traceparent, i.body_digest, i.received_via, i.dispatch_job
+           i.payload, i.headers, i.traceparent, i.body_digest, i.received_via, i.dispatch_job, i.payload_search
       FROM input i
      ORDER BY i.ord
     ON CONFLICT DO NOTHING

@@ -31,6 +31,8 @@ export interface Claim {
   readonly receivedVia?: 'replay_token' | 'api_replay' | 'api_reconcile' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
   readonly dedupe?: 'enforce' | 'observe';
+  /** The endpoint's `payloadSearch`: the row is marked for the console's payload index (0032). */
+  readonly payloadSearch?: boolean;
   /**
    * The original bytes and pass-through headers, kept (hookgate.inbox_raw) only for endpoints
    * with a `body: raw` destination; absent or null: nothing kept.
@@ -121,6 +123,8 @@ function columns(claims: readonly Claim[], jobs: DispatchJobs): unknown[] {
     claims.map((c) => c.event.idUnsigned === true),
     claims.map((c) => c.receivedVia ?? null),
     claims.map((c) => jobs.get(c) ?? null),
+    // Null, not false, when off: a null costs the row a bit of its null bitmap.
+    claims.map((c) => (c.payloadSearch === true ? true : null)),
   ];
 }
 
@@ -164,6 +168,7 @@ export function claimDocument(
         `"entity_version":${jsonOrNull(e.entityVersion)},"headers":${json(e.headers)},"traceparent":${jsonOrNull(c.traceparent)},` +
         `"digest_body":${e.idUnsigned === true},` +
         `"received_via":${c.receivedVia ? json(c.receivedVia) : 'null'},` +
+        `"payload_search":${c.payloadSearch === true ? 'true' : 'null'},` +
         `"queue":${fixed.queue},"dispatch_job":${job === null ? 'null' : `"${job}"`}` +
         // base64 has nothing to escape; only endpoints with a `body: raw` destination pay for it.
         // Written as null otherwise, after the body as every other key (see above).

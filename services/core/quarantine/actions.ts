@@ -125,8 +125,9 @@ const MARK_STILL_UNUSABLE = `
  */
 const RELEASE = `
   SELECT outcome, endpoint, settled_at, settled_by
-    FROM hookgate.release_quarantined($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint,
-                                      $8::jsonb, $9::boolean, $10::boolean, $11::text, $12::text)`;
+    FROM hookgate.release_quarantined_searchable($1::bigint, $2::text, $3::text, $4::text, $5::text, $6::text, $7::bigint,
+                                      $8::jsonb, $9::boolean, $10::boolean, $11::text, $12::text,
+                                      $13::boolean)`;
 
 interface ReleaseRow {
   readonly outcome: 'accepted' | 'duplicate' | 'released' | 'dropped' | 'unknown';
@@ -274,6 +275,7 @@ export async function releaseQuarantined(
           provider.decodeBody !== undefined,
           request.actor,
           request.reason ?? null,
+          endpoint.payloadSearch,
         ])
       ).rows[0]!;
     } catch (error) {

@@ -194,6 +194,7 @@ export async function reconcileEndpoint(
           dryRun,
           receivedVia: 'api_reconcile',
           seen,
+          payloadSearch: endpoint.payloadSearch,
         });
         figures.filled += counts.new;
         figures.present += counts.present;

@@ -54,6 +54,8 @@ export interface ClaimPageOptions {
   readonly receivedVia: 'api_replay' | 'api_reconcile';
   /** Ids and digests counted in earlier pages of the same run (dry runs: absorbs redeliveries). */
   readonly seen: Set<string>;
+  /** The endpoint's `payloadSearch` (claim.ts). */
+  readonly payloadSearch: boolean;
 }
 
 /**
@@ -105,6 +107,7 @@ export async function claimFetchedPage(
       body: item.body,
       traceparent: null,
       receivedVia: options.receivedVia,
+      payloadSearch: options.payloadSearch,
     });
   }
   if (options.dryRun || !boss) {
@@ -164,6 +167,7 @@ export async function replayEvents(
       dryRun: options.dryRun === true,
       receivedVia: 'api_replay',
       seen,
+      payloadSearch: endpoint.payloadSearch,
     });
     fresh += counts.new;
     present += counts.present;
