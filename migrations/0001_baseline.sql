@@ -41,7 +41,9 @@ CREATE TABLE hookgate.inbox (
   -- Shopify, hmac with eventIdHeader), a captured body re-sent under a new id header verifies:
   -- the claim then also stores the SHA-256 of the payload's jsonb text (claim-sql.ts,
   -- bodyDigestOf, on the gateway's path and the replay's alike), unique per endpoint in
-  -- inbox_keys. Null for providers that sign their id.
+  -- inbox_keys. Null for providers that sign their id, and null in the row once claimed: the
+  -- claim's key trigger keeps the digest in the keys only (what every duplicate check reads, and
+  -- what outlives the row), so it is stored once.
   body_digest         bytea,
   -- How a row arrived when not as a signed delivery from its provider: 'replay_token' (re-posted
   -- with the endpoint's replay token) or 'api_replay' (pulled from the provider's API by
@@ -66,7 +68,13 @@ CREATE TABLE hookgate.inbox (
   discarded_at        timestamptz,
   discarded_by        text,
   discard_reason      text,
-  CHECK (length(event_id) BETWEEN 1 AND 512)
+  CHECK (length(event_id) BETWEEN 1 AND 512),
+  -- True for rows of endpoints with `payloadSearch: true` (set by the claim, a replay, a
+  -- reconciliation and a quarantine release): only those are in the console's payload index,
+  -- the largest thing an event would otherwise store beyond its payload (docs/storage.md). Null,
+  -- not false, for the others: a null costs a bit in the row's null bitmap, a false a byte and
+  -- its alignment.
+  payload_search      boolean
 ) PARTITION BY RANGE (received_at);
 
 -- Rows no dated partition covers: the unsettled rows kept from dropped weeks, and rows of a time
@@ -80,11 +88,14 @@ CREATE TABLE hookgate.inbox_default PARTITION OF hookgate.inbox DEFAULT;
 CREATE INDEX inbox_discarded_idx ON hookgate.inbox (endpoint, received_at) WHERE status = 'discarded';
 -- The console's event search (services/console/read-models/events-sql.ts): one entity's events,
 -- newest first; payload containment (`payload @> '{"data":{"object":{"customer":"cus_…"}}}'`)
--- through a GIN index with jsonb_path_ops, which serves exactly @>.
+-- through a GIN index with jsonb_path_ops, which serves exactly @>, over the rows of endpoints
+-- that ask for it (payload_search); the console searches other payloads among the newest rows it
+-- reads (console.scanRows).
 CREATE INDEX inbox_entity_idx ON hookgate.inbox (entity_id, received_at) WHERE entity_id IS NOT NULL;
 -- By key: the apply's lock and settle, requeue, `events show`.
 CREATE INDEX inbox_key_idx ON hookgate.inbox (endpoint, event_id);
-CREATE INDEX inbox_payload_path_idx ON hookgate.inbox USING gin (payload jsonb_path_ops);
+CREATE INDEX inbox_payload_path_idx ON hookgate.inbox USING gin (payload jsonb_path_ops)
+  WHERE payload_search;
 -- Unsettled rows only: backlog and oldest-age queries stay the size of the backlog, not of the
 -- history.
 CREATE INDEX inbox_pending_idx ON hookgate.inbox (endpoint, received_at) WHERE status = 'pending';
@@ -179,6 +190,7 @@ BEGIN
   VALUES (NEW.endpoint, NEW.event_id, NEW.body_digest, NEW.received_at)
   ON CONFLICT DO NOTHING;
   IF FOUND THEN
+    NEW.body_digest := NULL;
     RETURN NEW;
   END IF;
   -- A transaction that has written nothing yet has recorded no move: no xid is taken for it.
@@ -1085,3 +1097,31 @@ REVOKE ALL ON FUNCTION hookgate.requeue_events(text, text[], text[], text, times
 REVOKE ALL ON FUNCTION hookgate.discard_events(text, text[], text[], text, timestamptz, timestamptz, integer, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION hookgate.release_quarantined(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION hookgate.drop_quarantined(bigint[], text, text) FROM PUBLIC;
+
+-- A quarantine release of an endpoint with payload search: release_quarantined, then its row
+-- marked for the payload index as the claim marks one. A name of its own, not an overload: every
+-- function the code names is one to_regproc finds.
+CREATE FUNCTION hookgate.release_quarantined_searchable(
+  p_id bigint, p_provider text, p_event_id text, p_event_type text, p_entity_type text,
+  p_entity_id text, p_entity_version bigint, p_headers jsonb, p_digest_body boolean, p_form boolean,
+  p_actor text, p_reason text, p_payload_search boolean)
+RETURNS TABLE (outcome text, endpoint text, settled_at timestamptz, settled_by text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_column
+DECLARE
+  r record;
+BEGIN
+  FOR r IN
+    SELECT * FROM hookgate.release_quarantined(p_id, p_provider, p_event_id, p_event_type, p_entity_type,
+                                               p_entity_id, p_entity_version, p_headers, p_digest_body,
+                                               p_form, p_actor, p_reason)
+  LOOP
+    IF r.outcome = 'accepted' AND p_payload_search THEN
+      UPDATE hookgate.inbox i SET payload_search = true
+       WHERE i.endpoint = r.endpoint AND i.event_id = p_event_id AND i.payload_search IS NULL;
+    END IF;
+    RETURN QUERY SELECT r.outcome, r.endpoint, r.settled_at, r.settled_by;
+  END LOOP;
+END $$;
+REVOKE ALL ON FUNCTION hookgate.release_quarantined_searchable(bigint, text, text, text, text, text, bigint, jsonb, boolean, boolean, text, text, boolean) FROM PUBLIC;
+

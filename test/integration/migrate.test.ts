@@ -140,7 +140,7 @@ describe('a database this hookgate cannot take forward', () => {
   it("refuses a development build's ledger from before migrations were folded into the baseline", async () => {
     const dev = await createTestDatabase();
     try {
-      // 0001_baseline, then migrations numbered up to 0030 that this hookgate never had: not a
+      // 0001_baseline, then migrations numbered up to 0032 that this hookgate never had: not a
       // newer release's (nothing is served on it, and migrate says what to do).
       await dev.pool.query(
         `INSERT INTO hookgate.schema_migrations (version, name, release) VALUES

@@ -61,7 +61,7 @@ export interface EventQueryLimits {
 /**
  * Whether the payload index can answer a containment search: only when every endpoint it covers
  * (the one asked for, else every endpoint) has `payloadSearch` on, since only their rows are in
- * the index (migration 0032). Otherwise the containment is a filter applied to the rows read.
+ * the index (payload_search). Otherwise the containment is a filter applied to the rows read.
  */
 export function payloadIndexed(
   search: EventSearch,

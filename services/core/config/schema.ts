@@ -163,7 +163,7 @@ const endpointSchema = z
     dedupe: z.enum(['enforce', 'observe']).default('enforce'),
     /**
      * Off unless set: the console's payload search (`contains`) through an index of this
-     * endpoint's payloads (migration 0032's partial GIN index), for events received while it is on.
+     * endpoint's payloads (the baseline's partial GIN index), for events received while it is on.
      * Off, the index costs this endpoint's events nothing and the console searches their payloads
      * among the newest rows it reads (console.scanRows) instead (docs/console.md, docs/storage.md).
      */

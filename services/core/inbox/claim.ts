@@ -31,7 +31,7 @@ export interface Claim {
   readonly receivedVia?: 'replay_token' | 'api_replay' | 'api_reconcile' | null;
   /** The endpoint's `dedupe` mode; `observe` dispatches duplicates again (default `enforce`). */
   readonly dedupe?: 'enforce' | 'observe';
-  /** The endpoint's `payloadSearch`: the row is marked for the console's payload index (0032). */
+  /** The endpoint's `payloadSearch`: the row is marked for the console's payload index (payload_search). */
   readonly payloadSearch?: boolean;
   /**
    * The original bytes and pass-through headers, kept (hookgate.inbox_raw) only for endpoints

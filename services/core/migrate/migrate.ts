@@ -113,10 +113,10 @@ interface SchemaState {
 
 /**
  * The numbers development builds gave migrations before they were folded into 0001_baseline
- * (0002 to 0030): a ledger row at one of them that this hookgate does not have is another line of
+ * (0002 to 0032): a ledger row at one of them that this hookgate does not have is another line of
  * history, never a newer release's. Later migrations are numbered above it.
  */
-const BASELINE_HISTORY = 30;
+const BASELINE_HISTORY = 32;
 
 async function readSchemaState(
   db: Pick<pg.ClientBase | pg.Pool, 'query'>,
