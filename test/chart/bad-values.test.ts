@@ -161,6 +161,26 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     schema: true,
   },
   {
+    name: "a literal secret in a destination's Authorization header",
+    set: [
+      'config.endpoints.stripe.destinations.ledger.url=https://ledger.example/in',
+      'config.endpoints.stripe.destinations.ledger.headers.Authorization=Bearer literal',
+    ],
+    message:
+      /at '\/config\/endpoints\/stripe\/destinations\/ledger\/headers\/Authorization': 'Bearer literal' does not match pattern/,
+    schema: true,
+  },
+  {
+    name: 'a literal destination signing secret',
+    set: [
+      'config.endpoints.stripe.destinations.ledger.url=https://ledger.example/in',
+      'config.endpoints.stripe.destinations.ledger.signing.secrets[0]=whsec_bGl0ZXJhbA==',
+    ],
+    message:
+      /at '\/config\/endpoints\/stripe\/destinations\/ledger\/signing\/secrets\/0': 'whsec_bGl0ZXJhbA==' does not match pattern/,
+    schema: true,
+  },
+  {
     name: 'no endpoint configured',
     set: ['config.endpoints=null'],
     message: /at '\/config': missing property 'endpoints'/,

@@ -18,6 +18,7 @@ import {
   resolveReferences,
 } from './interpolate.ts';
 import { type Config, configSchema } from './schema.ts';
+import { literalSecretProblems } from './secret-literals.ts';
 import { closest } from './suggest.ts';
 
 /** `endpoints.stripe.secrets[0]` */
@@ -234,6 +235,7 @@ export function parseConfig(
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
   lines.push(...forwardProblems(document));
+  lines.push(...literalSecretProblems(document));
   const result = configSchema.safeParse(withoutForward(interpolated));
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);
