@@ -47,7 +47,11 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
   },
   {
     name: 'no secret source',
-    set: ['image.repository=registry.example.com/hookgate'],
+    set: [
+      'image.repository=registry.example.com/hookgate',
+      'config.endpoints.stripe.provider=stripe',
+      'config.endpoints.stripe.secrets[0]=${STRIPE_WEBHOOK_SECRET}',
+    ],
     valuesFiles: [],
     message: /No secret source: set secrets.existingSecret .* or set secrets.databaseUrl/,
     schema: false,
@@ -185,6 +189,13 @@ const cases: { name: string; set: string[]; valuesFiles?: string[]; message: Reg
     set: ['config.endpoints=null'],
     message: /at '\/config': missing property 'endpoints'/,
     schema: true,
+  },
+  {
+    name: 'the chart’s own endpoints (none) with an image and a Secret',
+    set: ['image.repository=registry.example.com/hookgate', 'secrets.existingSecret=hookgate-secrets'],
+    valuesFiles: [],
+    message: /config\.endpoints is empty: the chart ships no endpoint\. Configure at least one/,
+    schema: false,
   },
 ];
 

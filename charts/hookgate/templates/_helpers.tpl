@@ -85,8 +85,10 @@ The endpoint `helm test` sends its sample event to: tests.endpoint, or the only 
 a guess among several, since the event is processed by that endpoint's handler.
 */}}
 {{- define "hookgate.testEndpoint" -}}
-{{- $names := keys .Values.config.endpoints | sortAlpha }}
-{{- if .Values.tests.endpoint }}
+{{- $names := keys (default dict .Values.config.endpoints) | sortAlpha }}
+{{- if not $names }}
+{{- fail (include "hookgate.noEndpoints" .) }}
+{{- else if .Values.tests.endpoint }}
 {{- if not (has .Values.tests.endpoint $names) }}
 {{- fail (printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names)) }}
 {{- end }}
@@ -96,6 +98,11 @@ a guess among several, since the event is processed by that endpoint's handler.
 {{- else }}
 {{- fail (printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names)) }}
 {{- end }}
+{{- end }}
+
+{{/* The chart ships no endpoint (Helm would merge it into the user's): said where one is needed. */}}
+{{- define "hookgate.noEndpoints" -}}
+config.endpoints is empty: the chart ships no endpoint. Configure at least one (its name is the URL POST /webhooks/<name>), e.g. in your values: config: {endpoints: {stripe: {provider: stripe, secrets: ["${STRIPE_WEBHOOK_SECRET}"], handler: record}}} with STRIPE_WEBHOOK_SECRET a key of the Secret (examples: the chart's ci/*-values.yaml, docs/kubernetes.md).
 {{- end }}
 
 {{/* Seconds of a hookgate duration (ms, s, m, h), rounded up; used for render-time checks. */}}
@@ -236,7 +243,7 @@ These are about secrets and endpoints (configmap.yaml).
 {{- fail "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
 {{- end }}
 {{- if not .Values.config.endpoints }}
-{{- fail "config.endpoints is empty: configure at least one endpoint (its name is the URL POST /webhooks/<name>)." }}
+{{- fail (include "hookgate.noEndpoints" .) }}
 {{- end }}
 {{- range $name, $endpoint := .Values.config.endpoints }}
 {{- range $endpoint.secrets }}
