@@ -81,23 +81,47 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "hookgate.configPath" -}}/etc/hookgate/hookgate.yaml{{- end }}
 
 {{/*
-The endpoint `helm test` sends its sample event to: tests.endpoint, or the only endpoint. Never
-a guess among several, since the event is processed by that endpoint's handler.
+Why `helm test` has no endpoint to send its sample event to, or nothing: with several endpoints
+it must be named rather than guessed (the test checks that endpoint's route, secret and
+provider). tests/test-send.yaml refuses with it, lint included (hookgate.refuse).
 */}}
-{{- define "hookgate.testEndpoint" -}}
+{{- define "hookgate.testEndpointProblem" -}}
 {{- $names := keys (default dict .Values.config.endpoints) | sortAlpha }}
 {{- if not $names }}
-{{- fail (include "hookgate.noEndpoints" .) }}
+{{- include "hookgate.noEndpoints" . }}
 {{- else if .Values.tests.endpoint }}
 {{- if not (has .Values.tests.endpoint $names) }}
-{{- fail (printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names)) }}
+{{- printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names) }}
 {{- end }}
-{{- .Values.tests.endpoint }}
-{{- else if eq (len $names) 1 }}
-{{- first $names }}
-{{- else }}
-{{- fail (printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names)) }}
+{{- else if gt (len $names) 1 }}
+{{- printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names) }}
 {{- end }}
+{{- end }}
+
+{{/* The endpoint `helm test` sends its sample event to: tests.endpoint, or the only endpoint. */}}
+{{- define "hookgate.testEndpoint" -}}
+{{- with include "hookgate.testEndpointProblem" . }}
+{{- fail . }}
+{{- end }}
+{{- default (first (keys (default dict .Values.config.endpoints) | sortAlpha)) .Values.tests.endpoint }}
+{{- end }}
+
+{{/*
+A render-time refusal: `helm template`, `install` and `upgrade` stop at `fail` with the sentence.
+`helm lint` runs the templates with a `fail` that only logs the sentence and goes on, so lint
+would pass what install refuses; past that `fail` (reached under lint only) this renders an
+object named by the sentence, and lint's name check reports it with the sentence: `[WARNING]`,
+which fails `helm lint --strict`. Include it where a template renders whole documents, never
+inside one.
+*/}}
+{{- define "hookgate.refuse" }}
+{{- fail . }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ . | quote }}
+---
 {{- end }}
 
 {{/* The chart ships no endpoint (Helm would merge it into the user's): said where one is needed. */}}
@@ -237,21 +261,21 @@ These are about secrets and endpoints (configmap.yaml).
 */}}
 {{- define "hookgate.validate" -}}
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.databaseUrl) }}
-{{- fail "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
+{{- include "hookgate.refuse" "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
 {{- end }}
 {{- if and .Values.secrets.existingSecret (or .Values.secrets.databaseUrl .Values.secrets.values) }}
-{{- fail "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
+{{- include "hookgate.refuse" "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
 {{- end }}
 {{- if not .Values.config.endpoints }}
-{{- fail (include "hookgate.noEndpoints" .) }}
+{{- include "hookgate.refuse" (include "hookgate.noEndpoints" .) }}
 {{- end }}
 {{- range $name, $endpoint := .Values.config.endpoints }}
 {{- range $endpoint.secrets }}
 {{- if not (regexMatch "^\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}$" (toString .)) }}
-{{- fail (printf "config.endpoints.%s.secrets: every entry must be a ${NAME} reference to a key of the Secret, never a literal secret (a ConfigMap is not secret)." $name) }}
+{{- include "hookgate.refuse" (printf "config.endpoints.%s.secrets: every entry must be a ${NAME} reference to a key of the Secret, never a literal secret (a ConfigMap is not secret)." $name) }}
 {{- end }}
 {{- if and (not $.Values.secrets.existingSecret) (not (hasKey $.Values.secrets.values (trimPrefix "${" (trimSuffix "}" (toString .))))) }}
-{{- fail (printf "config.endpoints.%s.secrets: %s has no key in secrets.values; add it there (or use secrets.existingSecret)." $name (toString .)) }}
+{{- include "hookgate.refuse" (printf "config.endpoints.%s.secrets: %s has no key in secrets.values; add it there (or use secrets.existingSecret)." $name (toString .)) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -280,7 +304,7 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 {{- define "hookgate.validateGateway" -}}
 {{- $gatewayNeeds := add .Values.gateway.preStopSleepSeconds (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds) }}
-{{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
+{{- include "hookgate.refuse" (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
 {{- end }}
 {{- end }}
 
@@ -288,7 +312,7 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 {{- define "hookgate.validateWorker" -}}
 {{- $workerNeeds := add (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds) }}
-{{- fail (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
+{{- include "hookgate.refuse" (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
 {{- end }}
 {{- end }}
 
@@ -299,10 +323,10 @@ sign in, so say so at render time where the chart can tell.
 {{- define "hookgate.validateConsole" -}}
 {{- $c := default dict .Values.config.console }}
 {{- if not (or .Values.console.usersSecret.name $c.users $c.tokens $c.proxyAuth) }}
-{{- fail "console.enabled needs a way to sign in: console.usersSecret.name (a Secret with name:hash lines from `hookgate console hash-password`), config.console.users, config.console.tokens or config.console.proxyAuth; hookgate never serves an open console outside its embedded demo." }}
+{{- include "hookgate.refuse" "console.enabled needs a way to sign in: console.usersSecret.name (a Secret with name:hash lines from `hookgate console hash-password`), config.console.users, config.console.tokens or config.console.proxyAuth; hookgate never serves an open console outside its embedded demo." }}
 {{- end }}
 {{- if and (not .Values.secrets.existingSecret) (not $c.sessionSecret) (not (hasKey .Values.secrets.values "CONSOLE_SESSION_SECRET")) }}
-{{- fail "console.enabled needs CONSOLE_SESSION_SECRET (32+ random characters, shared by every console replica): add it to secrets.values (or to your existingSecret)." }}
+{{- include "hookgate.refuse" "console.enabled needs CONSOLE_SESSION_SECRET (32+ random characters, shared by every console replica): add it to secrets.values (or to your existingSecret)." }}
 {{- end }}
 {{- end }}
 
