@@ -94,7 +94,7 @@ provider). tests/test-send.yaml refuses with it, lint included (hookgate.refuse)
 {{- printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names) }}
 {{- end }}
 {{- else if gt (len $names) 1 }}
-{{- printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names) }}
+{{- printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (signed with that endpoint's secret and verified by its provider; a worker settles it `ignored`, no handler sees it), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names) }}
 {{- end }}
 {{- end }}
 
