@@ -1,5 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PROVIDER_BODY_LIMITS } from '../../services/core/config/body-limits.ts';
 import { configSchema } from '../../services/core/config/schema.ts';
 import {
   CONSOLE_ROLE_CONNECTIONS,
@@ -11,8 +12,9 @@ import { ROOT } from '../support/process.ts';
 
 // The numbers the chart's templates compute with, taken from hookgate's TypeScript so that the
 // chart never keeps copies of them: the connections each process holds beside its configured
-// pools (services/core/db/connections.ts) and the configuration's defaults the arithmetic uses
-// when values leave a key out (services/core/config/schema.ts). The templates read the generated
+// pools (services/core/db/connections.ts), the configuration's defaults the arithmetic uses
+// when values leave a key out (services/core/config/schema.ts), and the body limits providers
+// document (services/core/config/body-limits.ts: the Ingress's proxy-body-size). The templates read the generated
 // file (`.Files.Get`: the connection figure in NOTES.txt, the grace-period checks);
 // chart-arithmetic.test.ts fails when it is stale. Regenerate with
 //   node test/chart/chart-arithmetic.ts --write
@@ -42,7 +44,9 @@ export function chartArithmetic() {
       consolePoolSize: config.console.poolSize,
       serverShutdownSeconds: Math.ceil(config.server.shutdownTimeout / 1000),
       workerShutdownSeconds: Math.ceil(config.worker.shutdownTimeout / 1000),
+      serverBodyLimit: config.server.bodyLimit,
     },
+    providerBodyLimits: PROVIDER_BODY_LIMITS,
   };
 }
 

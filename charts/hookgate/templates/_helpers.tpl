@@ -290,6 +290,60 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 {{- .Files.Get "files/generated/arithmetic.json" }}
 {{- end }}
 
+{{/*
+Bytes of a hookgate size: a number of bytes, or a number and b, kb/kib, mb/mib, every unit
+binary (services/core/config/duration.ts reads it so).
+*/}}
+{{- define "hookgate.sizeBytes" -}}
+{{- if kindIs "string" . }}
+{{- $text := . | trim | lower }}
+{{- $amount := regexFind "^[0-9]+" $text }}
+{{- $unit := trimPrefix $amount $text | trim }}
+{{- $units := dict "b" 1 "kb" 1024 "kib" 1024 "mb" 1048576 "mib" 1048576 }}
+{{- if or (not $amount) (not (hasKey $units $unit)) }}
+{{- fail (printf "%q is not a size; write e.g. 1mib, 512kib or 65536" .) }}
+{{- end }}
+{{- mul (atoi $amount) (index $units $unit) }}
+{{- else }}
+{{- int64 . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The largest body any endpoint accepts, in bytes, as hookgate decides each endpoint's limit
+(services/core/config/body-limits.ts, endpointBodyLimit): its own bodyLimit, else its provider's
+documented maximum (github, gitlab: 25 MiB), else server.bodyLimit. The Ingress lets that much
+through (gateway-ingress.yaml); a test compares this with the TypeScript.
+*/}}
+{{- define "hookgate.largestBodyLimit" -}}
+{{- $k := include "hookgate.arithmetic" . | fromJson }}
+{{- $server := int64 $k.defaults.serverBodyLimit }}
+{{- with dig "server" "bodyLimit" nil .Values.config }}
+{{- $server = include "hookgate.sizeBytes" . | atoi }}
+{{- end }}
+{{- $largest := 0 }}
+{{- range $name, $endpoint := .Values.config.endpoints }}
+{{- $limit := $server }}
+{{- if $endpoint.bodyLimit }}
+{{- $limit = include "hookgate.sizeBytes" $endpoint.bodyLimit | atoi }}
+{{- else if hasKey $k.providerBodyLimits (toString $endpoint.provider) }}
+{{- $limit = index $k.providerBodyLimits (toString $endpoint.provider) | int64 }}
+{{- end }}
+{{- $largest = max $largest $limit }}
+{{- end }}
+{{- $largest }}
+{{- end }}
+
+{{/* A byte count as nginx writes sizes: whole MiB as `25m`, else KiB rounded up (`513k`). */}}
+{{- define "hookgate.nginxSize" -}}
+{{- $bytes := int64 . }}
+{{- if eq (mod $bytes 1048576) 0 }}
+{{- printf "%dm" (div $bytes 1048576) }}
+{{- else }}
+{{- printf "%dk" (div (add $bytes 1023) 1024) }}
+{{- end }}
+{{- end }}
+
 {{/* Seconds the longest drain takes: serve's last-resort exit waits for the longer shutdownTimeout. */}}
 {{- define "hookgate.drainSeconds" -}}
 {{- $defaults := (include "hookgate.arithmetic" . | fromJson).defaults }}
