@@ -40,9 +40,16 @@ describe('hookgate config check', () => {
     const run = await runCliInProcess(['config', 'check', '--config', file], ENV);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toContain(`${file} is valid: 2 endpoints (stripe, github).`);
+    expect(run.output).toContain(
+      'Environment variables its ${NAME} references need: GITHUB_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET.',
+    );
     const json = await runCliInProcess(['config', 'check', '--config', file, '--json'], ENV);
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { connections: Record<string, number>; endpoints: string[] };
+    const report = JSON.parse(json.stdout) as {
+      connections: Record<string, number>;
+      endpoints: string[];
+      variables: string[];
+    };
     const parsed = parseConfig(
       {
         endpoints: {
@@ -53,6 +60,7 @@ describe('hookgate config check', () => {
       {},
     );
     expect(report.endpoints).toEqual(['stripe', 'github']);
+    expect(report.variables).toEqual(['GITHUB_WEBHOOK_SECRET', 'STRIPE_WEBHOOK_SECRET']);
     expect(report.connections).toEqual({
       gateway: processConnections(parsed, 'gateway'),
       worker: processConnections(parsed, 'worker'),

@@ -344,6 +344,39 @@ through (gateway-ingress.yaml); a test compares this with the TypeScript.
 {{- end }}
 {{- end }}
 
+{{/*
+The environment variables the configuration's ${NAME} references need, sorted, as JSON: every
+string of `config` read as hookgate reads it (services/core/config/interpolate.ts,
+referencedVariables: `$${` is no reference, `${NAME:-fallback}` needs nothing, `sql:` statements
+count), with hookgate's own pattern from files/generated/arithmetic.json. Rendered here, from the
+values, because they are only known at install time; a test compares it with the TypeScript.
+*/}}
+{{- define "hookgate.referencedVariables" -}}
+{{- $found := dict }}
+{{- include "hookgate.collectReferences" (dict "node" .Values.config "found" $found "pattern" (include "hookgate.arithmetic" . | fromJson).referencePattern) }}
+{{- keys $found | sortAlpha | toJson }}
+{{- end }}
+
+{{/* One node of that walk: (dict "node" x "found" <dict of names> "pattern" <REFERENCE>). */}}
+{{- define "hookgate.collectReferences" -}}
+{{- $walk := . }}
+{{- if kindIs "string" .node }}
+{{- range regexFindAll .pattern .node -1 }}
+{{- if not (or (hasPrefix "$$" .) (contains ":-" .)) }}
+{{- $_ := set $walk.found (trimSuffix "}" (trimPrefix "${" .)) true }}
+{{- end }}
+{{- end }}
+{{- else if kindIs "map" .node }}
+{{- range $key, $value := .node }}
+{{- include "hookgate.collectReferences" (dict "node" $value "found" $walk.found "pattern" $walk.pattern) }}
+{{- end }}
+{{- else if kindIs "slice" .node }}
+{{- range .node }}
+{{- include "hookgate.collectReferences" (dict "node" . "found" $walk.found "pattern" $walk.pattern) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* Seconds the longest drain takes: serve's last-resort exit waits for the longer shutdownTimeout. */}}
 {{- define "hookgate.drainSeconds" -}}
 {{- $defaults := (include "hookgate.arithmetic" . | fromJson).defaults }}

@@ -274,10 +274,8 @@ function unreadableBecause(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function loadConfig(
-  file: string,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Config {
+/** The configuration file as parsed YAML, before any reference is resolved or anything checked. */
+export function readConfigDocument(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -293,8 +291,16 @@ export function loadConfig(
     const details = document.errors.map((error) => error.message).join('\n  ');
     throw new HookgateError('config_invalid', `${file} is not valid YAML:\n  ${details}`);
   }
+  return document.toJS();
+}
+
+export function loadConfig(
+  file: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
+  const document = readConfigDocument(file);
   try {
-    return parseConfig(document.toJS(), env);
+    return parseConfig(document, env);
   } catch (error) {
     if (error instanceof HookgateError) {
       throw new HookgateError(error.code, error.message.replace('The configuration', file));
