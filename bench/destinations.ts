@@ -3,7 +3,9 @@
 // same requests (same bodies, same concurrency per destination) to the same sink, in the same
 // run. The sink runs in a child process, so this process's CPU is the sender's alone (PostgreSQL's
 // is not counted: it is the relay's claims and records). Figures: deliveries per second of each,
-// their ratio, and this process's CPU per delivery of each. Then, on the same events: one
+// their ratio, and this process's CPU per delivery of each, with PostgreSQL's CPU per delivery on
+// the relay's side (its claims and records, less the bench's own progress query, measured alone;
+// NaN when PostgreSQL runs elsewhere). Then, on the same events: one
 // destination with `ordering: entity` against one without (the same backlog with entities), and
 // one with a `rateLimit`, whose throughput should be its limit (achieved / limit).
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -15,6 +17,7 @@ import { insertDeliveries } from '../services/core/destinations/deliveries.ts';
 import { routesFrom, webhookIdFor } from '../services/core/destinations/routes.ts';
 import { createLogger } from '../services/core/logging.ts';
 import { startDestinationRelay } from '../services/worker/destinations.ts';
+import { postgresCpu, postmasterPid } from './cpu.ts';
 import type { BenchDatabase } from './processes.ts';
 
 export interface DestinationsOptions {
@@ -35,6 +38,8 @@ interface Side {
   readonly perSecond: number;
   /** This process's CPU (user + system) per delivery, microseconds. */
   readonly cpuMicrosPerDelivery: number;
+  /** PostgreSQL's CPU per delivery, microseconds (the relay's sides; NaN for the bare client's). */
+  readonly postgresMicrosPerDelivery: number;
 }
 
 export interface DestinationsReport {
@@ -95,6 +100,7 @@ function side(deliveries: number, started: bigint, cpu: NodeJS.CpuUsage): Side {
     seconds,
     perSecond: deliveries / seconds,
     cpuMicrosPerDelivery: (used.user + used.system) / deliveries,
+    postgresMicrosPerDelivery: Number.NaN,
   };
 }
 
@@ -124,7 +130,22 @@ async function backlog(
 }
 
 /** Runs the relay over the config's destinations until `total` (of `only`, if given) are delivered. */
-async function relayPhase(pool: pg.Pool, config: Config, total: number, only?: string): Promise<Side> {
+async function relayPhase(
+  pool: pg.Pool,
+  postmaster: number | null,
+  config: Config,
+  total: number,
+  only?: string,
+): Promise<Side> {
+  const delivered = async () =>
+    (
+      await pool.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM hookgate.destination_deliveries
+          WHERE status = 'delivered' AND ($1::text IS NULL OR destination = $1)`,
+        [only ?? null],
+      )
+    ).rows[0]!.n;
+  const postgresBefore = postgresCpu(postmaster);
   const cpu = process.cpuUsage();
   const started = process.hrtime.bigint();
   const relay = startDestinationRelay({
@@ -133,18 +154,21 @@ async function relayPhase(pool: pg.Pool, config: Config, total: number, only?: s
     logger: createLogger('silent'),
     pollIntervalMs: 50,
   });
+  let polls = 0;
   for (;;) {
-    const { rows } = await pool.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM hookgate.destination_deliveries
-        WHERE status = 'delivered' AND ($1::text IS NULL OR destination = $1)`,
-      [only ?? null],
-    );
-    if (rows[0]!.n >= total) break;
+    polls += 1;
+    if ((await delivered()) >= total) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  const postgresDuring = postgresCpu(postmaster) - postgresBefore;
   const result = side(total, started, cpu);
   await relay.stop();
-  return result;
+  // PostgreSQL's CPU is the relay's less this progress query's own: the same number of polls
+  // again, over the same (now settled) rows, with the relay stopped.
+  const pollsBefore = postgresCpu(postmaster);
+  for (let n = 0; n < polls; n += 1) await delivered();
+  const pollsCost = postgresCpu(postmaster) - pollsBefore;
+  return { ...result, postgresMicrosPerDelivery: ((postgresDuring - pollsCost) * 1e6) / total };
 }
 
 export async function destinationsScenario(
@@ -154,6 +178,8 @@ export async function destinationsScenario(
   const sink = await startSink();
   const pool = new pg.Pool({ connectionString: database.url, max: options.destinations * 2 + 4 });
   try {
+    const client = await pool.connect();
+    const postmaster = await postmasterPid(client).finally(() => client.release());
     const names = Array.from({ length: options.destinations }, (_, n) => `dest${n}`);
     const config = parseConfig(
       {
@@ -186,7 +212,7 @@ export async function destinationsScenario(
       )
     ).rows.map((row) => row.body);
 
-    const relaySide = await relayPhase(pool, config, total);
+    const relaySide = await relayPhase(pool, postmaster, config, total);
 
     // Bare client: the same requests, `concurrency` in flight per destination.
     const cpu = process.cpuUsage();
@@ -234,10 +260,21 @@ export async function destinationsScenario(
         },
         {},
       );
-    await backlog(pool, options.events, ['unordered', 'ordered'], entityOf);
-    const unordered = await relayPhase(pool, single('unordered', {}), options.events, 'unordered');
+    // Each phase's backlog is written just before it: a relay settles the deliveries of a
+    // destination its configuration lacks `dead` (destination_unconfigured), so an ordered
+    // backlog written beside the unordered one was dead before its own phase began.
+    await backlog(pool, options.events, ['unordered'], entityOf);
+    const unordered = await relayPhase(
+      pool,
+      postmaster,
+      single('unordered', {}),
+      options.events,
+      'unordered',
+    );
+    await backlog(pool, options.events, ['ordered'], entityOf);
     const ordered = await relayPhase(
       pool,
+      postmaster,
       single('ordered', { ordering: 'entity' }),
       options.events,
       'ordered',
@@ -251,7 +288,7 @@ export async function destinationsScenario(
     );
     await backlog(pool, limitedCount, ['limited'], () => ({ entityKey: null, entityVersion: null }));
     const limitedConfig = single('limited', { rateLimit: { perSecond: options.ratePerSecond, burst } });
-    const limited = await relayPhase(pool, limitedConfig, limitedCount, 'limited');
+    const limited = await relayPhase(pool, postmaster, limitedConfig, limitedCount, 'limited');
     const achieved = (limitedCount - burst) / limited.seconds;
     return {
       deliveries: total,
@@ -284,12 +321,12 @@ export async function destinationsScenario(
 
 export function renderDestinations(report: DestinationsReport): string[] {
   const row = (name: string, s: Side) =>
-    `  ${name.padEnd(12)} ${s.perSecond.toFixed(0).padStart(7)}/s  ${s.seconds.toFixed(1).padStart(6)} s  ${s.cpuMicrosPerDelivery.toFixed(0).padStart(6)} µs CPU per delivery`;
+    `  ${name.padEnd(12)} ${s.perSecond.toFixed(0).padStart(7)}/s  ${s.seconds.toFixed(1).padStart(6)} s  ${s.cpuMicrosPerDelivery.toFixed(0).padStart(6)} µs CPU per delivery${Number.isNaN(s.postgresMicrosPerDelivery) ? '' : `, PostgreSQL ${s.postgresMicrosPerDelivery.toFixed(0)} µs`}`;
   return [
     `destinations: ${report.deliveries} deliveries (${report.deliveries / report.destinations} events × ${report.destinations} destinations), ${report.concurrency} in flight per destination, to a local sink`,
     row('relay', report.relay),
     row('bare client', report.bare),
-    `  relay / bare: throughput ×${report.throughputRatio.toFixed(2)}, CPU per delivery ×${report.cpuRatio.toFixed(2)} (this process; PostgreSQL's share not counted)`,
+    `  relay / bare: throughput ×${report.throughputRatio.toFixed(2)}, CPU per delivery ×${report.cpuRatio.toFixed(2)} (this process)`,
     `  one destination, ${report.deliveries / report.destinations} events over ${report.ordering.entities} entities:`,
     row('unordered', report.ordering.unordered),
     row('ordered', report.ordering.ordered),

@@ -1,18 +1,22 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PROVIDER_BODY_LIMITS } from '../../services/core/config/body-limits.ts';
+import { REFERENCE } from '../../services/core/config/interpolate.ts';
+import { configSchema } from '../../services/core/config/schema.ts';
 import {
   CONSOLE_ROLE_CONNECTIONS,
   MIGRATION_CONNECTIONS,
   QUEUE_CONNECTIONS,
   WAKEUP_LISTENER_CONNECTIONS,
 } from '../../services/core/config/connections.ts';
-import { configSchema } from '../../services/core/config/schema.ts';
 import { ROOT } from '../support/process.ts';
 
 // The numbers the chart's templates compute with, taken from hookgate's TypeScript so that the
 // chart never keeps copies of them: the connections each process holds beside its configured
-// pools (services/core/config/connections.ts) and the configuration's defaults the arithmetic uses
-// when values leave a key out (services/core/config/schema.ts). The templates read the generated
+// pools (services/core/config/connections.ts), the configuration's defaults the arithmetic uses
+// when values leave a key out (services/core/config/schema.ts), and the body limits providers
+// document (services/core/config/body-limits.ts: the Ingress's proxy-body-size), and the pattern
+// of a `${NAME}` reference (the Secret's keys NOTES.txt lists). The templates read the generated
 // file (`.Files.Get`: the connection figure in NOTES.txt, the grace-period checks);
 // chart-arithmetic.test.ts fails when it is stale. Regenerate with
 //   node test/chart/chart-arithmetic.ts --write
@@ -42,7 +46,12 @@ export function chartArithmetic() {
       consolePoolSize: config.console.poolSize,
       serverShutdownSeconds: Math.ceil(config.server.shutdownTimeout / 1000),
       workerShutdownSeconds: Math.ceil(config.worker.shutdownTimeout / 1000),
+      serverBodyLimit: config.server.bodyLimit,
     },
+    providerBodyLimits: PROVIDER_BODY_LIMITS,
+    // hookgate's `${NAME}` pattern (services/core/config/interpolate.ts): NOTES.txt lists the
+    // Secret's keys with it. RE2 (Go) reads it as JavaScript does.
+    referencePattern: REFERENCE.source,
   };
 }
 

@@ -29,7 +29,10 @@ describe('NOTES.txt', () => {
       expect(text).toContain(`  - ${key}\n`);
     }
     expect(text).toContain('helm test hg -n hookgate');
-    expect(text).toContain('sends a signed sample event to endpoint "github"\n(tests.endpoint)');
+    expect(text).toContain('signs a sample event with the secret of endpoint\n"github" (tests.endpoint)');
+    // What `send-test --wait` waits for (render-and-run.test.ts sees it): no handler processes it.
+    expect(text).toContain('has settled it `ignored` (a test event reaches no handler: no business write)');
+    expect(text).not.toMatch(/handler processes/);
   });
 
   it('uses the Ingress host and scheme when an Ingress is enabled', async () => {

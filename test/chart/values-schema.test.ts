@@ -12,7 +12,12 @@ import { configValuesSchema, readSchema } from './values-schema.ts';
 const configJson = (readSchema().properties as Record<string, unknown>).config as object;
 const validate = new Ajv({ strict: false, validateFormats: false, allErrors: true }).compile(configJson);
 
-const ENV = { STRIPE_WEBHOOK_SECRET: 'whsec_x', HMAC_SECRET: 'x' };
+const ENV = {
+  STRIPE_WEBHOOK_SECRET: 'whsec_x',
+  HMAC_SECRET: 'x',
+  LEDGER_SIGNING_SECRET: `whsec_${Buffer.from('a destination signing secret').toString('base64')}`,
+  LEDGER_TOKEN: 'a-token',
+};
 const STRIPE = { provider: 'stripe', secrets: ['${STRIPE_WEBHOOK_SECRET}'] };
 
 function hookgateAccepts(config: unknown): boolean {
@@ -297,7 +302,65 @@ describe('values.schema.json: the endpoint rules that span keys', () => {
     expect(verdicts({ endpoints: { e: endpoint } })).toEqual({ schema: valid, hookgate: valid });
   });
 
-  it('no endpoint at all is refused by both', () => {
-    expect(verdicts({ endpoints: {} })).toEqual({ schema: false, hookgate: false });
+  it('no endpoint at all: refused by hookgate; the chart refuses it at render, with a sentence (bad-values.test.ts)', () => {
+    expect(verdicts({ endpoints: {} })).toEqual({ schema: true, hookgate: false });
+  });
+});
+
+describe("values.schema.json: a destination's secrets, as hookgate decides them", () => {
+  const SIGNING = `whsec_${Buffer.from('a destination signing secret').toString('base64')}`;
+  const destination = (settings: Record<string, unknown>) => ({
+    endpoints: {
+      e: { ...STRIPE, destinations: { ledger: { url: 'https://ledger.example/in', ...settings } } },
+    },
+  });
+  const cases: { name: string; settings: Record<string, unknown>; valid: boolean }[] = [
+    { name: 'a literal signing secret', settings: { signing: { secrets: [SIGNING] } }, valid: false },
+    {
+      name: 'a referenced signing secret',
+      settings: { signing: { secrets: ['${LEDGER_SIGNING_SECRET}'] } },
+      valid: true,
+    },
+    {
+      name: 'a signing secret with a literal fallback',
+      settings: { signing: { secrets: [`\${LEDGER_SIGNING_SECRET:-${SIGNING}}`] } },
+      valid: false,
+    },
+    {
+      name: 'a literal Authorization header',
+      settings: { headers: { Authorization: 'Bearer abc' } },
+      valid: false,
+    },
+    { name: 'a literal x-api-key header', settings: { headers: { 'x-api-key': 'abc' } }, valid: false },
+    {
+      name: 'a literal X-Client-Secret header',
+      settings: { headers: { 'X-Client-Secret': 'abc' } },
+      valid: false,
+    },
+    { name: 'a literal X-Auth-Token header', settings: { headers: { 'X-Auth-Token': 'abc' } }, valid: false },
+    {
+      name: 'a referenced Authorization header after its scheme',
+      settings: { headers: { Authorization: 'Bearer ${LEDGER_TOKEN}' } },
+      valid: true,
+    },
+    {
+      name: 'a literal header that carries no secret',
+      settings: { headers: { 'X-Team': 'payments' } },
+      valid: true,
+    },
+    {
+      name: 'a literal token in the URL’s query',
+      settings: { url: 'https://l.example/in?token=abc' },
+      valid: false,
+    },
+    {
+      name: 'a referenced token in the URL’s query',
+      settings: { url: 'https://l.example/in?team=a&token=${LEDGER_TOKEN}' },
+      valid: true,
+    },
+  ];
+
+  it.each(cases)('$name: valid=$valid for both', ({ settings, valid }) => {
+    expect(verdicts(destination(settings))).toEqual({ schema: valid, hookgate: valid });
   });
 });

@@ -9,6 +9,12 @@ import {
 } from '../../services/core/config/handler-kinds.ts';
 import { handlerOptionsSchema } from '../../services/core/config/handler-options.ts';
 import { configSchema } from '../../services/core/config/schema.ts';
+import {
+  LITERAL_SECRET_QUERY_SOURCE,
+  SECRET_HEADER_VALUE_SOURCE,
+  SECRET_NAME_SOURCE,
+  SECRET_REFERENCE_SOURCE,
+} from '../../services/core/config/secret-literals.ts';
 import { ROOT } from '../support/process.ts';
 import { DURATION_GRAMMAR, durationPattern, SIZE_GRAMMAR, sizePattern } from './schema-patterns.ts';
 
@@ -216,6 +222,32 @@ function endpointRules(): Json[] {
   ];
 }
 
+/**
+ * A destination's secrets: the rule hookgate applies when it loads its configuration
+ * (services/core/config/secret-literals.ts), from the same patterns.
+ */
+function destinationSecrets(destinations: Json): void {
+  const properties = (destinations.additionalProperties as Json).properties as Json;
+  const words = 'a reference, ${NAME} (a key of the Secret) or ${file:/path}, never a literal secret';
+  ((properties.signing as Json).properties as Json).secrets = {
+    ...(((properties.signing as Json).properties as Json).secrets as Json),
+    items: { type: 'string', pattern: SECRET_REFERENCE_SOURCE, description: words },
+  };
+  const headers = properties.headers as Json;
+  headers.patternProperties = {
+    [SECRET_NAME_SOURCE]: {
+      ...(headers.additionalProperties as Json),
+      pattern: SECRET_HEADER_VALUE_SOURCE,
+      description: `a header named like a secret (authorization, token, key, secret, password): ${words}, after its scheme if it has one ("Bearer \${TOKEN}")`,
+    },
+  };
+  properties.url = {
+    ...(properties.url as Json),
+    not: { pattern: LITERAL_SECRET_QUERY_SOURCE },
+    description: `the http(s) URL to deliver to; a query parameter named like a secret takes ${words}`,
+  };
+}
+
 export function configValuesSchema(): Json {
   const generated = jsonSchemaOf(configSchema);
   const endpoints = (generated.properties as Json).endpoints as Json;
@@ -230,7 +262,16 @@ export function configValuesSchema(): Json {
     pattern: SECRET_REFERENCE,
     description: 'a ${NAME} reference to a key of the Secret, never a literal secret',
   };
-  endpoints.minProperties = 1;
+  // Replay secrets stand in for a signature: like signing secrets, they come from the Secret.
+  ((endpoint.properties as Json).replaySecrets as Json).items = {
+    type: 'string',
+    pattern: SECRET_REFERENCE,
+    description: 'a ${NAME} reference to a key of the Secret, never a literal secret',
+  };
+  destinationSecrets((endpoint.properties as Json).destinations as Json);
+  // No minProperties: the chart ships no endpoint, and its render-time check (hookgate.validate)
+  // refuses an empty map with a sentence saying what to write, where the schema would only say
+  // "minProperties".
   endpoint.allOf = endpointRules();
   // The console's session key and password hashes, like signing secrets, come from the Secret.
   const consoleSection = (generated.properties as Json).console as Json;

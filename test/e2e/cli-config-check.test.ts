@@ -40,9 +40,16 @@ describe('hookgate config check', () => {
     const run = await runCliInProcess(['config', 'check', '--config', file], ENV);
     expect(run.code, run.output).toBe(0);
     expect(run.output).toContain(`${file} is valid: 2 endpoints (stripe, github).`);
+    expect(run.output).toContain(
+      'Environment variables its ${NAME} references need: GITHUB_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET.',
+    );
     const json = await runCliInProcess(['config', 'check', '--config', file, '--json'], ENV);
     expect(json.code).toBe(0);
-    const report = JSON.parse(json.stdout) as { connections: Record<string, number>; endpoints: string[] };
+    const report = JSON.parse(json.stdout) as {
+      connections: Record<string, number>;
+      endpoints: string[];
+      variables: string[];
+    };
     const parsed = parseConfig(
       {
         endpoints: {
@@ -53,6 +60,7 @@ describe('hookgate config check', () => {
       {},
     );
     expect(report.endpoints).toEqual(['stripe', 'github']);
+    expect(report.variables).toEqual(['GITHUB_WEBHOOK_SECRET', 'STRIPE_WEBHOOK_SECRET']);
     expect(report.connections).toEqual({
       gateway: processConnections(parsed, 'gateway'),
       worker: processConnections(parsed, 'worker'),
@@ -98,6 +106,44 @@ describe('hookgate config check', () => {
     expect(run.output).toContain('endpoints.demo.secrets[0] (${DEMO_WEBHOOK_SECRET} is unset');
     expect(run.output).toContain('endpoints.stripe.secrets[0] (${STRIPE_WEBHOOK_SECRET} is unset');
     expect(run.output).toContain('Set DEMO_WEBHOOK_SECRET, STRIPE_WEBHOOK_SECRET');
+  });
+
+  it('refuses literal secrets in destinations, naming each key and never its value', async () => {
+    const signing = `whsec_${Buffer.from('a literal destination secret').toString('base64')}`;
+    const destination = (lines: readonly string[]) =>
+      configFile([...GOOD, '    destinations:', '      ledger:', ...lines.map((line) => `        ${line}`)]);
+    const literal = destination([
+      'url: "https://ledger.example/in?team=payments&api_key=k3y-in-the-url"',
+      `signing: { secrets: ["${signing}"] }`,
+      'headers: { Authorization: "Bearer t0ken-in-the-file", X-Api-Key: k3y-in-the-file, X-Team: payments }',
+    ]);
+    const run = await runCliInProcess(['config', 'check', '--config', literal], ENV);
+    expect(run.code).toBe(2);
+    expect(run.output).toContain(`hookgate: config_invalid: ${literal} is not valid:`);
+    for (const key of ['url', 'signing.secrets[0]', 'headers.Authorization', 'headers.X-Api-Key']) {
+      expect(run.output).toMatch(
+        new RegExp(
+          `endpoints\\.github\\.destinations\\.ledger\\.${key.replace(/[.[\]]/g, '\\$&')}: .*write a reference to an environment variable, \\$\\{NAME\\}`,
+        ),
+      );
+    }
+    expect(run.output).not.toContain('X-Team');
+    for (const value of [signing, 't0ken-in-the-file', 'k3y-in-the-file', 'k3y-in-the-url'])
+      expect(run.output).not.toContain(value);
+    const keyFile = join(mkdtempSync(join(tmpdir(), 'hookgate-config-check-')), 'api-key');
+    writeFileSync(keyFile, 'k3y-from-a-file\n');
+    const referenced = destination([
+      'url: "https://ledger.example/in?team=payments&api_key=${LEDGER_KEY}"',
+      'signing: { secrets: ["${LEDGER_SIGNING_SECRET}"] }',
+      `headers: { Authorization: "Bearer \${LEDGER_TOKEN}", X-Api-Key: "\${file:${keyFile}}", X-Team: payments }`,
+    ]);
+    const accepted = await runCliInProcess(['config', 'check', '--config', referenced], {
+      ...ENV,
+      LEDGER_KEY: 'k',
+      LEDGER_SIGNING_SECRET: signing,
+      LEDGER_TOKEN: 't',
+    });
+    expect(accepted.code, accepted.output).toBe(0);
   });
 });
 

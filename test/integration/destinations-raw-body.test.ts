@@ -54,7 +54,7 @@ beforeAll(async () => {
     // One raw and one event destination on the same events.
     // One raw (signed as well), one raw passing nothing on, one event destination, same events.
     stripe: stripeEndpoint({
-      raw: { ...raw('raw'), signing: { secrets: [SIGNING_SECRET] } },
+      raw: { ...raw('raw'), signing: { secrets: ['${RAW_SIGNING_SECRET}'] } },
       bare: { url: `${downstream.url}/bare`, body: 'raw' },
       event: { url: `${downstream.url}/event` },
     }),
@@ -63,7 +63,8 @@ beforeAll(async () => {
     // `dedupe: observe` takes the transactional claim: the bytes are kept there too.
     observed: stripeEndpoint({ raw: raw('observed') }, { dedupe: 'observe' }),
   };
-  const config = workerConfig(endpoints);
+  // A destination's signing secret is a reference in the configuration (literals are refused).
+  const config = workerConfig(endpoints, {}, { RAW_SIGNING_SECRET: SIGNING_SECRET });
   gateway = await startTestGateway(db.url, config);
   worker = await startTestWorker(db.url, config);
   claimer = await Claimer.start(db.url, config);

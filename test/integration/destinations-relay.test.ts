@@ -21,6 +21,8 @@ import {
 // relay to a real local HTTP server.
 
 const SIGNING_SECRET = `whsec_${Buffer.from('a destination signing secret, 32b').toString('base64')}`;
+// A destination's secrets are references in the configuration (literals are refused at load).
+const SECRETS_ENV = { EU_SIGNING_SECRET: SIGNING_SECRET, EU_TOKEN: 'eu-token' };
 const FAST_RETRY = { limit: 3, backoff: '100ms', max: '100ms', jitter: 0 };
 
 let db: TestDatabase;
@@ -54,8 +56,8 @@ beforeAll(async () => {
         eu: {
           url: `${downstream.url}/eu`,
           filter: { types: ['invoice.*'], where: [{ pointer: '/data/currency', in: ['eur', 'gbp'] }] },
-          signing: { secrets: [SIGNING_SECRET] },
-          headers: { Authorization: 'Bearer eu-token' },
+          signing: { secrets: ['${EU_SIGNING_SECRET}'] },
+          headers: { Authorization: 'Bearer ${EU_TOKEN}' },
           retry: FAST_RETRY,
         },
         all: { url: `${downstream.url}/all`, retry: FAST_RETRY },
@@ -63,7 +65,7 @@ beforeAll(async () => {
       },
     },
   };
-  const config = workerConfig(endpoints);
+  const config = workerConfig(endpoints, {}, SECRETS_ENV);
   configFile = writeConfigFile(workerConfigDocument(endpoints));
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
@@ -167,7 +169,7 @@ describe('destinations', () => {
   });
 
   it("events show prints each destination's decision and delivery", async () => {
-    const env = { DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile };
+    const env = { ...SECRETS_ENV, DATABASE_URL: db.url, HOOKGATE_CONFIG: configFile };
     const shown = await runCliInProcess(['events', 'show', 'evt_usd', '--endpoint', 'pay'], env);
     expect(shown.code, shown.output).toBe(0);
     const lines = shown.stdout.split('\n');

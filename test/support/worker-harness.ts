@@ -55,8 +55,9 @@ export function workerConfigDocument(
 export function workerConfig(
   endpoints: Record<string, Record<string, unknown>>,
   worker: Record<string, unknown> = {},
+  env: Readonly<Record<string, string>> = {},
 ): Config {
-  return parseConfig(workerConfigDocument(endpoints, worker), {});
+  return parseConfig(workerConfigDocument(endpoints, worker), env);
 }
 
 export function writeConfigFile(document: Record<string, unknown>): string {

@@ -51,11 +51,11 @@ describe('destinations in the configuration', () => {
           },
           timeout: '2s',
           retry: { limit: 3, backoff: '1s', max: '1m', jitter: 0 },
-          signing: { secrets: [SECRET] },
+          signing: { secrets: ['${EU_SIGNING_SECRET}'] },
           headers: { Authorization: 'Bearer ${EU_TOKEN}' },
         },
       }),
-      { EU_TOKEN: 't0ken' },
+      { EU_TOKEN: 't0ken', EU_SIGNING_SECRET: SECRET },
     );
     const eu = config.endpoints.pay?.destinations?.eu;
     expect(eu?.retry).toEqual({ limit: 3, backoff: 1_000, max: 60_000, jitter: 0 });
@@ -166,7 +166,9 @@ describe('destinations in the configuration', () => {
         ?.a,
     ).toMatchObject({ body: 'raw', passthroughHeaders: ['stripe-signature'] });
     expect(
-      problem(withDestinations({ a: { url: 'https://a.example', signing: { secrets: ['not base64!'] } } })),
+      problem(withDestinations({ a: { url: 'https://a.example', signing: { secrets: ['${A_SECRET}'] } } }), {
+        A_SECRET: 'not base64!',
+      }),
     ).toContain('endpoints.pay.destinations.a.signing.secrets[0]: must be a whsec_ secret');
     expect(
       problem(withDestinations({ a: { url: 'https://a.example', headers: { 'Webhook-Id': 'x' } } })),

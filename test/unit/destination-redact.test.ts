@@ -84,8 +84,12 @@ describe("a destination's secrets", () => {
     );
   });
 
-  it('are its signing secrets, written literally or not', () => {
-    const settings = destination('https://hooks.example.com/in', { signing: { secrets: [SIGNING] } });
+  it('are its signing secrets', () => {
+    const settings = destination(
+      'https://hooks.example.com/in',
+      { signing: { secrets: ['${LEDGER_SIGNING_SECRET}'] } },
+      { LEDGER_SIGNING_SECRET: SIGNING },
+    );
     const redactor = destinationRedactor(settings);
     expect(redactor.text(`leaked ${SIGNING}`)).toBe('leaked [redacted]');
   });

@@ -81,21 +81,52 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "hookgate.configPath" -}}/etc/hookgate/hookgate.yaml{{- end }}
 
 {{/*
-The endpoint `helm test` sends its sample event to: tests.endpoint, or the only endpoint. Never
-a guess among several, since the event is processed by that endpoint's handler.
+Why `helm test` has no endpoint to send its sample event to, or nothing: with several endpoints
+it must be named rather than guessed (the test checks that endpoint's route, secret and
+provider). tests/test-send.yaml refuses with it, lint included (hookgate.refuse).
 */}}
-{{- define "hookgate.testEndpoint" -}}
-{{- $names := keys .Values.config.endpoints | sortAlpha }}
-{{- if .Values.tests.endpoint }}
+{{- define "hookgate.testEndpointProblem" -}}
+{{- $names := keys (default dict .Values.config.endpoints) | sortAlpha }}
+{{- if not $names }}
+{{- include "hookgate.noEndpoints" . }}
+{{- else if .Values.tests.endpoint }}
 {{- if not (has .Values.tests.endpoint $names) }}
-{{- fail (printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names)) }}
+{{- printf "tests.endpoint %q is not one of config.endpoints (%s): name the endpoint `helm test` sends its sample event to." .Values.tests.endpoint (join ", " $names) }}
 {{- end }}
-{{- .Values.tests.endpoint }}
-{{- else if eq (len $names) 1 }}
-{{- first $names }}
-{{- else }}
-{{- fail (printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (its handler processes that event), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names)) }}
+{{- else if gt (len $names) 1 }}
+{{- printf "tests.endpoint is empty and config.endpoints has %d endpoints (%s): name the one `helm test` sends its sample event to (signed with that endpoint's secret and verified by its provider; a worker settles it `ignored`, no handler sees it), e.g. --set tests.endpoint=%s, or set tests.enabled=false." (len $names) (join ", " $names) (first $names) }}
 {{- end }}
+{{- end }}
+
+{{/* The endpoint `helm test` sends its sample event to: tests.endpoint, or the only endpoint. */}}
+{{- define "hookgate.testEndpoint" -}}
+{{- with include "hookgate.testEndpointProblem" . }}
+{{- fail . }}
+{{- end }}
+{{- default (first (keys (default dict .Values.config.endpoints) | sortAlpha)) .Values.tests.endpoint }}
+{{- end }}
+
+{{/*
+A render-time refusal: `helm template`, `install` and `upgrade` stop at `fail` with the sentence.
+`helm lint` runs the templates with a `fail` that only logs the sentence and goes on, so lint
+would pass what install refuses; past that `fail` (reached under lint only) this renders an
+object named by the sentence, and lint's name check reports it with the sentence: `[WARNING]`,
+which fails `helm lint --strict`. Include it where a template renders whole documents, never
+inside one.
+*/}}
+{{- define "hookgate.refuse" }}
+{{- fail . }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ . | quote }}
+---
+{{- end }}
+
+{{/* The chart ships no endpoint (Helm would merge it into the user's): said where one is needed. */}}
+{{- define "hookgate.noEndpoints" -}}
+config.endpoints is empty: the chart ships no endpoint. Configure at least one (its name is the URL POST /webhooks/<name>), e.g. in your values: config: {endpoints: {stripe: {provider: stripe, secrets: ["${STRIPE_WEBHOOK_SECRET}"], handler: record}}} with STRIPE_WEBHOOK_SECRET a key of the Secret (examples: the chart's ci/*-values.yaml, docs/kubernetes.md).
 {{- end }}
 
 {{/* Seconds of a hookgate duration (ms, s, m, h), rounded up; used for render-time checks. */}}
@@ -230,21 +261,21 @@ These are about secrets and endpoints (configmap.yaml).
 */}}
 {{- define "hookgate.validate" -}}
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.databaseUrl) }}
-{{- fail "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
+{{- include "hookgate.refuse" "No secret source: set secrets.existingSecret to a Secret holding DATABASE_URL and the endpoints' signing secrets, or set secrets.databaseUrl and secrets.values to let the chart create one." }}
 {{- end }}
 {{- if and .Values.secrets.existingSecret (or .Values.secrets.databaseUrl .Values.secrets.values) }}
-{{- fail "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
+{{- include "hookgate.refuse" "secrets.existingSecret is set together with secrets.databaseUrl or secrets.values: use one source (the chart does not create a Secret when existingSecret is set)." }}
 {{- end }}
 {{- if not .Values.config.endpoints }}
-{{- fail "config.endpoints is empty: configure at least one endpoint (its name is the URL POST /webhooks/<name>)." }}
+{{- include "hookgate.refuse" (include "hookgate.noEndpoints" .) }}
 {{- end }}
 {{- range $name, $endpoint := .Values.config.endpoints }}
 {{- range $endpoint.secrets }}
 {{- if not (regexMatch "^\\$\\{[A-Za-z_][A-Za-z0-9_]*\\}$" (toString .)) }}
-{{- fail (printf "config.endpoints.%s.secrets: every entry must be a ${NAME} reference to a key of the Secret, never a literal secret (a ConfigMap is not secret)." $name) }}
+{{- include "hookgate.refuse" (printf "config.endpoints.%s.secrets: every entry must be a ${NAME} reference to a key of the Secret, never a literal secret (a ConfigMap is not secret)." $name) }}
 {{- end }}
 {{- if and (not $.Values.secrets.existingSecret) (not (hasKey $.Values.secrets.values (trimPrefix "${" (trimSuffix "}" (toString .))))) }}
-{{- fail (printf "config.endpoints.%s.secrets: %s has no key in secrets.values; add it there (or use secrets.existingSecret)." $name (toString .)) }}
+{{- include "hookgate.refuse" (printf "config.endpoints.%s.secrets: %s has no key in secrets.values; add it there (or use secrets.existingSecret)." $name (toString .)) }}
 {{- end }}
 {{- end }}
 {{- end }}
@@ -257,6 +288,93 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 */}}
 {{- define "hookgate.arithmetic" -}}
 {{- .Files.Get "files/generated/arithmetic.json" }}
+{{- end }}
+
+{{/*
+Bytes of a hookgate size: a number of bytes, or a number and b, kb/kib, mb/mib, every unit
+binary (services/core/config/duration.ts reads it so).
+*/}}
+{{- define "hookgate.sizeBytes" -}}
+{{- if kindIs "string" . }}
+{{- $text := . | trim | lower }}
+{{- $amount := regexFind "^[0-9]+" $text }}
+{{- $unit := trimPrefix $amount $text | trim }}
+{{- $units := dict "b" 1 "kb" 1024 "kib" 1024 "mb" 1048576 "mib" 1048576 }}
+{{- if or (not $amount) (not (hasKey $units $unit)) }}
+{{- fail (printf "%q is not a size; write e.g. 1mib, 512kib or 65536" .) }}
+{{- end }}
+{{- mul (atoi $amount) (index $units $unit) }}
+{{- else }}
+{{- int64 . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The largest body any endpoint accepts, in bytes, as hookgate decides each endpoint's limit
+(services/core/config/body-limits.ts, endpointBodyLimit): its own bodyLimit, else its provider's
+documented maximum (github, gitlab: 25 MiB), else server.bodyLimit. The Ingress lets that much
+through (gateway-ingress.yaml); a test compares this with the TypeScript.
+*/}}
+{{- define "hookgate.largestBodyLimit" -}}
+{{- $k := include "hookgate.arithmetic" . | fromJson }}
+{{- $server := int64 $k.defaults.serverBodyLimit }}
+{{- with dig "server" "bodyLimit" nil .Values.config }}
+{{- $server = include "hookgate.sizeBytes" . | atoi }}
+{{- end }}
+{{- $largest := 0 }}
+{{- range $name, $endpoint := .Values.config.endpoints }}
+{{- $limit := $server }}
+{{- if $endpoint.bodyLimit }}
+{{- $limit = include "hookgate.sizeBytes" $endpoint.bodyLimit | atoi }}
+{{- else if hasKey $k.providerBodyLimits (toString $endpoint.provider) }}
+{{- $limit = index $k.providerBodyLimits (toString $endpoint.provider) | int64 }}
+{{- end }}
+{{- $largest = max $largest $limit }}
+{{- end }}
+{{- $largest }}
+{{- end }}
+
+{{/* A byte count as nginx writes sizes: whole MiB as `25m`, else KiB rounded up (`513k`). */}}
+{{- define "hookgate.nginxSize" -}}
+{{- $bytes := int64 . }}
+{{- if eq (mod $bytes 1048576) 0 }}
+{{- printf "%dm" (div $bytes 1048576) }}
+{{- else }}
+{{- printf "%dk" (div (add $bytes 1023) 1024) }}
+{{- end }}
+{{- end }}
+
+{{/*
+The environment variables the configuration's ${NAME} references need, sorted, as JSON: every
+string of `config` read as hookgate reads it (services/core/config/interpolate.ts,
+referencedVariables: `$${` is no reference, `${NAME:-fallback}` needs nothing, `sql:` statements
+count), with hookgate's own pattern from files/generated/arithmetic.json. Rendered here, from the
+values, because they are only known at install time; a test compares it with the TypeScript.
+*/}}
+{{- define "hookgate.referencedVariables" -}}
+{{- $found := dict }}
+{{- include "hookgate.collectReferences" (dict "node" .Values.config "found" $found "pattern" (include "hookgate.arithmetic" . | fromJson).referencePattern) }}
+{{- keys $found | sortAlpha | toJson }}
+{{- end }}
+
+{{/* One node of that walk: (dict "node" x "found" <dict of names> "pattern" <REFERENCE>). */}}
+{{- define "hookgate.collectReferences" -}}
+{{- $walk := . }}
+{{- if kindIs "string" .node }}
+{{- range regexFindAll .pattern .node -1 }}
+{{- if not (or (hasPrefix "$$" .) (contains ":-" .)) }}
+{{- $_ := set $walk.found (trimSuffix "}" (trimPrefix "${" .)) true }}
+{{- end }}
+{{- end }}
+{{- else if kindIs "map" .node }}
+{{- range $key, $value := .node }}
+{{- include "hookgate.collectReferences" (dict "node" $value "found" $walk.found "pattern" $walk.pattern) }}
+{{- end }}
+{{- else if kindIs "slice" .node }}
+{{- range .node }}
+{{- include "hookgate.collectReferences" (dict "node" . "found" $walk.found "pattern" $walk.pattern) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* Seconds the longest drain takes: serve's last-resort exit waits for the longer shutdownTimeout. */}}
@@ -273,7 +391,7 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 {{- define "hookgate.validateGateway" -}}
 {{- $gatewayNeeds := add .Values.gateway.preStopSleepSeconds (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds) }}
-{{- fail (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
+{{- include "hookgate.refuse" (printf "gateway.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.gateway.terminationGracePeriodSeconds) (int $gatewayNeeds)) }}
 {{- end }}
 {{- end }}
 
@@ -281,7 +399,7 @@ written by test/chart/chart-arithmetic.ts, which a test keeps current.
 {{- define "hookgate.validateWorker" -}}
 {{- $workerNeeds := add (include "hookgate.drainSeconds" . | atoi) 10 }}
 {{- if le (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds) }}
-{{- fail (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
+{{- include "hookgate.refuse" (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest shutdownTimeout + 10s (%d): the kubelet would kill pods mid-drain." (int .Values.worker.terminationGracePeriodSeconds) (int $workerNeeds)) }}
 {{- end }}
 {{- end }}
 
@@ -292,10 +410,10 @@ sign in, so say so at render time where the chart can tell.
 {{- define "hookgate.validateConsole" -}}
 {{- $c := default dict .Values.config.console }}
 {{- if not (or .Values.console.usersSecret.name $c.users $c.tokens $c.proxyAuth) }}
-{{- fail "console.enabled needs a way to sign in: console.usersSecret.name (a Secret with name:hash lines from `hookgate console hash-password`), config.console.users, config.console.tokens or config.console.proxyAuth; hookgate never serves an open console outside its embedded demo." }}
+{{- include "hookgate.refuse" "console.enabled needs a way to sign in: console.usersSecret.name (a Secret with name:hash lines from `hookgate console hash-password`), config.console.users, config.console.tokens or config.console.proxyAuth; hookgate never serves an open console outside its embedded demo." }}
 {{- end }}
 {{- if and (not .Values.secrets.existingSecret) (not $c.sessionSecret) (not (hasKey .Values.secrets.values "CONSOLE_SESSION_SECRET")) }}
-{{- fail "console.enabled needs CONSOLE_SESSION_SECRET (32+ random characters, shared by every console replica): add it to secrets.values (or to your existingSecret)." }}
+{{- include "hookgate.refuse" "console.enabled needs CONSOLE_SESSION_SECRET (32+ random characters, shared by every console replica): add it to secrets.values (or to your existingSecret)." }}
 {{- end }}
 {{- end }}
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { referencedVariables } from '../../core/config/interpolate.ts';
+import { readConfigDocument } from '../../core/config/load.ts';
 import { processConnections } from '../../core/config/connections.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
@@ -21,12 +23,15 @@ export async function configCheckCommand(raw: unknown): Promise<void> {
     worker: processConnections(config, 'worker'),
     all: processConnections(config, 'all'),
   };
+  // What its ${NAME} references need from the environment (the chart's Secret lists the same).
+  const variables = referencedVariables(readConfigDocument(file));
   if (options.json) {
-    printJson({ file, valid: true, endpoints, connections });
+    printJson({ file, valid: true, endpoints, connections, variables });
     return;
   }
   writeOut(
     `${file} is valid: ${endpoints.length} endpoint${endpoints.length === 1 ? '' : 's'} (${endpoints.join(', ')}).\n` +
-      `PostgreSQL connections per process at most: gateway ${connections.gateway}, worker ${connections.worker}, all ${connections.all}.\n`,
+      `PostgreSQL connections per process at most: gateway ${connections.gateway}, worker ${connections.worker}, all ${connections.all}.\n` +
+      `Environment variables its \${NAME} references need: ${variables.length > 0 ? variables.join(', ') : 'none'}.\n`,
   );
 }

@@ -50,6 +50,25 @@ export function resolveReferences(
   return { text: resolved, missing, substituted };
 }
 
+/**
+ * Every environment variable the document's `${NAME}` references need, sorted: each string value
+ * read as the loader reads it (resolveReferences: `$${` is no reference, a `${NAME:-fallback}`
+ * needs nothing), `sql:` statements included, since their references are bound from the
+ * environment too. What a deployment's environment (the chart's Secret) must hold for the
+ * configuration; `hookgate config check` prints it, and the chart's NOTES.txt lists it with the
+ * same pattern (REFERENCE, generated into the chart's files/generated/arithmetic.json).
+ */
+export function referencedVariables(document: unknown): string[] {
+  const names = new Set<string>();
+  const walk = (node: unknown): void => {
+    if (typeof node === 'string') for (const name of resolveReferences(node, {}).missing) names.add(name);
+    else if (Array.isArray(node)) node.forEach(walk);
+    else if (node !== null && typeof node === 'object') Object.values(node).forEach(walk);
+  };
+  walk(document);
+  return [...names].sort();
+}
+
 export function interpolateEnv(
   value: unknown,
   env: Readonly<Record<string, string | undefined>>,

@@ -18,6 +18,7 @@ import {
   resolveReferences,
 } from './interpolate.ts';
 import { type Config, configSchema } from './schema.ts';
+import { literalSecretProblems } from './secret-literals.ts';
 import { closest } from './suggest.ts';
 
 /** `endpoints.stripe.secrets[0]` */
@@ -234,6 +235,7 @@ export function parseConfig(
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
   lines.push(...forwardProblems(document));
+  lines.push(...literalSecretProblems(document));
   const result = configSchema.safeParse(withoutForward(interpolated));
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);
@@ -272,10 +274,8 @@ function unreadableBecause(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-export function loadConfig(
-  file: string,
-  env: Readonly<Record<string, string | undefined>> = process.env,
-): Config {
+/** The configuration file as parsed YAML, before any reference is resolved or anything checked. */
+export function readConfigDocument(file: string): unknown {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -291,8 +291,16 @@ export function loadConfig(
     const details = document.errors.map((error) => error.message).join('\n  ');
     throw new HookgateError('config_invalid', `${file} is not valid YAML:\n  ${details}`);
   }
+  return document.toJS();
+}
+
+export function loadConfig(
+  file: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Config {
+  const document = readConfigDocument(file);
   try {
-    return parseConfig(document.toJS(), env);
+    return parseConfig(document, env);
   } catch (error) {
     if (error instanceof HookgateError) {
       throw new HookgateError(error.code, error.message.replace('The configuration', file));

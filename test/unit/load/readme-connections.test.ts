@@ -98,15 +98,67 @@ describe('load/README.md "Connections" says what connections.ts computes', () =>
     expect(readme).toContain(`come to 3 × 12 + 3 × ${worker(1)} + 2 = ${defaults}`);
     const fullScale = pods(10) * gateway + pods(10) * worker(1) + MIGRATION_CONNECTIONS + 1;
     expect(readme).toContain(`to 13 × 12 + 13 × ${worker(1)} + 2 + 1 = ${fullScale}`);
-    // Without the surge, as the sizing guide counts them.
-    expect(readme).toContain(
-      `gateway HPA 10 × 12 = ${10 * gateway}, KEDA 10 workers × ${worker(1)} = ${10 * worker(1)}`,
+    // The sizing guide counts pods as the chart does, the surge included.
+    expect(readme).toContain(`come to 13 × 12 + 13 × ${worker(1)} + 2 + 1 = **${fullScale} in all**`);
+    const fiveAndFive = pods(5) * gateway + pods(5) * worker(1) + MIGRATION_CONNECTIONS;
+    expect(readme).toContain(`(7 + 7 pods with the surge: 7 × 12 + 7 × ${worker(1)} + 2 = ${fiveAndFive})`);
+    expect(fiveAndFive).toBeGreaterThan(97);
+    const threeAndThree = pods(3) * gateway + pods(3) * worker(1) + 5;
+    expect(readme).toContain(`need 4 × 12 + 4 × ${worker(1)} + 5 = ${threeAndThree}`);
+    expect(threeAndThree).toBeLessThanOrEqual(97);
+  });
+});
+
+// The same figures appear beside the chart: each place that gives the full-scale or the default
+// release's connections must give what the code computes (NOTES.txt's own are rendered and
+// compared by test/chart/notes.test.ts).
+describe('the release connection figures outside load/README.md', () => {
+  const read = (path: string) =>
+    readFileSync(new URL(`../../../${path}`, import.meta.url), 'utf8').replace(/\s+/g, ' ');
+  const PLACES = [
+    'load/README.md',
+    'charts/hookgate/README.md',
+    'charts/hookgate/values.yaml',
+    'charts/hookgate/templates/NOTES.txt',
+    'docs/kubernetes.md',
+    'README.md',
+  ];
+  const pods = (replicas: number) => replicas + Math.ceil(replicas / 4);
+
+  it('the gateway HPA at 10 with KEDA at 10 workers: everywhere the same, computed figure', () => {
+    const fullScale = pods(10) * gateway + pods(10) * worker(1) + MIGRATION_CONNECTIONS + 1;
+    const found = PLACES.flatMap((path) =>
+      [...read(path).matchAll(/gateway HPA at 10 with KEDA at 10 workers[^=]*= \**(\d+)/g)].map((match) => ({
+        path,
+        figure: Number(match[1]),
+      })),
     );
-    expect(readme).toContain(`**${10 * gateway + 10 * worker(1)} in all**`);
-    expect(readme).toContain(`even 5 + 5 replicas (${5 * gateway + 5 * worker(1)})`);
-    expect(5 * gateway + 5 * worker(1)).toBeGreaterThan(97);
-    expect(readme).toContain(
-      `with one endpoint need 36 + ${3 * worker(1)} + 5 = ${3 * gateway + 3 * worker(1) + 5}`,
+    expect(found.map(({ path }) => path)).toEqual([
+      'load/README.md',
+      'load/README.md',
+      'charts/hookgate/README.md',
+    ]);
+    for (const place of found) expect(place, place.path).toEqual({ path: place.path, figure: fullScale });
+  });
+
+  it('the chart defaults: everywhere the same, computed figure', () => {
+    const defaults = pods(2) * gateway + pods(2) * worker(1) + MIGRATION_CONNECTIONS;
+    const found = PLACES.flatMap((path) =>
+      [...read(path).matchAll(/\(2 gateways, 2 workers, one endpoint\) come to [^=]*= (\d+)/g)].map(
+        (match) => ({ path, figure: Number(match[1]) }),
+      ),
     );
+    expect(found.map(({ path }) => path)).toEqual(['load/README.md', 'charts/hookgate/README.md']);
+    for (const place of found) expect(place, place.path).toEqual({ path: place.path, figure: defaults });
+  });
+
+  it('no other figure is given as the whole release’s connections', () => {
+    for (const path of PLACES) {
+      const totals = [...read(path).matchAll(/\*\*(\d+) in all\*\*/g)].map((match) => Number(match[1]));
+      expect(
+        totals.every((total) => total === pods(10) * gateway + pods(10) * worker(1) + 3),
+        path,
+      ).toBe(true);
+    }
   });
 });
