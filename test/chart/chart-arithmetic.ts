@@ -1,14 +1,14 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROVIDER_BODY_LIMITS } from '../../services/core/config/body-limits.ts';
-import { REFERENCE } from '../../services/core/config/interpolate.ts';
-import { configSchema } from '../../services/core/config/schema.ts';
 import {
   CONSOLE_ROLE_CONNECTIONS,
   MIGRATION_CONNECTIONS,
   QUEUE_CONNECTIONS,
   WAKEUP_LISTENER_CONNECTIONS,
 } from '../../services/core/config/connections.ts';
+import { REFERENCE } from '../../services/core/config/interpolate.ts';
+import { configSchema } from '../../services/core/config/schema.ts';
 import { ROOT } from '../support/process.ts';
 
 // The numbers the chart's templates compute with, taken from hookgate's TypeScript so that the

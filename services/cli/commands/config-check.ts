@@ -1,7 +1,7 @@
 import { z } from 'zod';
+import { processConnections } from '../../core/config/connections.ts';
 import { referencedVariables } from '../../core/config/interpolate.ts';
 import { readConfigDocument } from '../../core/config/load.ts';
-import { processConnections } from '../../core/config/connections.ts';
 import { checkConfiguration } from '../support/config-checks.ts';
 import { printJson } from '../support/format.ts';
 import { configPath } from '../support/options.ts';
