@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
 import { NAMED_HANDLERS } from '../handlers/registry.ts';
+import { busCredentialProblems } from './bus-credentials.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
 import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
@@ -234,6 +235,7 @@ export function parseConfig(
   for (const problem of fileProblems)
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
   lines.push(...forwardProblems(document));
+  lines.push(...busCredentialProblems(document));
   const result = configSchema.safeParse(withoutForward(interpolated));
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);
