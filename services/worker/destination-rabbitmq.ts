@@ -82,12 +82,10 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
       connection.on('error', (error: unknown) =>
         logger.warn({ broker: url.host, err: describe(error) }, 'destination rabbitmq: connection error'),
       );
-      const publisher = connection.createPublisher({
-        confirm: true,
-        maxAttempts: 1,
-        onReturn(message) {
-          if (message.messageId) returned.set(message.messageId, `${message.replyCode} ${message.replyText}`);
-        },
+      const publisher = connection.createPublisher({ confirm: true, maxAttempts: 1 });
+      // (This client version hands returns to listeners only, not to an onReturn option.)
+      publisher.on('basic.return', (message) => {
+        if (message.messageId) returned.set(message.messageId, `${message.replyCode} ${message.replyText}`);
       });
       broker = { connection, publisher, returned };
       brokers.set(key, broker);
@@ -110,6 +108,15 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
             answer: null,
           });
           if (closed) return fail('retry', 'aborted: the relay stopped');
+          // Not connected (yet, or any more): wait for the connection up to the timeout, and then
+          // fail rather than queue a publish in the client that would go out, late and unasked,
+          // once it reconnects (behind whatever was sent since).
+          if (!broker.connection.ready) {
+            await broker.connection.onConnect(message.timeoutMs, true).catch(() => {});
+          }
+          if (!broker.connection.ready) {
+            return fail('retry', `not connected to RabbitMQ (${where}): reconnecting`);
+          }
           if (Buffer.byteLength(routingKey) > ROUTING_KEY_BYTES) {
             return fail(
               'dead',
@@ -153,6 +160,9 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
             }
             if (ended === 'stopped') return fail('retry', 'aborted: the relay stopped');
             if (ended !== null) return fail('retry', `RabbitMQ publish to ${where} failed: ${ended}`);
+            // The client hands a return on a turn of its own (setImmediate), queued before the
+            // ack's: one turn later it has been seen.
+            await new Promise((resolve) => setImmediate(resolve));
             const refusal = broker.returned.get(message.webhookId);
             if (refusal !== undefined) {
               broker.returned.delete(message.webhookId);
