@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Connection, type Publisher } from 'rabbitmq-client';
-import type { BusTls, RabbitmqSettings } from '../core/config/bus-schema.ts';
+import { type BusTls, type RabbitmqSettings, rabbitmqBrokerKey } from '../core/config/bus-schema.ts';
 import { storableError } from '../core/destinations/answer.ts';
 import type { Logger } from '../core/logging.ts';
 import { fillTemplate } from './bus-address.ts';
@@ -55,12 +55,7 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
   const brokers = new Map<string, Broker>();
 
   function open(settings: RabbitmqSettings): Broker {
-    const key = JSON.stringify([
-      settings.url,
-      settings.username ?? null,
-      settings.password ?? null,
-      settings.tls ?? null,
-    ]);
+    const key = rabbitmqBrokerKey(settings);
     let broker = brokers.get(key);
     if (!broker) {
       const url = new URL(settings.url);

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { destinationSecrets } from '../../services/core/config/destination-secrets.ts';
 import { parseConfig } from '../../services/core/config/load.ts';
+import { brokerConnections } from '../../services/core/db/connections.ts';
+import { destinationLabel } from '../../services/core/destinations/routes.ts';
 import { HookgateError } from '../../services/core/errors.ts';
 import { entityOf, fillTemplate } from '../../services/worker/bus-address.ts';
 
@@ -153,5 +155,40 @@ describe('bus destinations in the configuration', () => {
     );
     expect(entityOf('["customer","cus_1"]')).toEqual({ type: 'customer', id: 'cus_1' });
     expect(entityOf(null)).toEqual({ type: null, id: null });
+  });
+});
+
+describe('broker connections of a worker process', () => {
+  it('one per nats destination, one per RabbitMQ broker (same URL and credentials shared)', () => {
+    const env = { A: 'a-user', B: 'b-pass-1', C: 'c-pass-2' };
+    const rabbit = (password: string, exchange: string) => ({
+      type: 'rabbitmq',
+      rabbitmq: { ...RABBIT, exchange, username: '${A}', password },
+    });
+    const config = parseConfig(
+      withDestinations({
+        s1: { type: 'nats', nats: NATS },
+        s2: { type: 'nats', nats: NATS },
+        q1: rabbit('${B}', 'one'),
+        q2: rabbit('${B}', 'two'),
+        q3: rabbit('${C}', 'three'),
+        web: { url: 'https://a.example' },
+      }),
+      env,
+    );
+    expect(brokerConnections(config)).toEqual({ nats: 2, rabbitmq: 2 });
+  });
+});
+
+describe('how the reports name a destination', () => {
+  it('with its type when it is a broker; an HTTP or unconfigured one as it always was', () => {
+    const config = parseConfig(
+      withDestinations({ s: { type: 'nats', nats: NATS }, web: { url: 'https://a.example' } }),
+      {},
+    );
+    expect(destinationLabel(config, 'pay', 's')).toBe('s (nats)');
+    expect(destinationLabel(config, 'pay', 'web')).toBe('web');
+    expect(destinationLabel(config, 'pay', 'gone')).toBe('gone');
+    expect(destinationLabel(null, 'pay', 's')).toBe('s');
   });
 });

@@ -132,5 +132,15 @@ export const rabbitmqSchema = z
 
 export type RabbitmqSettings = z.output<typeof rabbitmqSchema>;
 
+/** Destinations with the same key share a worker's connection (and channel) to that broker. */
+export function rabbitmqBrokerKey(settings: RabbitmqSettings): string {
+  return JSON.stringify([
+    settings.url,
+    settings.username ?? null,
+    settings.password ?? null,
+    settings.tls ?? null,
+  ]);
+}
+
 /** The keys of a bus block whose values are credentials: written only as references. */
 export const BUS_CREDENTIAL_KEYS = ['username', 'password', 'token'] as const;
