@@ -1,6 +1,4 @@
 import type { Redactor } from '../core/destinations/redact.ts';
-import type { Route } from '../core/destinations/routes.ts';
-import type { Logger } from '../core/logging.ts';
 import type { TemplateValues } from './bus-address.ts';
 import type { DestinationSend } from './destination-http.ts';
 
@@ -30,5 +28,3 @@ export interface Transport {
   send(message: OutgoingMessage): Promise<DestinationSend>;
   close(): Promise<void>;
 }
-
-export type TransportFactory = (route: Route, logger: Logger) => Transport;

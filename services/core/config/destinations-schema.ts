@@ -114,8 +114,7 @@ const signingSchema = z.strictObject({
 });
 
 /** Where a destination's deliveries go: POSTed to a URL, or published to a message broker. */
-export const DESTINATION_TYPES = ['http', 'nats', 'rabbitmq'] as const;
-export type DestinationType = (typeof DESTINATION_TYPES)[number];
+const DESTINATION_TYPES = ['http', 'nats', 'rabbitmq'] as const;
 
 export const destinationSchema = z
   .strictObject({
