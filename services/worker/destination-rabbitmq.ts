@@ -20,6 +20,8 @@ interface Broker {
   readonly publisher: Publisher;
   /** message ids the broker returned unroutable, not yet seen by their sender. */
   readonly returned: Map<string, string>;
+  /** Resolves once connected, or after `timeoutMs` (one listener for every waiting attempt). */
+  connected(timeoutMs: number): Promise<void>;
 }
 
 export interface RabbitmqBrokers {
@@ -82,7 +84,21 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
       publisher.on('basic.return', (message) => {
         if (message.messageId) returned.set(message.messageId, `${message.replyCode} ${message.replyText}`);
       });
-      broker = { connection, publisher, returned };
+      let reconnected: Promise<void> | null = null;
+      const connected = (timeoutMs: number) => {
+        reconnected ??= new Promise<void>((resolve) => {
+          connection.once('connection', () => {
+            reconnected = null;
+            resolve();
+          });
+        });
+        let timer: NodeJS.Timeout | undefined;
+        const late = new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, timeoutMs);
+        });
+        return Promise.race([reconnected, late]).finally(() => clearTimeout(timer));
+      };
+      broker = { connection, publisher, returned, connected };
       brokers.set(key, broker);
     }
     return broker;
@@ -106,9 +122,7 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
           // Not connected (yet, or any more): wait for the connection up to the timeout, and then
           // fail rather than queue a publish in the client that would go out, late and unasked,
           // once it reconnects (behind whatever was sent since).
-          if (!broker.connection.ready) {
-            await broker.connection.onConnect(message.timeoutMs, true).catch(() => {});
-          }
+          if (!broker.connection.ready) await broker.connected(message.timeoutMs);
           if (!broker.connection.ready) {
             return fail('retry', `not connected to RabbitMQ (${where}): reconnecting`);
           }
