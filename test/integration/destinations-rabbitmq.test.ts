@@ -1,12 +1,15 @@
+import { Registry } from 'prom-client';
 import { Connection } from 'rabbitmq-client';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../services/core/config/load.ts';
 import type { Config } from '../../services/core/config/schema.ts';
+import { pauseDestination, redeliver, resumeDestination } from '../../services/core/destinations/actions.ts';
 import { openBreakers } from '../../services/core/destinations/breaker.ts';
 import { routesFrom } from '../../services/core/destinations/routes.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import {
+  createDestinationMetrics,
   createDestinationSender,
   type DestinationSender,
   type RunningDestinationRelay,
@@ -232,6 +235,49 @@ describe('type: rabbitmq', () => {
     const p2 = messages.find((m) => m.headers['x-hookgate-event-id'] === 'evt_p2')!;
     expect(p2.routingKey).toBe('props.pay.props.updated._');
     expect(p2.headers['x-hookgate-entity-id']).toBeUndefined();
+  });
+
+  it('paused: nothing is published and nothing counted; resumed: delivered; redelivered: a second message with the same message_id; counted with type rabbitmq', async () => {
+    await claimer.claim('pay', [{ eventId: 'evt_p9', eventType: 'props.paused' }]);
+    const registry = new Registry();
+    const metrics = createDestinationMetrics(registry);
+    const counting = createDestinationSender({
+      pool: db.pool,
+      routes: routesFrom(config),
+      logger: createLogger('silent'),
+      now: clock.now,
+      metrics,
+    });
+    senders.push(counting);
+    await pauseDestination(db.pool, config, { destination: 'props', actor: 'test' });
+    const [row] = (await waitFor('the delivery written held', async () => {
+      const found = (await rows('props')).filter((r) => r.event_id === 'evt_p9');
+      return found.length === 1 && found[0]!.status === 'held' ? found : null;
+    }))!;
+    await catchUp();
+    const paused = await counting.runOnce('pay', 'props');
+    expect(paused.attempts).toEqual([]);
+    expect(await drain('props')).toEqual([]);
+    await resumeDestination(db.pool, config, { destination: 'props', actor: 'test' });
+    await catchUp();
+    const resumed = await counting.runOnce('pay', 'props');
+    expect(resumed.attempts.map((a) => a.status)).toEqual(['delivered']);
+    await redeliver(db.pool, config, {
+      destination: 'props',
+      ids: [row!.id],
+      statuses: ['delivered'],
+      actor: 'test',
+      dryRun: false,
+    });
+    clock.advance(1_000);
+    await catchUp();
+    expect((await counting.runOnce('pay', 'props')).attempts.map((a) => a.status)).toEqual(['delivered']);
+    // RabbitMQ keeps no duplicate window: the consumer dedupes on message_id.
+    expect((await drain('props')).map((m) => m.messageId)).toEqual([row!.webhook_id, row!.webhook_id]);
+    const counted = await registry.getSingleMetric('hookgate_destination_deliveries_total')?.get();
+    expect(counted?.values).toEqual([
+      { labels: { endpoint: 'pay', destination: 'props', type: 'rabbitmq', outcome: 'delivered' }, value: 2 },
+    ]);
   });
 
   it('an unroutable message (mandatory, returned) is a failed attempt, retried; delivered once a queue is bound', async () => {
