@@ -2,9 +2,11 @@ import { type JetStreamClient, type JetStreamManager, jetstream, jetstreamManage
 import { connect, type NatsConnection, nanos } from '@nats-io/transport-node';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../services/core/config/load.ts';
 import type { Config } from '../../services/core/config/schema.ts';
 import { redeliver } from '../../services/core/destinations/actions.ts';
-import { routesFrom } from '../../services/core/destinations/routes.ts';
+import { insertDeliveries } from '../../services/core/destinations/deliveries.ts';
+import { routesFrom, webhookIdFor } from '../../services/core/destinations/routes.ts';
 import { createLogger } from '../../services/core/logging.ts';
 import {
   createDestinationSender,
@@ -21,6 +23,7 @@ import {
   type TestWorker,
   waitFor,
   workerConfig,
+  workerConfigDocument,
 } from '../support/worker-harness.ts';
 
 // `type: nats` against a real JetStream (a nats-server -js of the test's own, on its own store):
@@ -141,6 +144,33 @@ async function rows(destination: string): Promise<Row[]> {
     [destination],
   );
   return rows;
+}
+
+/** A delivery row for an event already in the inbox, as the apply engine writes it. */
+async function writtenBy(withDestination: Config, destination: string, eventId: string): Promise<Row[]> {
+  await waitFor(`${eventId} applied`, async () => {
+    const { rows } = await db.pool.query(
+      `SELECT 1 FROM hookgate.inbox WHERE endpoint = 'pay' AND event_id = $1 AND status = 'processed'`,
+      [eventId],
+    );
+    return rows.length === 1;
+  });
+  await insertDeliveries(db.pool, 'pay', [
+    {
+      destination,
+      eventId,
+      eventType: 'auth.checked',
+      webhookId: webhookIdFor('pay', eventId, destination),
+      entityKey: null,
+      entityVersion: null,
+    },
+  ]);
+  expect(
+    routesFrom(withDestination)
+      .get('pay')
+      ?.some((r) => r.name === destination),
+  ).toBe(true);
+  return written(destination, 1);
 }
 
 const written = (destination: string, count: number) =>
@@ -351,6 +381,69 @@ describe('type: nats', () => {
     const ids = (await rows('guarded')).map((row) => row.webhook_id).sort();
     const inStream = (await stored('HOOKS')).filter((m) => m.subject.startsWith('webhooks.guarded.'));
     expect(inStream.map((m) => m.msgId).sort()).toEqual(ids);
+  });
+
+  it('a server that needs credentials: delivered with the username and password of ${NAME} fields; a wrong password fails the attempt without naming it', async () => {
+    const guarded = await startNatsServer(['--user', 'relay', '--pass', 'nats-pass-7f3a']);
+    const admin = await connect({ servers: guarded.url, user: 'relay', pass: 'nats-pass-7f3a' });
+    try {
+      await (await jetstreamManager(admin)).streams.add({ name: 'AUTH', subjects: ['auth.>'] });
+      const withPassword = (password: string) =>
+        parseConfig(
+          workerConfigDocument({
+            pay: {
+              handler: 'record',
+              destinations: {
+                authed: {
+                  type: 'nats',
+                  nats: {
+                    servers: [guarded.url],
+                    subject: 'auth.{type}',
+                    username: '${NATS_USER}',
+                    password: '${NATS_PASSWORD}',
+                  },
+                  filter: { types: ['auth.*'] },
+                  timeout: '2s',
+                  retry: { limit: 5, ...FAST },
+                },
+              },
+            },
+          }),
+          { NATS_USER: 'relay', NATS_PASSWORD: password },
+        );
+      await claimer.claim('pay', [{ eventId: 'evt_a1', eventType: 'auth.checked' }]);
+      // The worker of this file has no such destination: the row is written by hand, as an apply would.
+      const [row] = await writtenBy(withPassword('nats-pass-7f3a'), 'authed', 'evt_a1');
+      const wrong = createDestinationSender({
+        pool: db.pool,
+        routes: routesFrom(withPassword('not-the-pass-9')),
+        logger: createLogger('silent'),
+        now: clock.now,
+      });
+      senders.push(wrong);
+      await catchUp();
+      expect((await wrong.runOnce('pay', 'authed')).attempts.map((a) => a.status)).toEqual(['retrying']);
+      const failed = (await rows('authed'))[0]!;
+      expect(failed.last_error).toMatch(
+        /^NATS publish to auth\.auth\.checked failed: .*(authorization|auth)/i,
+      );
+      expect(failed.last_error).not.toContain('not-the-pass-9');
+      const right = createDestinationSender({
+        pool: db.pool,
+        routes: routesFrom(withPassword('nats-pass-7f3a')),
+        logger: createLogger('silent'),
+        now: clock.now,
+      });
+      senders.push(right);
+      clock.advance(1_000);
+      await catchUp();
+      expect((await right.runOnce('pay', 'authed')).attempts.map((a) => a.status)).toEqual(['delivered']);
+      const stored = await (await jetstreamManager(admin)).streams.getMessage('AUTH', { seq: 1 });
+      expect(stored?.header.get('Nats-Msg-Id')).toBe(row!.webhook_id);
+    } finally {
+      await admin.close();
+      await guarded.stop();
+    }
   });
 
   it('killed and restarted on its store mid-stream: every delivery in the stream exactly once, each entity in version order', async () => {

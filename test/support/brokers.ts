@@ -51,13 +51,15 @@ export interface TestNatsServer {
   log(): string;
 }
 
-export async function startNatsServer(): Promise<TestNatsServer> {
+/** `extraArgs`: more of nats-server's flags, e.g. `--user`/`--pass` for a server that needs them. */
+export async function startNatsServer(extraArgs: readonly string[] = []): Promise<TestNatsServer> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'hookgate-nats-'));
   let child: ChildProcess | null = null;
   let output = '';
   async function start(): Promise<void> {
-    child = spawn(NATS_SERVER, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(dir, 'store')], {
+    const args = ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', join(dir, 'store'), ...extraArgs];
+    child = spawn(NATS_SERVER, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
