@@ -8,7 +8,7 @@ DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 , := ,
 
-.PHONY: run test check lint format typecheck unit bench chaos release install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools clean api-schema \
+.PHONY: run test check lint format typecheck unit bench chaos release install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools nats-server rabbitmq clean api-schema \
   image container-tools cluster-packages cluster-tools cluster-images cluster-up cluster-down test-k8s
 
 $(DEPS): package.json package-lock.json
@@ -38,9 +38,9 @@ run: $(DEPS)
 ## tools: what the tests need beyond node_modules: promtool and prometheus (Debian's `prometheus`),
 ## PostgreSQL 15's binaries (Debian's `postgresql-15`, for the tests' second major, standbys and
 ## failovers), PgBouncer, ip and iptables (network faults), Debian's Chromium (the console's
-## browser tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
+## browser tests), nats-server and a running RabbitMQ (the bus destinations' tests), and the chart tools (Helm 4, kubectl-validate, helm-unittest) built with
 ## `go install` into .tools/
-tools: chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools
+tools: chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools nats-server rabbitmq
 	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus; \
@@ -79,6 +79,28 @@ chromium:
 	@if [ ! -x $(CHROMIUM) ]; then \
 	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; \
+	fi
+
+# The bus destinations' tests start nats-server processes of their own (`-js`, a free port, a store
+# in a temporary directory: test/support/brokers.ts); the package's own service is never used.
+NATS_SERVER := /usr/sbin/nats-server
+nats-server:
+	@if [ ! -x $(NATS_SERVER) ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nats-server; \
+	fi
+
+# ... and use the machine's RabbitMQ on 127.0.0.1:5672 (guest/guest), each test in a vhost of its
+# own that it deletes afterwards; one test stops and starts its application for a few seconds.
+# Installed and started here when it is not running.
+rabbitmq:
+	@if ! command -v rabbitmqctl >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server; \
+	fi
+	@if ! rabbitmqctl -q status >/dev/null 2>&1; then \
+	  (service rabbitmq-server start || rabbitmq-server -detached) >/dev/null 2>&1; \
+	  rabbitmqctl -q await_startup; \
 	fi
 
 # docs/api.md's walk-through is run verbatim by its test (test/integration/api-walkthrough.test.ts):

@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { apiListsScenario, renderApiLists } from './api-lists.ts';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
+import { busesScenario, renderBuses } from './buses.ts';
 import { type BytesReport, bytesScenario, renderBytes } from './bytes.ts';
 import { claimScenario, renderClaim } from './claim.ts';
 import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
@@ -41,7 +42,7 @@ const settings = z
     BENCH_SCENARIOS: z
       .string()
       .default(
-        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,api',
+        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api',
       ),
     BENCH_MAJORS: z
       .string()
@@ -124,6 +125,9 @@ const settings = z
     BENCH_DEST_ENTITIES: z.coerce.number().int().min(1).max(1_000_000).default(500),
     BENCH_DEST_RATE: z.coerce.number().min(1).max(10_000).default(100),
     BENCH_DEST_RATE_SECONDS: z.coerce.number().int().min(5).max(600).default(20),
+    /** buses: messages published to each bus (by the relay and by the bare client), and in flight. */
+    BENCH_BUS_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+    BENCH_BUS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
   })
   .parse(process.env);
 
@@ -298,6 +302,16 @@ const scenarios: Scenario[] = [
         rateSeconds: settings.BENCH_DEST_RATE_SECONDS,
       });
       return { lines: renderDestinations(report), report };
+    },
+  },
+  {
+    name: 'buses',
+    run: async (database) => {
+      const report = await busesScenario(database, {
+        events: settings.BENCH_BUS_EVENTS,
+        concurrency: settings.BENCH_BUS_CONCURRENCY,
+      });
+      return { lines: renderBuses(report), report };
     },
   },
   {

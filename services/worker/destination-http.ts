@@ -20,7 +20,8 @@ export interface DestinationAnswer {
 }
 
 export type DestinationSend =
-  | { readonly outcome: 'delivered'; readonly status: number }
+  /** `status`: the HTTP status (null from a broker); `note`: what a broker's acknowledgement said. */
+  | { readonly outcome: 'delivered'; readonly status: number | null; readonly note?: string }
   /** 5xx, 429, 408, a timeout or a network failure: tried again after a backoff. */
   | {
       readonly outcome: 'retry';

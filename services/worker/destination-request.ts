@@ -93,6 +93,21 @@ export function requestHeaders(
 }
 
 /**
+ * What a broker's message carries beside the relay's headers: the event's entity (its type and
+ * id, as the provider's text, encoded like the event's id), when it has one.
+ */
+export function busHeaders(entity: {
+  readonly type: string | null;
+  readonly id: string | null;
+}): Record<string, string> {
+  if (entity.type === null || entity.id === null) return {};
+  return {
+    'x-hookgate-entity-type': headerValue(entity.type),
+    'x-hookgate-entity-id': headerValue(entity.id),
+  };
+}
+
+/**
  * The wait before retry `n` (1 for the first): backoff doubled per retry, capped at `max`, less
  * a random share of up to `jitter`; at least what a 429/503 asked for (Retry-After), within `max`.
  */

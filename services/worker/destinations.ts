@@ -14,10 +14,11 @@ import { destinationRedactor, type Redactor } from '../core/destinations/redact.
 import type { Route, Routes } from '../core/destinations/routes.ts';
 import type { Logger } from '../core/logging.ts';
 import { contextFromTraceparent, inSpan, setOutcome, spanAttributes } from '../core/tracing.ts';
+import { entityOf } from './bus-address.ts';
 import { createFinisher, type Recorded } from './destination-finisher.ts';
-import { sendToDestination } from './destination-http.ts';
-import { requestHeaders, retryDelayMs } from './destination-request.ts';
+import { busHeaders, requestHeaders, retryDelayMs } from './destination-request.ts';
 import { endUnconfigured } from './destination-sweep.ts';
+import { createTransports } from './destination-transports.ts';
 import { guardedDispatcher } from './guarded-dispatcher.ts';
 
 // The destinations' relay: per destination, loops that claim due deliveries from
@@ -28,32 +29,35 @@ import { guardedDispatcher } from './guarded-dispatcher.ts';
 // that drive it themselves, with a clock of their own.
 
 export interface DestinationMetrics {
-  /** outcome: delivered | retry | dead | superseded | unrecorded. */
-  readonly deliveries: Counter<'endpoint' | 'destination' | 'outcome'>;
-  readonly attemptSeconds: Histogram<'endpoint' | 'destination'>;
+  /**
+   * outcome: delivered | retry | dead | superseded | unrecorded. type: http | nats | rabbitmq
+   * (absent on deliveries ended because the configuration has no such destination).
+   */
+  readonly deliveries: Counter<'endpoint' | 'destination' | 'type' | 'outcome'>;
+  readonly attemptSeconds: Histogram<'endpoint' | 'destination' | 'type'>;
   /** Attempts whose full record (or the breaker's count) could not be written. */
-  readonly bookkeepingFailures: Counter<'endpoint' | 'destination'>;
+  readonly bookkeepingFailures: Counter<'endpoint' | 'destination' | 'type'>;
 }
 
 export function createDestinationMetrics(registry: Registry): DestinationMetrics {
   return {
     deliveries: new Counter({
       name: 'hookgate_destination_deliveries_total',
-      help: 'Delivery attempts to destinations, by endpoint, destination and outcome (delivered, retry, dead, superseded, unrecorded).',
-      labelNames: ['endpoint', 'destination', 'outcome'],
+      help: 'Delivery attempts to destinations, by endpoint, destination, type (http, nats, rabbitmq) and outcome (delivered, retry, dead, superseded, unrecorded).',
+      labelNames: ['endpoint', 'destination', 'type', 'outcome'],
       registers: [registry],
     }),
     attemptSeconds: new Histogram({
       name: 'hookgate_destination_attempt_duration_seconds',
-      help: 'How long one delivery attempt to a destination took, answer or not.',
-      labelNames: ['endpoint', 'destination'],
+      help: "How long one delivery attempt to a destination took, answer (or the broker's acknowledgement) or not.",
+      labelNames: ['endpoint', 'destination', 'type'],
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120],
       registers: [registry],
     }),
     bookkeepingFailures: new Counter({
       name: 'hookgate_destination_bookkeeping_failures_total',
       help: "Attempts to destinations whose full record, or the breaker's count of them, could not be written (a minimal record was kept, or none: the lease runs out and the retry limit still holds).",
-      labelNames: ['endpoint', 'destination'],
+      labelNames: ['endpoint', 'destination', 'type'],
       registers: [registry],
     }),
   };
@@ -137,7 +141,12 @@ function relayParts(options: DestinationRelayOptions) {
     }
     return redactor;
   };
-  const labelsOf = (route: Route) => ({ endpoint: route.endpoint, destination: route.name });
+  const transports = createTransports(logger, dispatcher);
+  const labelsOf = (route: Route) => ({
+    endpoint: route.endpoint,
+    destination: route.name,
+    type: route.settings.type,
+  });
 
   /**
    * Claims up to `slots` due deliveries; with a breaker, none while it is open and one as its
@@ -249,27 +258,36 @@ function relayParts(options: DestinationRelayOptions) {
       'webhook.deliver',
       attributes,
       async (span) => {
-        const result = await sendToDestination({
-          url: route.settings.url,
-          headers: requestHeaders(
-            route.settings,
-            {
-              endpoint: route.endpoint,
-              destination: route.name,
-              eventId: delivery.event_id,
-              eventType: delivery.event_type,
-              webhookId: delivery.webhook_id,
-              body,
-              keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
-            },
-            Date.now(),
-          ),
+        const entity = entityOf(delivery.entity_key);
+        const headers = requestHeaders(
+          route.settings,
+          {
+            endpoint: route.endpoint,
+            destination: route.name,
+            eventId: delivery.event_id,
+            eventType: delivery.event_type,
+            webhookId: delivery.webhook_id,
+            body,
+            keptHeaders: raw ? (delivery.raw_headers ?? null) : null,
+          },
+          Date.now(),
+        );
+        const result = await transports.of(route).send({
+          // A broker's message also names the event's entity (an HTTP request, as it always did, not).
+          headers: route.settings.type === 'http' ? headers : { ...headers, ...busHeaders(entity) },
           body,
+          webhookId: delivery.webhook_id,
+          values: {
+            endpoint: route.endpoint,
+            destination: route.name,
+            type: delivery.event_type,
+            entity_type: entity.type,
+            entity_id: entity.id,
+          },
           timeoutMs: route.settings.timeout,
           redactor: redactorOf(route),
           signal: aborting.signal,
           nowMs: startedAt.getTime(),
-          ...(dispatcher ? { dispatcher } : {}),
         });
         setOutcome(span, result.outcome, result.outcome === 'delivered' ? undefined : result.error);
         return result;
@@ -280,7 +298,9 @@ function relayParts(options: DestinationRelayOptions) {
     options.metrics?.attemptSeconds.observe(labelsOf(route), durationMs / 1000);
     const common = { startedAt, durationMs, httpStatus: sent.status };
     if (sent.outcome === 'delivered') {
-      return { ...common, status: 'delivered', error: null, retryInSeconds: 0, ...nothing };
+      // A broker's acknowledgement (its stream and sequence, a duplicate) is kept as its answer.
+      const acknowledged = { ...nothing, responseHead: sent.note ?? null };
+      return { ...common, status: 'delivered', error: null, retryInSeconds: 0, ...acknowledged };
     }
     const answer = {
       responseHead: sent.answer?.text ?? null,
@@ -380,7 +400,7 @@ function relayParts(options: DestinationRelayOptions) {
     return recorded;
   }
 
-  return { claim, spentDead, send, record, aborting, dispatcher };
+  return { claim, spentDead, send, record, aborting, dispatcher, transports };
 }
 
 /** What one pass of one destination did. */
@@ -447,6 +467,7 @@ export function createDestinationSender(options: DestinationRelayOptions): Desti
       };
     },
     async close() {
+      await parts.transports.close();
       await parts.dispatcher?.close();
     },
   };
@@ -564,6 +585,7 @@ export function startDestinationRelay(options: DestinationRelayOptions): Running
       await drained;
       await swept;
       clearTimeout(timer);
+      await parts.transports.close();
       await parts.dispatcher?.close();
     },
   };

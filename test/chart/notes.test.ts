@@ -35,6 +35,29 @@ describe('NOTES.txt', () => {
     expect(text).not.toMatch(/handler processes/);
   });
 
+  it('counts the message-broker connections of the worker pods when there are bus destinations', async () => {
+    const base = 'config.endpoints.stripe.destinations';
+    const rabbit = (name: string, exchange: string) => [
+      `${base}.${name}.type=rabbitmq`,
+      `${base}.${name}.rabbitmq.url=amqp://rabbitmq:5672/hooks`,
+      `${base}.${name}.rabbitmq.exchange=${exchange}`,
+      `${base}.${name}.rabbitmq.routingKey=hooks`,
+    ];
+    const text = await notes('default-values.yaml', [
+      `${base}.stream.type=nats`,
+      `${base}.stream.nats.servers[0]=nats://nats:4222`,
+      `${base}.stream.nats.subject=webhooks.all`,
+      ...rabbit('one', 'a'),
+      ...rabbit('two', 'b'),
+      'worker.replicaCount=4',
+    ]);
+    // 4 workers and the rolling update's surge of 1.
+    expect(text).toContain(
+      'Message-broker connections per worker pod: 1 to NATS (one per type: nats destination), at most 1 to RabbitMQ\n(one per broker: URL, credentials and TLS); at full scale 5 worker pods open 5 and at most 5',
+    );
+    expect(await notes('default-values.yaml')).not.toContain('Message-broker connections');
+  });
+
   it('uses the Ingress host and scheme when an Ingress is enabled', async () => {
     const text = await notes('ingress-values.yaml');
     expect(text).toContain('stripe (stripe): https://webhooks.example.com/webhooks/stripe');

@@ -26,6 +26,7 @@ describe('destinations in the configuration', () => {
     );
     expect(config.endpoints.pay?.handler).toBe('billing');
     expect(config.endpoints.pay?.destinations?.ledger).toEqual({
+      type: 'http',
       url: 'https://ledger.example/hooks',
       routedBy: 'filter',
       timeout: 10_000,

@@ -133,7 +133,8 @@ export async function deliveriesShowCommand(id: string, raw: unknown): Promise<v
         a.started_at.toISOString(),
         `${a.duration_ms}ms`,
         a.http_status === null ? '-' : String(a.http_status),
-        `${a.unrecorded ? '(unrecorded) ' : ''}${(a.error ?? '-').replace(/\s+/g, ' ').slice(0, 120)}`,
+        // A broker's acknowledgement (kept as the delivered attempt's answer) is shown too.
+        `${a.unrecorded ? '(unrecorded) ' : ''}${(a.error ?? a.response_head ?? '-').replace(/\s+/g, ' ').slice(0, 120)}`,
       ]),
     ),
   );

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import type { Config } from '../../core/config/schema.ts';
 import { destinationStats } from '../../core/destinations/actions.ts';
+import { destinationLabel } from '../../core/destinations/routes.ts';
 import { collectStats, type StatsReport } from '../../core/read-models/stats.ts';
 import { withCommandPool } from '../database.ts';
 import { checkEndpointFilter } from '../support/endpoints.ts';
@@ -62,12 +64,15 @@ export function renderStats(report: StatsReport, windowLabel: string): string {
 
 /** `hookgate stats`: what an on-call engineer looks at first. */
 /** Per destination: waiting, held and dead now; delivered in the window and its p99; breaker. */
-function renderDestinationStats(rows: Awaited<ReturnType<typeof destinationStats>>): string {
+function renderDestinationStats(
+  rows: Awaited<ReturnType<typeof destinationStats>>,
+  config: Pick<Config, 'endpoints'> | null,
+): string {
   return table(
     ['ENDPOINT', 'DESTINATION', 'WAITING', 'HELD', 'DEAD', 'DELIVERED', 'P99', 'BREAKER', 'PAUSED'],
     rows.map((row) => [
       row.endpoint,
-      row.destination,
+      destinationLabel(config, row.endpoint, row.destination),
       String(row.waiting),
       String(row.held),
       String(row.dead),
@@ -99,7 +104,7 @@ export async function statsCommand(raw: unknown): Promise<void> {
     if (options.json) printJson(destinations.length > 0 ? { ...report, destinations } : report);
     else {
       writeOut(renderStats(report, `--since ${(raw as { since?: string }).since ?? '1h'}`));
-      if (destinations.length > 0) writeOut(`\n${renderDestinationStats(destinations)}`);
+      if (destinations.length > 0) writeOut(`\n${renderDestinationStats(destinations, config)}`);
     }
   });
 }

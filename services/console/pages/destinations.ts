@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { destinationStats } from '../../core/destinations/actions.ts';
+import { destinationLabel } from '../../core/destinations/routes.ts';
 import { type DestinationState, destinationStates } from '../../core/destinations/state.ts';
 import type { DestinationStatsRow } from '../../core/read-models/destinations-sql.ts';
 import type { ConsoleContext } from '../context.ts';
@@ -39,6 +40,7 @@ function actionForm(
 
 function destinationRow(
   row: DestinationStatsRow,
+  label: string,
   state: DestinationState | undefined,
   csrf: string,
   offered: ReadonlySet<string>,
@@ -59,7 +61,7 @@ function destinationRow(
   ];
   return html`<tr aria-label="${row.endpoint}/${row.destination}">
   <td>${visible(row.endpoint)}</td>
-  <td class="mono">${visible(row.destination)}</td>
+  <td class="mono">${visible(label)}</td>
   <td>${
     paused
       ? html`<span class="status status-parked">paused</span> <span class="muted">since ${formatTime(state?.changed_at)} by ${visible(state?.changed_by ?? '-')}${state?.reason ? html`: ${visible(state.reason)}` : ''}</span>`
@@ -103,7 +105,14 @@ ${
   rows.length === 0
     ? html`<p class="muted">No destination is configured (endpoints.&lt;name&gt;.destinations) and none has deliveries.</p>`
     : html`<table class="events"><thead><tr><th>Endpoint</th><th>Destination</th><th>State</th><th>Breaker</th><th>Waiting</th><th>Held</th><th>Dead</th><th>Delivered (1h)</th><th>p99 (1h)</th><th></th></tr></thead><tbody>${rows.map(
-        (row) => destinationRow(row, states.get(`${row.endpoint}/${row.destination}`), viewer.csrf, offered),
+        (row) =>
+          destinationRow(
+            row,
+            destinationLabel(context.config, row.endpoint, row.destination),
+            states.get(`${row.endpoint}/${row.destination}`),
+            viewer.csrf,
+            offered,
+          ),
       )}</tbody></table>`
 }`);
   } catch (error) {

@@ -1,3 +1,4 @@
+import { rabbitmqBrokerKey } from './bus-schema.ts';
 import type { Config } from './schema.ts';
 
 /**
@@ -63,4 +64,28 @@ export function processConnections(config: Config, role: 'gateway' | 'worker' | 
   if (role === 'worker') return worker;
   // `all`: the gateway's and the worker's pools, one pg-boss (the worker's) and the listener.
   return config.database.poolSize + worker;
+}
+
+/**
+ * Not PostgreSQL's, beside its figures: the message-broker connections one worker process (its
+ * destination relay) opens. `type: nats`: one per destination (the client reconnects it).
+ * `type: rabbitmq`: one per broker, with one confirm-mode channel, shared by the destinations
+ * naming the same URL, credentials and TLS files (services/worker/destination-rabbitmq.ts).
+ */
+export function brokerConnections(config: Pick<Config, 'endpoints'>): {
+  readonly nats: number;
+  readonly rabbitmq: number;
+} {
+  let nats = 0;
+  const brokers = new Set<string>();
+  for (const endpoint of Object.values(config.endpoints)) {
+    for (const destination of Object.values(endpoint.destinations ?? {})) {
+      if (destination.type === 'nats') nats += 1;
+      const rabbit = destination.rabbitmq;
+      if (destination.type === 'rabbitmq' && rabbit) {
+        brokers.add(rabbitmqBrokerKey(rabbit));
+      }
+    }
+  }
+  return { nats, rabbitmq: brokers.size };
 }

@@ -1,7 +1,7 @@
 import type { DestinationConfig } from './destinations-schema.ts';
 import { FILE_REFERENCE, resolveReferences } from './interpolate.ts';
 
-// Which values of a destination's URL and headers came from a reference (`${NAME}`,
+// Which values of a destination's URL, headers and broker credentials came from a reference (`${NAME}`,
 // `${file:…}`): they are resolved once, when the configuration loads, and from then on only
 // their values exist. An error text may echo them (a receiver that answers with the path it was
 // sent, fetch naming the URL), so the relay spells each back as its reference before an error is
@@ -50,16 +50,22 @@ export function noteDestinationSecrets(
   env: Readonly<Record<string, string | undefined>>,
   readFile: (file: string) => string,
 ): void {
-  type Written = { url?: unknown; headers?: Record<string, unknown> };
+  type Bus = { username?: unknown; password?: unknown; token?: unknown };
+  type Written = { url?: unknown; headers?: Record<string, unknown>; nats?: Bus; rabbitmq?: Bus };
   const writtenEndpoints = (
     document as { endpoints?: Record<string, { destinations?: Record<string, Written> }> } | null
   )?.endpoints;
   for (const [endpoint, settings] of Object.entries(endpoints)) {
     for (const [name, destination] of Object.entries(settings.destinations ?? {})) {
       const written = writtenEndpoints?.[endpoint]?.destinations?.[name];
-      const texts = [written?.url, ...Object.values(written?.headers ?? {})].filter(
-        (text): text is string => typeof text === 'string',
-      );
+      const bus = { ...written?.nats, ...written?.rabbitmq };
+      const texts = [
+        written?.url,
+        ...Object.values(written?.headers ?? {}),
+        bus.username,
+        bus.password,
+        bus.token,
+      ].filter((text): text is string => typeof text === 'string');
       known.set(
         destination,
         texts.flatMap((text) => referencedValues(text, env, readFile)),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isJsonPointer } from '../providers/json-pointer.ts';
 import { standardWebhooksKey } from '../providers/standard-webhooks.ts';
 import { parseAllowEntry } from './address-policy.ts';
+import { natsSchema, rabbitmqSchema } from './bus-schema.ts';
 import { durationMs } from './duration.ts';
 
 // `endpoints.<name>.destinations.<dest>`: where an endpoint's events are fanned out to, beside
@@ -112,9 +113,18 @@ const signingSchema = z.strictObject({
     .max(5),
 });
 
+/** Where a destination's deliveries go: POSTed to a URL, or published to a message broker. */
+const DESTINATION_TYPES = ['http', 'nats', 'rabbitmq'] as const;
+
 export const destinationSchema = z
   .strictObject({
-    url: httpUrl,
+    type: z.enum(DESTINATION_TYPES, { error: 'must be http, nats or rabbitmq' }).default('http'),
+    /** `type: http` (and only it): the URL each delivery is POSTed to. */
+    url: httpUrl.optional(),
+    /** `type: nats` (and only it): the JetStream servers and the subject (bus-schema.ts). */
+    nats: natsSchema.optional(),
+    /** `type: rabbitmq` (and only it): the broker, the exchange and the routing key. */
+    rabbitmq: rabbitmqSchema.optional(),
     /**
      * `filter` (default): every event the endpoint's handler processes that `filter` matches.
      * `handler`: only the events the handler routes to it (billing's `notify`, a module's
@@ -189,6 +199,28 @@ export const destinationSchema = z
       .optional(),
   })
   .superRefine((destination, ctx) => {
+    if (destination.type === 'http' && destination.url === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['url'], message: 'is required: the URL to POST events to' });
+    }
+    if (destination.type !== 'http' && destination.url !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['url'],
+        message: `is for type: http; a ${destination.type} destination's broker is under ${destination.type}:`,
+      });
+    }
+    for (const bus of ['nats', 'rabbitmq'] as const) {
+      if (destination.type === bus && destination[bus] === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [bus],
+          message: `is required with type: ${bus} (docs/destinations.md, "Message buses")`,
+        });
+      }
+      if (destination.type !== bus && destination[bus] !== undefined) {
+        ctx.addIssue({ code: 'custom', path: [bus], message: `is only for type: ${bus}` });
+      }
+    }
     if (destination.routedBy === 'handler' && destination.filter !== undefined) {
       ctx.addIssue({
         code: 'custom',

@@ -109,7 +109,8 @@ const CLAIM_DUE = `
                              ELSE coalesce(d.last_error, 'its retries are spent') END
       FROM due
      WHERE d.id = due.id AND due.spent
-    RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts, d.redelivered_attempts
+    RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts, d.redelivered_attempts,
+              d.entity_key
   ), sent AS (
     UPDATE hookgate.destination_deliveries d
        SET status = 'sending',
@@ -119,7 +120,7 @@ const CLAIM_DUE = `
       FROM due
      WHERE d.id = due.id AND NOT due.spent
     RETURNING d.id::text AS id, d.event_id, d.event_type, d.webhook_id, d.attempts,
-              d.redelivered_attempts,
+              d.redelivered_attempts, d.entity_key,
               (SELECT ARRAY[i.payload::text, i.traceparent] FROM hookgate.inbox i
                 WHERE i.endpoint = d.endpoint AND i.event_id = d.event_id) AS inbox_row/*RAW*/
   )
@@ -161,6 +162,8 @@ export interface ClaimedDelivery {
   /** This attempt's number (its fence for finishAttempt). */
   readonly attempts: number;
   readonly redelivered_attempts: number;
+  /** `[entity type, entity id]` as JSON text; null: the event has no entity. */
+  readonly entity_key: string | null;
   readonly body: string | null;
   /** The event's trace context, as its inbox row keeps it (the claim span's). */
   readonly traceparent: string | null;

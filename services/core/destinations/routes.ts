@@ -29,6 +29,19 @@ export function routesFrom(config: Pick<Config, 'endpoints'>): Routes {
 }
 
 /**
+ * How a report names a destination of a type other than HTTP: `events (nats)`. An HTTP
+ * destination, or one the configuration does not have, is named as it always was.
+ */
+export function destinationLabel(
+  config: Pick<Config, 'endpoints'> | null,
+  endpoint: string,
+  destination: string,
+): string {
+  const type = config?.endpoints[endpoint]?.destinations?.[destination]?.type;
+  return type === undefined || type === 'http' ? destination : `${destination} (${type})`;
+}
+
+/**
  * The delivery's webhook-id (and Idempotency-Key): the same for every attempt and every
  * redelivery of one event to one destination, different across destinations, so a receiver
  * dedupes on it. A digest, so a provider's id (any text) makes a header-safe value.
