@@ -66,31 +66,35 @@ beforeAll(async () => {
     retry: { limit: 20, ...FAST },
     ...extra,
   });
-  config = workerConfig({
-    pay: {
-      handler: 'record',
-      destinations: {
-        stream: bus('webhooks.{endpoint}.{type}.{entity_id}', {
-          filter: { types: ['headers.*'] },
-          signing: { secrets: [SIGNING] },
-        }),
-        short: bus('short.{type}', { filter: { types: ['window.*'] } }),
-        late: bus('late.{type}', { filter: { types: ['late.*'] } }),
-        guarded: bus('webhooks.guarded.{type}', {
-          filter: { types: ['guarded.*'] },
-          timeout: '500ms',
-          breaker: { failures: 2, cooldown: '30s' },
-        }),
-        bulk: bus('bulk.{type}', { filter: { types: ['bulk.*'] }, concurrency: 8, timeout: '1s' }),
-        ordered: bus('ordered.{entity_id}', {
-          filter: { types: ['ordered.*'] },
-          ordering: 'entity',
-          concurrency: 8,
-          timeout: '1s',
-        }),
+  config = workerConfig(
+    {
+      pay: {
+        handler: 'record',
+        destinations: {
+          stream: bus('webhooks.{endpoint}.{type}.{entity_id}', {
+            filter: { types: ['headers.*'] },
+            signing: { secrets: ['${BUS_SIGNING_SECRET}'] },
+          }),
+          short: bus('short.{type}', { filter: { types: ['window.*'] } }),
+          late: bus('late.{type}', { filter: { types: ['late.*'] } }),
+          guarded: bus('webhooks.guarded.{type}', {
+            filter: { types: ['guarded.*'] },
+            timeout: '500ms',
+            breaker: { failures: 2, cooldown: '30s' },
+          }),
+          bulk: bus('bulk.{type}', { filter: { types: ['bulk.*'] }, concurrency: 8, timeout: '1s' }),
+          ordered: bus('ordered.{entity_id}', {
+            filter: { types: ['ordered.*'] },
+            ordering: 'entity',
+            concurrency: 8,
+            timeout: '1s',
+          }),
+        },
       },
     },
-  });
+    {},
+    { BUS_SIGNING_SECRET: SIGNING },
+  );
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
   clock = await DrivenClock.fromDatabase(db.pool);
@@ -197,7 +201,11 @@ interface Stored {
 
 /** Everything the stream holds, read message by message (no consumer of hookgate's). */
 async function stored(stream: string): Promise<Stored[]> {
-  const info = await jsm.streams.info(stream);
+  // The test's own connection lives through the server's restarts too: until it has reconnected,
+  // its requests time out.
+  const info = await waitFor(`stream ${stream} answering the test's connection`, () =>
+    jsm.streams.info(stream),
+  );
   const out: Stored[] = [];
   for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq += 1) {
     const message = await jsm.streams.getMessage(stream, { seq });

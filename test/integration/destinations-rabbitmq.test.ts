@@ -77,7 +77,7 @@ beforeAll(async () => {
         destinations: {
           props: bus('webhooks', 'props.{endpoint}.{type}.{entity_id}', {
             filter: { types: ['props.*'] },
-            signing: { secrets: [SIGNING] },
+            signing: { secrets: ['${BUS_SIGNING_SECRET}'] },
           }),
           lonely: bus('lonely', 'lonely.{type}', { filter: { types: ['lonely.*'] } }),
           missing: bus('not-yet', 'missing.{type}', { filter: { types: ['missing.*'] } }),
@@ -99,7 +99,7 @@ beforeAll(async () => {
         },
       },
     }),
-    { RMQ_USER: 'guest', RMQ_PASSWORD: 'guest' },
+    { RMQ_USER: 'guest', RMQ_PASSWORD: 'guest', BUS_SIGNING_SECRET: SIGNING },
   );
   claimer = await Claimer.start(db.url, config);
   worker = await startTestWorker(db.url, config);
