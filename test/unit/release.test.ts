@@ -32,7 +32,16 @@ beforeEach(() => {
     join(repo, 'CHANGELOG.md'),
     '# Changelog\n\n## [0.2.0] - 2027-01-15\n\n- more\n\n## [0.1.0] - 2026-12-04\n',
   );
-  cpSync(join(ROOT, 'release/releases'), join(repo, 'release/releases'));
+  // The file's header only: this repository has released nothing yet (the project's own lines
+  // name commits this repository lacks).
+  writeFileSync(
+    join(repo, 'release/releases'),
+    readFileSync(join(ROOT, 'release/releases'), 'utf8')
+      .split('\n')
+      .filter((line) => line.startsWith('#'))
+      .map((line) => `${line}\n`)
+      .join(''),
+  );
   git('init', '--quiet', '--initial-branch=main');
   git('config', 'user.email', 'release@test.invalid');
   git('config', 'user.name', 'release test');
