@@ -17,6 +17,10 @@ const ENV = {
   HMAC_SECRET: 'x',
   LEDGER_SIGNING_SECRET: `whsec_${Buffer.from('a destination signing secret').toString('base64')}`,
   LEDGER_TOKEN: 'a-token',
+  NATS_USER: 'relay',
+  NATS_PASSWORD: 'n-pass',
+  RMQ_USER: 'hook',
+  RMQ_PASSWORD: 'r-pass',
 };
 const STRIPE = { provider: 'stripe', secrets: ['${STRIPE_WEBHOOK_SECRET}'] };
 
@@ -362,5 +366,53 @@ describe("values.schema.json: a destination's secrets, as hookgate decides them"
 
   it.each(cases)('$name: valid=$valid for both', ({ settings, valid }) => {
     expect(verdicts(destination(settings))).toEqual({ schema: valid, hookgate: valid });
+  });
+
+  const bus = (type: 'nats' | 'rabbitmq', credentials: Record<string, unknown>) => ({
+    endpoints: {
+      e: {
+        ...STRIPE,
+        destinations: {
+          stream:
+            type === 'nats'
+              ? { type, nats: { servers: ['nats://nats:4222'], subject: 'webhooks.{type}', ...credentials } }
+              : {
+                  type,
+                  rabbitmq: {
+                    url: 'amqp://rabbitmq/',
+                    exchange: 'webhooks',
+                    routingKey: '{type}',
+                    ...credentials,
+                  },
+                },
+        },
+      },
+    },
+  });
+  const busCases: { name: string; config: unknown; valid: boolean }[] = [
+    {
+      name: 'a literal NATS password',
+      config: bus('nats', { username: '${NATS_USER}', password: 'hunter22' }),
+      valid: false,
+    },
+    { name: 'a literal NATS token', config: bus('nats', { token: 'tok-1' }), valid: false },
+    {
+      name: 'a literal RabbitMQ username',
+      config: bus('rabbitmq', { username: 'hook', password: '${RMQ_PASSWORD}' }),
+      valid: false,
+    },
+    {
+      name: 'referenced NATS credentials',
+      config: bus('nats', { username: '${NATS_USER}', password: '${NATS_PASSWORD}' }),
+      valid: true,
+    },
+    {
+      name: 'referenced RabbitMQ credentials',
+      config: bus('rabbitmq', { username: '${RMQ_USER}', password: '${RMQ_PASSWORD}' }),
+      valid: true,
+    },
+  ];
+  it.each(busCases)('$name: valid=$valid for both', ({ config, valid }) => {
+    expect(verdicts(config)).toEqual({ schema: valid, hookgate: valid });
   });
 });

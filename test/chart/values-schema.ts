@@ -1,6 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { BUS_CREDENTIAL_KEYS } from '../../services/core/config/bus-schema.ts';
 import { byteSize, durationMs, formatDuration, formatSize } from '../../services/core/config/duration.ts';
 import {
   DEFAULT_HANDLER,
@@ -241,6 +242,14 @@ function destinationSecrets(destinations: Json): void {
       description: `a header named like a secret (authorization, token, key, secret, password): ${words}, after its scheme if it has one ("Bearer \${TOKEN}")`,
     },
   };
+  // A message broker's credentials, each a field of its own.
+  for (const bus of ['nats', 'rabbitmq']) {
+    const fields = (properties[bus] as Json).properties as Json;
+    for (const key of BUS_CREDENTIAL_KEYS) {
+      if (fields[key] === undefined) continue;
+      fields[key] = { ...(fields[key] as Json), pattern: SECRET_REFERENCE_SOURCE, description: words };
+    }
+  }
   properties.url = {
     ...(properties.url as Json),
     not: { pattern: LITERAL_SECRET_QUERY_SOURCE },

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import type { z } from 'zod';
 import { HookgateError } from '../errors.ts';
-import { busCredentialProblems } from './bus-credentials.ts';
 import { connectionBoundProblem } from './connection-bound.ts';
 import { noteDestinationSecrets } from './destination-secrets.ts';
 import { formatDuration, formatSize, isDurationText, isSizeText } from './duration.ts';
@@ -237,7 +236,6 @@ export function parseConfig(
     lines.push(`${formatPath(problem.path)}: secret file ${problem.file} ${problem.reason}`);
   lines.push(...forwardProblems(document));
   lines.push(...literalSecretProblems(document));
-  lines.push(...busCredentialProblems(document));
   const result = configSchema.safeParse(withoutForward(interpolated));
   const bound = result.success ? connectionBoundProblem(result.data) : null;
   if (bound) lines.push(bound);

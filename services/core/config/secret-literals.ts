@@ -1,3 +1,5 @@
+import { BUS_CREDENTIAL_KEYS } from './bus-schema.ts';
+
 // The keys of a destination that carry a secret must name it, never hold it: the configuration
 // file is no secret (in Kubernetes it is a ConfigMap, readable by whoever reads the namespace's
 // configuration, and shown by `helm get values`). This one rule is checked in two places, from
@@ -52,7 +54,8 @@ const entries = (node: unknown): [string, unknown][] =>
 /**
  * Each key of a destination holding a literal secret, as a problem line naming its path and
  * never its value: signing secrets, the values of headers named like a secret (authorization,
- * token, key, secret, password), and the URL's query parameters named so.
+ * token, key, secret, password), the URL's query parameters named so, and a message broker's
+ * credentials (each a field of its own: bus-schema.ts refuses them inside an address).
  */
 export function literalSecretProblems(document: unknown): string[] {
   const problems: string[] = [];
@@ -75,6 +78,15 @@ export function literalSecretProblems(document: unknown): string[] {
               `${at(`signing.secrets[${index}]`)}: is a literal signing secret; ${USE_A_REFERENCE}`,
             );
         });
+      }
+      for (const bus of ['nats', 'rabbitmq'] as const) {
+        for (const [key, value] of entries(fields[bus])) {
+          if (!(BUS_CREDENTIAL_KEYS as readonly string[]).includes(key)) continue;
+          if (typeof value === 'string' && secretReference.test(value)) continue;
+          problems.push(
+            `${at(`${bus}.${key}`)}: must be one reference, \${NAME} or \${file:/path}: a broker's credentials are not written in the configuration (the value is not shown)`,
+          );
+        }
       }
       for (const [header, value] of entries(fields.headers)) {
         if (!secretName.test(header) || typeof value !== 'string' || secretHeaderValue.test(value)) continue;
