@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../../services/core/db/embedded.ts';
+import { waitFor } from './worker-harness.ts';
 
 const run = promisify(execFile);
 
@@ -21,22 +22,20 @@ const run = promisify(execFile);
 
 export const NATS_SERVER = '/usr/sbin/nats-server';
 
-/** Resolves once something accepts TCP connections on the port (or rejects after `timeoutMs`). */
-export async function waitForPort(port: number, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = tcpConnect({ host: '127.0.0.1', port });
-      socket.once('connect', () => {
-        socket.destroy();
-        resolve(true);
-      });
-      socket.once('error', () => resolve(false));
-    });
-    if (open) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on 127.0.0.1:${port} after ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+/** Resolves once something accepts TCP connections on the port: the project's wait for a state. */
+async function waitForPort(port: number): Promise<void> {
+  await waitFor(
+    `something listening on 127.0.0.1:${port}`,
+    () =>
+      new Promise<boolean>((resolve) => {
+        const socket = tcpConnect({ host: '127.0.0.1', port });
+        socket.once('connect', () => {
+          socket.destroy();
+          resolve(true);
+        });
+        socket.once('error', () => resolve(false));
+      }),
+  );
 }
 
 export interface TestNatsServer {
