@@ -3,6 +3,7 @@ import { recordAction } from '../audit/audit.ts';
 import type { Config } from '../config/schema.ts';
 import { withTransaction } from '../db/transaction.ts';
 import { HookgateError } from '../errors.ts';
+import { fenceEndpointApplies, shareEndpointFence } from '../pause/pause.ts';
 import {
   type AttemptRow,
   type DeliveryQuery,
@@ -217,23 +218,26 @@ export async function redeliver(
     );
   }
   const statuses = request.statuses ?? ['dead'];
-  const rows = await redeliverRows(db, { ...target, ids, statuses }, request.dryRun);
-  const taken = rows.map((row) => row.id);
-  await recordAction(db, {
-    actor: request.actor,
-    command: 'redeliver',
-    endpoint: target.endpoint,
-    filters: {
-      destination: target.destination,
-      ...(ids ? { ids } : { statuses }),
-      deliveries: taken.slice(0, 1000),
-    },
-    count: taken.length,
-    dryRun: request.dryRun,
-    // So `events show` and the console's event page list the redelivery among the event's actions.
-    eventIds: [...new Set(rows.map((row) => row.eventId))].slice(0, AUDITED_EVENTS),
+  return withTransaction(db, async (tx) => {
+    if (!request.dryRun) await shareEndpointFence(tx, target.endpoint);
+    const rows = await redeliverRows(tx, { ...target, ids, statuses }, request.dryRun);
+    const taken = rows.map((row) => row.id);
+    await recordAction(tx, {
+      actor: request.actor,
+      command: 'redeliver',
+      endpoint: target.endpoint,
+      filters: {
+        destination: target.destination,
+        ...(ids ? { ids } : { statuses }),
+        deliveries: taken.slice(0, 1000),
+      },
+      count: taken.length,
+      dryRun: request.dryRun,
+      // So `events show` and the console's event page list the redelivery among the event's actions.
+      eventIds: [...new Set(rows.map((row) => row.eventId))].slice(0, AUDITED_EVENTS),
+    });
+    return { ...target, actor: request.actor, count: taken.length, ids: taken, dryRun: request.dryRun };
   });
-  return { ...target, actor: request.actor, count: taken.length, ids: taken, dryRun: request.dryRun };
 }
 
 export interface PauseRequest extends DestinationRef {
@@ -251,6 +255,8 @@ async function setDestinationPaused(
 ): Promise<ActionSummary & { readonly wasPaused: boolean }> {
   const target = resolveDestination(config, request);
   return withTransaction(db, async (tx) => {
+    // Applies of the endpoint in flight commit first, so the deliveries they wrote are held too.
+    await fenceEndpointApplies(tx, target.endpoint);
     const { wasPaused } = await setPaused(
       tx,
       target.endpoint,

@@ -81,6 +81,27 @@ export async function pausedAmong(db: Queryable, endpoints: readonly string[]): 
 
 const TAKE_FENCE = `SELECT pg_advisory_xact_lock($1::int, $2::int)`;
 
+/**
+ * Takes the endpoint's pause fence exclusively for the rest of `tx`: applies of the endpoint in
+ * flight commit first (what they wrote is visible to the statements after this one), and applies
+ * after it begin once `tx` ends (and see what it changed). A destination's pause takes it too, so
+ * the deliveries an apply in flight writes are held with the rest, not left pending.
+ */
+export async function fenceEndpointApplies(tx: Queryable, endpoint: string): Promise<void> {
+  await tx.query(TAKE_FENCE, [PAUSE_LOCK_CLASS, pauseLockKey(endpoint)]);
+}
+
+const SHARE_FENCE = `SELECT pg_advisory_xact_lock_shared($1::int, $2::int)`;
+
+/**
+ * Takes the endpoint's pause fence shared for the rest of `tx`, as an apply does: a write that
+ * decides from a destination's pause state (a redelivery: held or pending) waits for a pause in
+ * flight, and its later statements see it; a pause after it waits for it and holds what it wrote.
+ */
+export async function shareEndpointFence(tx: Queryable, endpoint: string): Promise<void> {
+  await tx.query(SHARE_FENCE, [PAUSE_LOCK_CLASS, pauseLockKey(endpoint)]);
+}
+
 const CURRENT = `
   SELECT endpoint, paused_at, paused_by, pause_reason, 0::float8 AS paused_seconds
     FROM hookgate.endpoint_state WHERE endpoint = $1 FOR UPDATE`;
@@ -121,7 +142,7 @@ export interface PauseSummary {
  */
 export async function pauseEndpoint(pool: pg.Pool, request: PauseRequest): Promise<PauseSummary> {
   return withTransaction(pool, async (tx) => {
-    await tx.query(TAKE_FENCE, [PAUSE_LOCK_CLASS, pauseLockKey(request.endpoint)]);
+    await fenceEndpointApplies(tx, request.endpoint);
     const current = (await tx.query<PauseState>(CURRENT, [request.endpoint])).rows[0];
     const already = current?.paused_at ? current : null;
     const pause =
