@@ -23,7 +23,12 @@ beforeAll(async () => {
     parseConfig(
       {
         claim: { maxWait: '2ms' },
-        // Server defaults: bodyLimit 1 MiB, maxBufferedBytes 64 MiB.
+        // Server defaults: bodyLimit 1 MiB, maxBufferedBytes 64 MiB. The answer's deadline and the
+        // statement timeout are the longest allowed: what is tested is which sizes are taken, not
+        // how fast a busy machine reads, verifies and stores 24 MiB (past the default 10 s answer
+        // or 5 s statement, the answer is a 503 to retry).
+        server: { requestTimeout: '300s' },
+        database: { statementTimeout: '300s' },
         endpoints: {
           gh: { provider: 'github', secrets: [GITHUB_SECRET] },
           ghsmall: { provider: 'github', secrets: [GITHUB_SECRET], bodyLimit: '64kib' },
