@@ -12,6 +12,9 @@ import { type BenchDatabase, ROOT, startProcess, stopProcess } from './processes
 /** The ingest goal: accepted deliveries/s at least this share of bare Express's. */
 export const INGEST_GOAL = 0.5;
 
+/** The gateway's goal: its CPU per acknowledged delivery at most this multiple of bare Express's per request. */
+export const GATEWAY_CPU_GOAL = 1.5;
+
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 export interface IngestReport {
@@ -225,6 +228,26 @@ function ceilingLines(report: IngestReport): string[] {
   ];
 }
 
+/**
+ * The receiving process's CPU per 2xx, in microseconds: the gateway's per acknowledged delivery
+ * (its claim committed), bare Express's per request. Both from /proc over the same round.
+ */
+const receiverMicros = (r: MeasuredLoad): number => (r.cpuPer1k.process ?? Number.NaN) * 1000;
+
+/** Each round's gateway CPU beside the bare Express round it is paired with, and their ratio. */
+function gatewayCpuLines(report: IngestReport): string[] {
+  const ratios = report.gateway.map((r, i) => receiverMicros(r) / receiverMicros(report.baseline[i]!));
+  return [
+    `  receiver CPU per 2xx, us (gateway: per acknowledged delivery; bare express: per request), by round: ${report.gateway
+      .map(
+        (r, i) =>
+          `${receiverMicros(r).toFixed(0)} vs ${receiverMicros(report.baseline[i]!).toFixed(0)} (${ratios[i]!.toFixed(2)}x)`,
+      )
+      .join(', ')}`,
+    `  gateway CPU ratio, median of rounds (gateway us per acknowledged delivery / bare express us per request): ${median(ratios).toFixed(2)}   (goal <= ${GATEWAY_CPU_GOAL})`,
+  ];
+}
+
 export function renderIngest(report: IngestReport): string[] {
   const { connections, seconds, rounds } = report.settings;
   const row = (label: string, r: MeasuredLoad) =>
@@ -238,6 +261,7 @@ export function renderIngest(report: IngestReport): string[] {
     `  hand-rolled (1 tx/request) / bare express, median of rounds: ${report.handRolledRatio.toFixed(2)}`,
     `  mean claim batch: ${report.meanClaimBatch.toFixed(1)} deliveries per transaction`,
     `  ratio, median of rounds (hookgate 2xx/s / bare express 2xx/s): ${report.ratio.toFixed(2)}   (goal >= ${INGEST_GOAL})`,
+    ...gatewayCpuLines(report),
     ...ceilingLines(report),
   ];
 }
