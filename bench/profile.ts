@@ -1,14 +1,20 @@
-// `node bench/profile.ts <file.cpuprofile> [deliveries]`: a text flame graph of a gateway's CPU
-// profile (`--cpu-prof`, e.g. from BENCH_NODE_OPTIONS in the ingest scenario). Each sample is
-// charged to the first frame, walking from the leaf towards the root, that belongs to a known
-// component, so Node's internals count for whoever called them (a socket write under
-// node-postgres is the claim's, one under the response is the answer's). Prints the components,
-// then the top frames by self and by total time. With `deliveries` (the acknowledged deliveries
-// while the profile ran), times are also given per delivery.
+// `node bench/profile.ts <file> [deliveries]`: a text flame graph of a gateway's CPU, from either
+//  - a V8 profile (`*.cpuprofile`, from `--cpu-prof`, e.g. BENCH_NODE_OPTIONS in the ingest
+//    scenario): the main thread's JavaScript, sampled by wall clock, so a write that gets the
+//    process preempted on a busy machine counts as long as the preemption lasts;
+//  - `perf script` output of `perf record -g -p <gateway pid>` on a gateway started with
+//    `--perf-basic-prof --interpreted-frames-native-stack`: CPU time of every thread, kernel
+//    included, which is what /proc (and the ingest report) counts.
+// Each sample is charged to the first frame, walking from the leaf towards the root, that belongs
+// to one of the project's or its dependencies' components, so Node's internals and the kernel
+// count for whoever called them (a socket write under node-postgres is the claim's, one under the
+// response is the answer's); Node's own components only take what none of those do. Prints the
+// components with their top leaf frames, then the top frames by self and by total time. With
+// `deliveries` (acknowledged while the profile ran), times are also given per delivery.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 
-const profileSchema = z.object({
+const cpuProfileSchema = z.object({
   nodes: z.array(
     z.object({
       id: z.number(),
@@ -19,6 +25,14 @@ const profileSchema = z.object({
   samples: z.array(z.number()),
   timeDeltas: z.array(z.number()),
 });
+
+/** One sample: its frames from the leaf to the root, its weight in microseconds, its thread, when (s). */
+interface Sample {
+  readonly frames: readonly string[];
+  readonly micros: number;
+  readonly thread: string;
+  readonly at: number;
+}
 
 /**
  * The project's and its dependencies' components, matched from the leaf: the first frame that
@@ -51,73 +65,139 @@ const COMPONENTS: readonly (readonly [string, RegExp])[] = [
 const NODE_COMPONENTS: readonly (readonly [string, RegExp])[] = [
   [
     'HTTP request parsing and sockets (Node)',
-    /node:_http|node:net|node:internal\/(stream|streams|http|net)|node:stream|node:events/,
+    /node:_http|node:net|node:internal\/(stream|streams|http|net)|node:stream|node:events|llhttp|node::http_parser/,
   ],
-  ['promise and timer plumbing (Node)', /node:internal\/(process\/task_queues|timers)|node:timers/],
+  [
+    'promise and timer plumbing (Node)',
+    /node:internal\/(process\/task_queues|timers)|node:timers|RunMicrotasks|PromiseReaction|AsyncFunctionAwait/,
+  ],
 ];
 
-type Profile = z.infer<typeof profileSchema>;
-
 const STARTUP = 'startup (loading modules; not in the shares)';
+const STARTUP_FRAME =
+  /node:internal\/(modules|deps\/amaro|bootstrap)|^wasm|wasm:\/\/|node::LoadEnvironment|Bootstrapper|BuiltinLoader/;
+const GC_FRAME =
+  /v8::internal::(Heap::|Scavenger|ScavengeJob|MarkCompactCollector|MinorMarkSweep|ConcurrentMarking|IncrementalMarking|MarkingVisitor|Sweeper|GCTracer|MemoryAllocator|PagedSpace|SemiSpace)|^\(garbage collector\)/;
 
-function frameName(frame: Profile['nodes'][number]['callFrame']): string {
-  const where = frame.url.replace(/^file:\/\/.*?\/(node_modules\/|services\/|bench\/)/, '$1');
-  return `${frame.functionName || '(anonymous)'} ${where ? `${where}:${frame.lineNumber + 1}` : ''}`.trim();
-}
-
-function summarise(profile: Profile, deliveries: number | undefined): string[] {
+/** The frames of a V8 profile: each sample with its stack, weighed by the time until the next. */
+function fromCpuProfile(text: string): Sample[] {
+  const profile = cpuProfileSchema.parse(JSON.parse(text));
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const stacks = new Map<number, string[]>();
+  const stackOf = (id: number): string[] => {
+    let stack = stacks.get(id);
+    if (!stack) {
+      stack = [];
+      for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
+        const frame = byId.get(at)!.callFrame;
+        const where = frame.url.replace(/^file:\/\/.*?\/(node_modules\/|services\/|bench\/)/, '$1');
+        stack.push(
+          `${frame.functionName || '(anonymous)'} ${where ? `${where}:${frame.lineNumber + 1}` : ''}`.trim(),
+        );
+      }
+      stacks.set(id, stack);
+    }
+    return stack;
+  };
+  let at = 0;
+  return profile.samples.map((id, index) => {
+    const micros = profile.timeDeltas[index] ?? 0;
+    at += micros / 1e6;
+    return { frames: stackOf(id), micros, thread: 'main', at };
+  });
+}
+
+/** `perf script` text: a header line per sample, then one frame per line, a blank line after. */
+function fromPerfScript(text: string): Sample[] {
+  const samples: Sample[] = [];
+  let frames: string[] = [];
+  let thread = '';
+  let period = 0;
+  let at = 0;
+  let first: number | undefined;
+  const flush = () => {
+    if (frames.length > 0) samples.push({ frames, micros: period / 1000, thread, at });
+    frames = [];
+  };
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') {
+      flush();
+      continue;
+    }
+    if (!/^\s/.test(line)) {
+      flush();
+      // `MainThread  2369  1514.252211:    2004008 cpu-clock:ppp:` — the period is in ns.
+      const header = /^(.*?)\s+\d+\s+([\d.]+):\s+(\d+)\s+\S+/.exec(line);
+      thread = header?.[1]?.trim() ?? '';
+      const time = Number(header?.[2] ?? 0);
+      first ??= time;
+      at = time - first;
+      period = Number(header?.[3] ?? 0);
+      continue;
+    }
+    const frame = /^\s+[0-9a-f]+\s+(.*?)(?:\+0x[0-9a-f]+)?\s+\((.*)\)$/.exec(line);
+    if (!frame) continue;
+    const symbol = frame[1]!
+      .replace(/^JS:[*~^']+/, '')
+      .replace(/file:\/\/.*?\/(node_modules\/|services\/|bench\/)/, '$1');
+    frames.push(frame[2] === '[kernel.kallsyms]' ? `[kernel] ${symbol}` : symbol);
+  }
+  flush();
+  return samples;
+}
+
+function componentOf(sample: Sample): string {
+  const { frames } = sample;
+  if (frames.some((frame) => STARTUP_FRAME.test(frame))) return STARTUP;
+  if (frames.some((frame) => GC_FRAME.test(frame))) return 'garbage collection';
+  if (sample.thread !== 'main' && sample.thread !== 'MainThread') {
+    return `other threads (${sample.thread}: compiler, libuv)`;
+  }
+  for (const frame of frames) {
+    const found = COMPONENTS.find(([, pattern]) => pattern.test(frame));
+    if (found) return found[0];
+  }
+  for (const frame of frames) {
+    const found = NODE_COMPONENTS.find(([, pattern]) => pattern.test(frame));
+    if (found) return found[0];
+  }
+  const leaf = frames[0] ?? '';
+  if (leaf === '(program)') return 'V8 and native work outside JavaScript (program)';
+  if (/epoll|uv__io_poll|uv_run/.test(frames.join(' ')))
+    return 'event loop: polling and I/O callbacks (libuv, kernel)';
+  return 'other';
+}
+
+function summarise(all: readonly Sample[], deliveries: number | undefined): string[] {
   const self = new Map<string, number>();
   const total = new Map<string, number>();
   const components = new Map<string, number>();
   /** Per component, its samples by leaf frame: where inside it the time is spent. */
   const leavesOf = new Map<string, Map<string, number>>();
+  const add = (map: Map<string, number>, key: string, micros: number) =>
+    map.set(key, (map.get(key) ?? 0) + micros);
   let busy = 0;
   let idle = 0;
-  const startup = (id: number): boolean => {
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      if (/node:internal\/(modules|deps\/amaro)|^wasm:/.test(byId.get(at)!.callFrame.url)) return true;
+  let kernel = 0;
+  for (const sample of all) {
+    const leaf = sample.frames[0] ?? '(none)';
+    if (leaf === '(idle)') {
+      idle += sample.micros;
+      continue;
     }
-    return false;
-  };
-  profile.samples.forEach((id, index) => {
-    const micros = profile.timeDeltas[index] ?? 0;
-    const leaf = byId.get(id)!;
-    const leafName = leaf.callFrame.functionName;
-    if (leafName === '(idle)') {
-      idle += micros;
-      return;
-    }
-    busy += micros;
-    self.set(frameName(leaf.callFrame), (self.get(frameName(leaf.callFrame)) ?? 0) + micros);
-    const seen = new Set<string>();
-    // Loading the code happens once, before the load: charged to itself, whatever it calls.
-    let component: string | undefined = startup(id) ? STARTUP : undefined;
-    let fallback: string | undefined;
-    for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
-      const frame = byId.get(at)!.callFrame;
-      const name = frameName(frame);
-      if (!seen.has(name)) {
-        seen.add(name);
-        total.set(name, (total.get(name) ?? 0) + micros);
-      }
-      component ??= COMPONENTS.find(([, pattern]) => pattern.test(frame.url))?.[0];
-      fallback ??= NODE_COMPONENTS.find(([, pattern]) => pattern.test(frame.url))?.[0];
-    }
-    component ??= fallback;
-    component ??=
-      leafName === '(garbage collector)'
-        ? 'garbage collection'
-        : leafName === '(program)'
-          ? 'V8 and native work outside JavaScript (program)'
-          : 'other';
-    components.set(component, (components.get(component) ?? 0) + micros);
+    busy += sample.micros;
+    const component = componentOf(sample);
+    add(components, component, sample.micros);
+    if (component === STARTUP) continue;
+    if (leaf.startsWith('[kernel]')) kernel += sample.micros;
+    add(self, leaf, sample.micros);
+    for (const frame of new Set(sample.frames)) add(total, frame, sample.micros);
     const leaves = leavesOf.get(component) ?? new Map<string, number>();
-    leaves.set(frameName(leaf.callFrame), (leaves.get(frameName(leaf.callFrame)) ?? 0) + micros);
+    add(leaves, leaf, sample.micros);
     leavesOf.set(component, leaves);
-  });
+  }
   // Shares are of the time after startup: the load, not the loading.
   const work = busy - (components.get(STARTUP) ?? 0);
   const ms = (micros: number) => (micros / 1000).toFixed(0).padStart(7);
@@ -125,30 +205,61 @@ function summarise(profile: Profile, deliveries: number | undefined): string[] {
   const per = (micros: number) => (deliveries ? `${(micros / deliveries).toFixed(1).padStart(7)} µs` : '');
   const top = (map: Map<string, number>, count: number) =>
     [...map.entries()].sort((a, b) => b[1] - a[1]).slice(0, count);
+  const row = ([name, micros]: [string, number]) =>
+    `  ${ms(micros)} ms ${share(micros)} ${per(micros)}  ${name}`;
   return [
-    `busy ${ms(busy)} ms (${ms(work)} ms after startup), idle ${ms(idle)} ms${deliveries ? `, ${deliveries} deliveries` : ''}`,
+    `busy ${ms(busy)} ms (${ms(work)} ms after startup, of which kernel ${ms(kernel)} ms), idle ${ms(idle)} ms${deliveries ? `, ${deliveries} deliveries` : ''}`,
     '',
     'by component (each sample charged to the first known frame from its leaf):',
-    ...top(components, COMPONENTS.length + NODE_COMPONENTS.length + 4).flatMap(([name, micros]) => [
-      `  ${ms(micros)} ms ${share(micros)} ${per(micros)}  ${name}`,
-      ...top(leavesOf.get(name)!, 3).map(
-        ([leaf, leafMicros]) => `  ${' '.repeat(27)}${ms(leafMicros)} ms  ${leaf}`,
+    ...top(components, 30).flatMap(([name, micros]) => [
+      row([name, micros]),
+      ...top(leavesOf.get(name) ?? new Map(), 3).map(
+        ([leaf, leafMicros]) => `  ${' '.repeat(27)}${ms(leafMicros)} ms  ${leaf.slice(0, 110)}`,
       ),
     ]),
     '',
     'top frames by self time:',
-    ...top(self, 25).map(([name, micros]) => `  ${ms(micros)} ms ${share(micros)} ${per(micros)}  ${name}`),
+    ...top(self, 25).map(row),
     '',
     'top frames by total time (self and callees):',
-    ...top(total, 40).map(([name, micros]) => `  ${ms(micros)} ms ${share(micros)} ${per(micros)}  ${name}`),
+    ...top(total, 40).map(row),
   ];
 }
 
-const [file, deliveries] = process.argv.slice(2);
-if (!file) {
-  process.stderr.write('usage: node bench/profile.ts <file.cpuprofile> [deliveries]\n');
+/** Samples per second of the profile, to find the measured window (`busy` per second, in samples). */
+function timeline(samples: readonly Sample[]): string[] {
+  const perSecond = new Map<number, number>();
+  for (const sample of samples) {
+    const second = Math.floor(sample.at);
+    perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
+  }
+  return [...perSecond.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([second, count]) => `  ${second} s: ${count} samples`);
+}
+
+const args = z
+  .tuple([
+    z.string(),
+    z.coerce.number().int().positive().optional(),
+    z
+      .string()
+      .regex(/^\d+(\.\d+)?-\d+(\.\d+)?$/)
+      .optional(),
+  ])
+  .safeParse(process.argv.slice(2));
+if (!args.success) {
+  process.stderr.write(
+    'usage: node bench/profile.ts <file.cpuprofile | perf script output> [deliveries] [from-to seconds since the first sample]\n' +
+      '  without from-to, also prints the samples per second, to find the window of the measured round\n',
+  );
   process.exit(2);
 }
-const profile = profileSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
-const count = deliveries === undefined ? undefined : z.coerce.number().int().positive().parse(deliveries);
-process.stdout.write(`${summarise(profile, count).join('\n')}\n`);
+const [file, deliveries, window] = args.data;
+const text = readFileSync(file, 'utf8');
+const all = text.trimStart().startsWith('{') ? fromCpuProfile(text) : fromPerfScript(text);
+const [from, to] = window ? window.split('-').map(Number) : [0, Number.POSITIVE_INFINITY];
+const samples = all.filter((sample) => sample.at >= from! && sample.at < to!);
+process.stdout.write(
+  `${[...(window ? [`window ${window} s`] : ['samples per second:', ...timeline(all), '']), ...summarise(samples, deliveries)].join('\n')}\n`,
+);
