@@ -147,9 +147,14 @@ export async function ingestScenario(
     const bareUrl = `http://127.0.0.1:${barePort}/webhooks/bench`;
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}/webhooks/bench`;
     const handUrl = `http://127.0.0.1:${handPort}/webhooks/bench`;
-    // Warm both (JIT, pools), then alternate so drift on the machine hits both alike.
-    await drive(bareUrl, requests.slice(0, 5000), { connections: settings.connections, seconds: 2 });
-    await drive(gatewayUrl, prepare(5000, duplicateShare), { connections: settings.connections, seconds: 2 });
+    // Warm both (JIT, pools) for a round's length, then alternate so drift on the machine hits
+    // both alike. Two seconds were not enough for the gateway: on a busy machine V8's compiler
+    // threads were still optimising its code through the first round (a CPU profile put a fifth of
+    // that round's gateway CPU in them, against 5 % in the next rounds), so the first round
+    // measured the JIT, not a delivery.
+    const warmUp = { connections: settings.connections, seconds: settings.seconds };
+    await drive(bareUrl, requests.slice(0, 5000), warmUp);
+    await drive(gatewayUrl, prepare(Math.max(5000, settings.seconds * 4000), duplicateShare), warmUp);
     let offset = 0;
     for (let round = 0; round < settings.rounds; round += 1) {
       baseline.push(await costed(bare.pid, bareUrl, requests, settings));
