@@ -12,6 +12,9 @@ import { type BenchDatabase, ROOT, startProcess, stopProcess } from './processes
 /** The ingest goal: accepted deliveries/s at least this share of bare Express's. */
 export const INGEST_GOAL = 0.5;
 
+/** The gateway's goal: its CPU per acknowledged delivery at most this multiple of bare Express's per request. */
+export const GATEWAY_CPU_GOAL = 1.5;
+
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 export interface IngestReport {
@@ -24,6 +27,11 @@ export interface IngestReport {
   readonly handRolledRatio: number;
   readonly meanClaimBatch: number;
   readonly ratio: number;
+  /**
+   * The gateway's CPU per acknowledged delivery over bare Express's per request, median of the
+   * per-round ratios (each round pairs a bare Express run with the gateway run right after it).
+   */
+  readonly gatewayCpuRatio: number;
   /**
    * CPU seconds per 1 000 acknowledged deliveries, per round, from /proc: the receiving
    * process, PostgreSQL and the load generator (this process).
@@ -77,6 +85,12 @@ function median(values: readonly number[]): number {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
+
+/**
+ * The receiving process's CPU per 2xx, in microseconds: the gateway's per acknowledged delivery
+ * (its claim committed), bare Express's per request. Both from /proc over the same round.
+ */
+const receiverMicros = (r: MeasuredLoad): number => (r.cpuPer1k.process ?? Number.NaN) * 1000;
 
 export async function ingestScenario(
   database: BenchDatabase,
@@ -144,9 +158,14 @@ export async function ingestScenario(
     const bareUrl = `http://127.0.0.1:${barePort}/webhooks/bench`;
     const gatewayUrl = `http://127.0.0.1:${gatewayPort}/webhooks/bench`;
     const handUrl = `http://127.0.0.1:${handPort}/webhooks/bench`;
-    // Warm both (JIT, pools), then alternate so drift on the machine hits both alike.
-    await drive(bareUrl, requests.slice(0, 5000), { connections: settings.connections, seconds: 2 });
-    await drive(gatewayUrl, prepare(5000, duplicateShare), { connections: settings.connections, seconds: 2 });
+    // Warm both (JIT, pools) for a round's length, then alternate so drift on the machine hits
+    // both alike. Two seconds were not enough for the gateway: on a busy machine V8's compiler
+    // threads were still optimising its code through the first round (a CPU profile put a fifth of
+    // that round's gateway CPU in them, against 5 % in the next rounds), so the first round
+    // measured the JIT, not a delivery.
+    const warmUp = { connections: settings.connections, seconds: settings.seconds };
+    await drive(bareUrl, requests.slice(0, 5000), warmUp);
+    await drive(gatewayUrl, prepare(Math.max(5000, settings.seconds * 4000), duplicateShare), warmUp);
     let offset = 0;
     for (let round = 0; round < settings.rounds; round += 1) {
       baseline.push(await costed(bare.pid, bareUrl, requests, settings));
@@ -177,6 +196,7 @@ export async function ingestScenario(
     // Each round pairs a baseline run with a hookgate run right after it; the median of the
     // per-round ratios is robust to the machine's load drifting between rounds.
     ratio: median(measured.map((r, i) => r.okPerSecond / baseline[i]!.okPerSecond)),
+    gatewayCpuRatio: median(measured.map((r, i) => receiverMicros(r) / receiverMicros(baseline[i]!))),
     cpuPer1k: {
       bareExpress: baseline.map((r) => r.cpuPer1k),
       hookgate: measured.map((r) => r.cpuPer1k),
@@ -225,6 +245,20 @@ function ceilingLines(report: IngestReport): string[] {
   ];
 }
 
+/** Each round's gateway CPU beside the bare Express round it is paired with, and their ratio. */
+function gatewayCpuLines(report: IngestReport): string[] {
+  const ratios = report.gateway.map((r, i) => receiverMicros(r) / receiverMicros(report.baseline[i]!));
+  return [
+    `  receiver CPU per 2xx, us (gateway: per acknowledged delivery; bare express: per request), by round: ${report.gateway
+      .map(
+        (r, i) =>
+          `${receiverMicros(r).toFixed(0)} vs ${receiverMicros(report.baseline[i]!).toFixed(0)} (${ratios[i]!.toFixed(2)}x)`,
+      )
+      .join(', ')}`,
+    `  gateway CPU ratio, median of rounds (gateway us per acknowledged delivery / bare express us per request): ${report.gatewayCpuRatio.toFixed(2)}   (goal <= ${GATEWAY_CPU_GOAL})`,
+  ];
+}
+
 export function renderIngest(report: IngestReport): string[] {
   const { connections, seconds, rounds } = report.settings;
   const row = (label: string, r: MeasuredLoad) =>
@@ -238,6 +272,7 @@ export function renderIngest(report: IngestReport): string[] {
     `  hand-rolled (1 tx/request) / bare express, median of rounds: ${report.handRolledRatio.toFixed(2)}`,
     `  mean claim batch: ${report.meanClaimBatch.toFixed(1)} deliveries per transaction`,
     `  ratio, median of rounds (hookgate 2xx/s / bare express 2xx/s): ${report.ratio.toFixed(2)}   (goal >= ${INGEST_GOAL})`,
+    ...gatewayCpuLines(report),
     ...ceilingLines(report),
   ];
 }

@@ -1,6 +1,6 @@
 import { APPLY_GOAL, type ApplyReport } from './apply.ts';
 import type { BytesReport } from './bytes.ts';
-import { INGEST_GOAL, type IngestReport } from './ingest.ts';
+import { GATEWAY_CPU_GOAL, INGEST_GOAL, type IngestReport } from './ingest.ts';
 
 // The performance issue's table: each headline figure of this run beside its goal. Ratios are
 // against baselines measured in this same run by the same generator; CPU per 1 000 events stands
@@ -10,7 +10,7 @@ import { INGEST_GOAL, type IngestReport } from './ingest.ts';
 export const GOALS = {
   ingestRatio: INGEST_GOAL,
   postgresMicrosPerDelivery: 70,
-  gatewayCpuRatio: 1.5,
+  gatewayCpuRatio: GATEWAY_CPU_GOAL,
   applyRatio: APPLY_GOAL,
   endToEndP99Ms: 500,
   endToEndCpuMsPerEvent: 0.8,
@@ -57,11 +57,11 @@ export function renderSummary(
         verdict(pgUs <= GOALS.postgresMicrosPerDelivery),
       ],
       [
-        'gateway CPU per delivery vs bare Express per request, same run (median of rounds)',
-        `${fixed(gatewayUs / bareUs, 2)}x (${fixed(gatewayUs, 0)} vs ${fixed(bareUs, 0)} us)`,
+        'gateway CPU per acknowledged delivery vs bare Express per request, same run (median of per-round ratios; median us)',
+        `${fixed(ingest.gatewayCpuRatio, 2)}x (${fixed(gatewayUs, 0)} vs ${fixed(bareUs, 0)} us)`,
         '',
         `<= ${GOALS.gatewayCpuRatio}x`,
-        verdict(gatewayUs / bareUs <= GOALS.gatewayCpuRatio),
+        verdict(ingest.gatewayCpuRatio <= GOALS.gatewayCpuRatio),
       ],
     );
   }

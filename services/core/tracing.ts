@@ -235,6 +235,8 @@ export function deliveryParent(traceparent: string | null | undefined): Context 
 
 /** The trace id of the active span, if one is recording. */
 export function activeTraceId(): string | undefined {
+  // Without tracing no span records: skip the context lookup on every delivery's log line.
+  if (!active) return undefined;
   const span = trace.getActiveSpan();
   return span?.isRecording() ? span.spanContext().traceId : undefined;
 }
