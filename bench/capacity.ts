@@ -184,16 +184,29 @@ export async function capacityScenario(
   const startedAt = new Date().toISOString();
   const loads = [loadavg()[0]!];
   const phases: Record<string, unknown> = {};
-  /** A phase on a fresh database of its own (the first on the one run.ts made). */
+  const figures: Record<string, number> = {};
+  /**
+   * A phase on a fresh database of its own (the first on the one run.ts made). A phase that fails
+   * is kept as its error, and its rows are n/a: one broken phase does not cost the others' figures.
+   */
   let given: BenchDatabase | null = database;
-  const phase = async <T>(name: string, work: (db: BenchDatabase) => Promise<T>): Promise<T> => {
-    const db = given ?? (await benchDatabase(major));
+  const phase = async <T>(
+    name: string,
+    work: (db: BenchDatabase) => Promise<T>,
+    figuresOf: (report: T) => Record<string, number>,
+  ): Promise<T | null> => {
     const owned = given === null;
+    const db = given ?? (await benchDatabase(major));
     given = null;
     try {
       const report = await work(db);
       phases[name] = report;
+      Object.assign(figures, figuresOf(report));
       return report;
+    } catch (error) {
+      phases[name] = { error: error instanceof Error ? error.message : String(error) };
+      process.stderr.write(`capacity: the ${name} phase failed: ${String(error)}\n`);
+      return null;
     } finally {
       if (owned) await db.stop();
       loads.push(loadavg()[0]!);
@@ -201,10 +214,19 @@ export async function capacityScenario(
   };
   const machine = await readMachine(database.url);
 
-  const ingest = await phase('gateway', (db) =>
-    ingestScenario(db, { connections: settings.connections, seconds: settings.ingestSeconds, rounds: 1 }),
+  await phase(
+    'gateway',
+    (db) =>
+      ingestScenario(db, { connections: settings.connections, seconds: settings.ingestSeconds, rounds: 1 }),
+    (ingest) => {
+      const gateway = ingest.gateway[0]!;
+      return {
+        'gateway.perCore': 1000 / (gateway.cpuPer1k.process ?? Number.NaN),
+        'gateway.rate': gateway.okPerSecond,
+        'gateway.postgresCpu': gateway.cpuPer1k.postgres ?? Number.NaN,
+      };
+    },
   );
-  const gateway = ingest.gateway[0]!;
   const applySettings: ApplySettings = {
     events: settings.applyEvents,
     workers: WORKERS,
@@ -215,124 +237,145 @@ export async function capacityScenario(
     seconds: settings.levelSeconds,
     connections: settings.connections,
   };
-  const apply = await phase('apply', (db) => applyScenario(db, applySettings));
-  const e2e = (name: string, rate: number, seconds: number) =>
-    phase(name, (db) => endToEndScenario(db, { ...applySettings, rate, seconds }));
-  const saturation = await e2e('saturation', settings.overloadRate, settings.overloadSeconds);
-  const levels = new Map<number, EndToEndResult>();
-  let peak: Record<string, number> = {};
-  for (const share of LEVELS) {
-    const rate = Math.max(1, Math.round((saturation.processedRate * share) / 100));
-    if (share === 50) {
-      const measured = await phase(`e2e${share}`, async (db) => {
-        const { result, peak: seen } = await peakConnections(
-          db.url,
-          endToEndScenario(db, { ...applySettings, rate, seconds: settings.levelSeconds }),
-        );
-        peak = seen;
-        return { ...result, connectionsSeen: seen };
-      });
-      levels.set(share, measured);
-    } else levels.set(share, await e2e(`e2e${share}`, rate, settings.levelSeconds));
-  }
-  const target =
-    settings.targetRate > 0 ? await e2e('target', settings.targetRate, settings.targetSeconds) : null;
-  const wal = await phase('wal', (db) =>
-    walScenario(db, {
-      rate: settings.walRate,
-      seconds: settings.walSeconds,
-      workers: WORKERS,
-      connections: settings.connections,
-      prefill: 0,
+  await phase(
+    'apply',
+    (db) => applyScenario(db, applySettings),
+    (apply) => ({
+      'apply.perCore': 1000 / (apply.hookgate.cpu.per1k.worker ?? Number.NaN),
+      'apply.rate': apply.hookgate.perSecond,
+      'apply.postgresCpu': apply.hookgate.cpu.per1k.postgres ?? Number.NaN,
     }),
   );
-  const bytes = await phase('bytes', (db) =>
-    bytesScenario(db, {
-      arrivals: settings.bytesArrivals,
-      rate: 400,
-      connections: settings.connections,
-      raw: false,
-      payloadSearch: false,
-    }),
+  const e2e = (db: BenchDatabase, rate: number, seconds: number) =>
+    endToEndScenario(db, { ...applySettings, rate, seconds });
+  const saturation = await phase(
+    'saturation',
+    (db) => e2e(db, settings.overloadRate, settings.overloadSeconds),
+    (s) => ({ 'saturation.rate': s.processedRate, 'saturation.offered': s.achievedRate }),
   );
-  const destinations = await phase('destinations', (db) =>
-    destinationsScenario(db, {
-      events: settings.destinationEvents,
-      destinations: 1,
-      concurrency: 16,
-      entities: 100,
-      ratePerSecond: 100,
-      rateSeconds: 5,
-    }),
-  );
-  const buses = await phase('buses', (db) =>
-    busesScenario(db, { events: settings.destinationEvents, concurrency: 16 }),
-  );
-
   const config = parseConfig(configDocument(applySettings), {});
-  const walPhase = wal.phases[0]!;
-  const perThousandEvents = (bytesPerEvent: number) => (bytesPerEvent * 1000) / 1e6;
-  const hookgateTables = bytes.marginal.filter((r) => !r.table.startsWith('billing.'));
-  const retained = hookgateTables.reduce((total, r) => total + r.total, 0);
-  const jobs = hookgateTables
-    .filter((r) => r.table.startsWith('pgboss.'))
-    .reduce((total, r) => total + r.total, 0);
-  const mid = levels.get(50)!;
-  const figures: Record<string, number> = {
-    'gateway.perCore': 1000 / (gateway.cpuPer1k.process ?? Number.NaN),
-    'gateway.rate': gateway.okPerSecond,
-    'gateway.postgresCpu': gateway.cpuPer1k.postgres ?? Number.NaN,
-    'apply.perCore': 1000 / (apply.hookgate.cpu.per1k.worker ?? Number.NaN),
-    'apply.rate': apply.hookgate.perSecond,
-    'apply.postgresCpu': apply.hookgate.cpu.per1k.postgres ?? Number.NaN,
-    'e2e.postgresCpu': mid.cpu.per1k.postgres ?? Number.NaN,
-    'wal.walMB': perThousandEvents(walPhase.walBytesPerEvent),
-    'wal.dataMB': perThousandEvents((walPhase.dataPagesWritten * 8192) / walPhase.events),
-    'wal.diskMB': perThousandEvents(
-      walPhase.walBytesPerEvent + (walPhase.dataPagesWritten * 8192) / walPhase.events,
-    ),
-    'bytes.retained': retained,
-    'bytes.retainedWithoutJobs': retained - jobs,
-    'bytes.payload': bytes.payloadPerEvent,
-    'connections.gateway': processConnections(config, 'gateway'),
-    'connections.worker': processConnections(config, 'worker'),
-    'connections.console': processConnections(config, 'console'),
-    'connections.gatewaySeen': roleSum(peak, 'gateway'),
-    'connections.workersSeen': roleSum(peak, 'worker'),
-    'saturation.rate': saturation.processedRate,
-    'saturation.offered': saturation.achievedRate,
-    'http.relayUs': destinations.relay.cpuMicrosPerDelivery,
-    'http.postgresUs': destinations.relay.postgresMicrosPerDelivery,
-    'http.rate': destinations.relay.perSecond,
-    // buses.ts's cpuMsPer1000 is milliseconds per 1 000 messages: microseconds per message.
-    'nats.relayUs': buses.nats.relay.cpuMsPer1000,
-    'nats.rate': buses.nats.relay.perSecond,
-    'rabbitmq.relayUs': buses.rabbitmq.relay.cpuMsPer1000,
-    'rabbitmq.rate': buses.rabbitmq.relay.perSecond,
-  };
-  for (const [share, e] of levels) {
-    figures[`e2e${share}.rate`] = e.achievedRate;
-    figures[`e2e${share}.p50`] = e.p50Ms;
-    figures[`e2e${share}.p99`] = e.p99Ms;
-    figures[`e2e${share}.ackP50`] = e.load.ackP50Ms;
-    figures[`e2e${share}.ackP99`] = e.load.ackP99Ms;
-  }
-  if (target) {
-    const per = target.cpu.per1k;
-    Object.assign(figures, {
-      'target.rate': target.achievedRate,
-      'target.p50': target.p50Ms,
-      'target.p99': target.p99Ms,
-      'target.ackP99': target.load.ackP99Ms,
-      'target.failures': target.load.non2xx + target.load.errors + target.load.dropped,
-      'target.unsettled': target.events - target.settled,
-      'target.violations': target.verify.violationCount,
-      'target.cpuMs': sum(per),
-      'target.gatewayMs': per.gateway ?? Number.NaN,
-      'target.workerMs': per.worker ?? Number.NaN,
-      'target.postgresMs': per.postgres ?? Number.NaN,
+  figures['connections.gateway'] = processConnections(config, 'gateway');
+  figures['connections.worker'] = processConnections(config, 'worker');
+  figures['connections.console'] = processConnections(config, 'console');
+  for (const share of LEVELS) {
+    if (!saturation) break;
+    const rate = Math.max(1, Math.round((saturation.processedRate * share) / 100));
+    const latency = (e: EndToEndResult) => ({
+      [`e2e${share}.rate`]: e.achievedRate,
+      [`e2e${share}.p50`]: e.p50Ms,
+      [`e2e${share}.p99`]: e.p99Ms,
+      [`e2e${share}.ackP50`]: e.load.ackP50Ms,
+      [`e2e${share}.ackP99`]: e.load.ackP99Ms,
     });
+    if (share !== 50) {
+      await phase(`e2e${share}`, (db) => e2e(db, rate, settings.levelSeconds), latency);
+      continue;
+    }
+    await phase(
+      `e2e${share}`,
+      async (db) => {
+        const { result, peak } = await peakConnections(db.url, e2e(db, rate, settings.levelSeconds));
+        return { ...result, connectionsSeen: peak };
+      },
+      (e) => ({
+        ...latency(e),
+        'e2e.postgresCpu': e.cpu.per1k.postgres ?? Number.NaN,
+        'connections.gatewaySeen': roleSum(e.connectionsSeen, 'gateway'),
+        'connections.workersSeen': roleSum(e.connectionsSeen, 'worker'),
+      }),
+    );
   }
+  if (settings.targetRate > 0) {
+    await phase(
+      'target',
+      (db) => e2e(db, settings.targetRate, settings.targetSeconds),
+      (target) => ({
+        'target.rate': target.achievedRate,
+        'target.p50': target.p50Ms,
+        'target.p99': target.p99Ms,
+        'target.ackP99': target.load.ackP99Ms,
+        'target.failures': target.load.non2xx + target.load.errors + target.load.dropped,
+        'target.unsettled': target.events - target.settled,
+        'target.violations': target.verify.violationCount,
+        'target.cpuMs': sum(target.cpu.per1k),
+        'target.gatewayMs': target.cpu.per1k.gateway ?? Number.NaN,
+        'target.workerMs': target.cpu.per1k.worker ?? Number.NaN,
+        'target.postgresMs': target.cpu.per1k.postgres ?? Number.NaN,
+      }),
+    );
+  }
+  const perThousandEvents = (bytesPerEvent: number) => (bytesPerEvent * 1000) / 1e6;
+  await phase(
+    'wal',
+    (db) =>
+      walScenario(db, {
+        rate: settings.walRate,
+        seconds: settings.walSeconds,
+        workers: WORKERS,
+        connections: settings.connections,
+        prefill: 0,
+      }),
+    (wal) => {
+      const measured = wal.phases[0]!;
+      const dataPerEvent = (measured.dataPagesWritten * 8192) / measured.events;
+      return {
+        'wal.walMB': perThousandEvents(measured.walBytesPerEvent),
+        'wal.dataMB': perThousandEvents(dataPerEvent),
+        'wal.diskMB': perThousandEvents(measured.walBytesPerEvent + dataPerEvent),
+      };
+    },
+  );
+  await phase(
+    'bytes',
+    (db) =>
+      bytesScenario(db, {
+        arrivals: settings.bytesArrivals,
+        rate: 400,
+        connections: settings.connections,
+        raw: false,
+        payloadSearch: false,
+      }),
+    (bytes) => {
+      const hookgateTables = bytes.marginal.filter((r) => !r.table.startsWith('billing.'));
+      const retained = hookgateTables.reduce((total, r) => total + r.total, 0);
+      const jobs = hookgateTables
+        .filter((r) => r.table.startsWith('pgboss.'))
+        .reduce((total, r) => total + r.total, 0);
+      return {
+        'bytes.retained': retained,
+        'bytes.retainedWithoutJobs': retained - jobs,
+        'bytes.payload': bytes.payloadPerEvent,
+      };
+    },
+  );
+  await phase(
+    'destinations',
+    (db) =>
+      destinationsScenario(db, {
+        events: settings.destinationEvents,
+        destinations: 1,
+        concurrency: 16,
+        entities: 100,
+        ratePerSecond: 100,
+        rateSeconds: 5,
+      }),
+    (destinations) => ({
+      'http.relayUs': destinations.relay.cpuMicrosPerDelivery,
+      'http.postgresUs': destinations.relay.postgresMicrosPerDelivery,
+      'http.rate': destinations.relay.perSecond,
+    }),
+  );
+  await phase(
+    'buses',
+    (db) => busesScenario(db, { events: settings.destinationEvents, concurrency: 16 }),
+    // buses.ts's cpuMsPer1000 is milliseconds per 1 000 messages: microseconds per message.
+    (buses) => ({
+      'nats.relayUs': buses.nats.relay.cpuMsPer1000,
+      'nats.rate': buses.nats.relay.perSecond,
+      'rabbitmq.relayUs': buses.rabbitmq.relay.cpuMsPer1000,
+      'rabbitmq.rate': buses.rabbitmq.relay.perSecond,
+    }),
+  );
   // A row the table has and this run did not measure is there as null (n/a), never missing.
   const complete = Object.fromEntries(ROWS.map((row) => [row.key, figures[row.key] ?? null]));
   return {
