@@ -127,6 +127,12 @@ export const ROWS: readonly Row[] = [
   },
   ...LEVELS.flatMap(level),
   { key: 'target.rate', label: 'Target run: arrivals/s sent', digits: 0, phase: TARGET },
+  {
+    key: 'target.carried',
+    label: 'Target run: events/s carried end to end (accepted, then processed)',
+    digits: 0,
+    phase: TARGET,
+  },
   { key: 'target.p50', label: 'Target run: received → processed p50, ms', digits: 0, phase: TARGET },
   { key: 'target.p99', label: 'Target run: received → processed p99, ms', digits: 0, phase: TARGET },
   { key: 'target.ackP99', label: 'Target run: acknowledgement p99, ms', digits: 1, phase: TARGET },

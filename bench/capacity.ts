@@ -291,6 +291,7 @@ export async function capacityScenario(
       (db) => e2e(db, settings.targetRate, settings.targetSeconds),
       (target) => ({
         'target.rate': target.achievedRate,
+        'target.carried': target.processedRate,
         'target.p50': target.p50Ms,
         'target.p99': target.p99Ms,
         'target.ackP99': target.load.ackP99Ms,

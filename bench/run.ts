@@ -133,7 +133,7 @@ const settings = z
     BENCH_CAPACITY_INGEST_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
     BENCH_CAPACITY_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
     BENCH_CAPACITY_OVERLOAD_RATE: z.coerce.number().int().min(10).max(100_000).default(3_000),
-    BENCH_CAPACITY_OVERLOAD_SECONDS: z.coerce.number().int().min(2).max(600).default(10),
+    BENCH_CAPACITY_OVERLOAD_SECONDS: z.coerce.number().int().min(2).max(600).default(30),
     BENCH_CAPACITY_LEVEL_SECONDS: z.coerce.number().int().min(2).max(3_600).default(15),
     BENCH_CAPACITY_TARGET_RATE: z.coerce.number().int().min(0).max(100_000).default(2_000),
     BENCH_CAPACITY_TARGET_SECONDS: z.coerce.number().int().min(2).max(3_600).default(60),
