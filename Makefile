@@ -8,7 +8,7 @@ DEPS := node_modules/.installed
 CONFIG ?= hookgate.example.yaml
 , := ,
 
-.PHONY: run test check lint format typecheck unit bench chaos release install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools nats-server rabbitmq clean api-schema \
+.PHONY: run test check lint format typecheck unit bench performance-doc chaos release install tools chart-tools postgres-15 pgbouncer fault-tools chromium shell-tools nats-server rabbitmq clean api-schema \
   image container-tools cluster-packages cluster-tools cluster-images cluster-up cluster-down test-k8s
 
 $(DEPS): package.json package-lock.json
@@ -169,6 +169,11 @@ typecheck: $(DEPS)
 ## bench: throughput ratios against baselines measured in the same run
 bench: $(DEPS)
 	node bench/run.ts
+
+## performance-doc: docs/performance.md's tables and docs/performance.json from the latest
+## capacity results (BENCH_SCENARIOS=capacity make bench)
+performance-doc: $(DEPS)
+	node bench/performance-doc.ts
 
 ## chaos: the full chaos run (>= 20 SIGKILLs of gateways and workers, PostgreSQL restarted once,
 ## under signed load with duplicates) on its own embedded PostgreSQL, then a 100 000-event backlog

@@ -74,6 +74,11 @@ export interface EndToEndResult {
   readonly achievedRate: number;
   /** Accepted events / (last received_at − first received_at). */
   readonly receivedRate: number;
+  /**
+   * Settled events / (last processed_at − first received_at): what gateway and workers carried
+   * end to end. Offered more than they can take, it is the stack's saturation.
+   */
+  readonly processedRate: number;
   readonly reached: boolean;
   readonly events: number;
   readonly settled: number;
@@ -178,7 +183,7 @@ function billingEvents(prefix: string, count: number): BenchEvent[] {
   return events;
 }
 
-function configDocument(settings: ApplySettings): Record<string, unknown> {
+export function configDocument(settings: ApplySettings): Record<string, unknown> {
   return {
     worker: {
       batchSize: settings.batchSize,
@@ -559,13 +564,15 @@ async function endToEnd(
       p99: number | null;
       max: number | null;
       received_seconds: number | null;
+      span_seconds: number | null;
     }>(
       `SELECT count(*)::int AS events,
               count(processed_at)::int AS settled,
               percentile_cont(0.5) WITHIN GROUP (ORDER BY ms) AS p50,
               percentile_cont(0.99) WITHIN GROUP (ORDER BY ms) AS p99,
               max(ms) AS max,
-              extract(epoch FROM max(received_at) - min(received_at))::float8 AS received_seconds
+              extract(epoch FROM max(received_at) - min(received_at))::float8 AS received_seconds,
+              extract(epoch FROM max(processed_at) - min(received_at))::float8 AS span_seconds
          FROM (SELECT received_at, processed_at,
                       extract(epoch FROM processed_at - received_at)::float8 * 1000 AS ms
                  FROM hookgate.inbox
@@ -591,6 +598,7 @@ async function endToEnd(
       mix: `Stripe billing mix of load/lib/mix.ts: ${DEFAULT_MIX.laterDuplicates * 100}% re-sent later, ${DEFAULT_MIX.concurrentDuplicates * 100}% sent twice at once`,
       achievedRate,
       receivedRate: row.received_seconds ? row.events / row.received_seconds : Number.NaN,
+      processedRate: row.span_seconds ? row.settled / row.span_seconds : Number.NaN,
       reached: achievedRate >= settings.rate * 0.95 && load.dropped === 0,
       events: row.events,
       settled: row.settled,
@@ -613,6 +621,27 @@ async function endToEnd(
     };
   } finally {
     await Promise.all(children.map(stopProcess));
+  }
+}
+
+/**
+ * The end-to-end phase alone (gateway + workers, evenly spaced signed arrivals) on an unused
+ * database: bench/capacity.ts runs it at several rates, one database each.
+ */
+export async function endToEndScenario(
+  database: BenchDatabase,
+  settings: ApplySettings,
+): Promise<EndToEndResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookgate-bench-e2e-'));
+  const configFile = join(dir, 'hookgate.yaml');
+  writeFileSync(configFile, stringify(configDocument(settings)));
+  const db = new pg.Client({ connectionString: database.url, application_name: 'bench-apply' });
+  await db.connect();
+  try {
+    return await endToEnd(db, database.url, configFile, settings);
+  } finally {
+    await db.end();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

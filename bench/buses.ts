@@ -113,6 +113,9 @@ export async function busesScenario(database: BenchDatabase, options: BusesOptio
   const nats = await startNatsServer();
   const vhost = await createVhost();
   const pool = new pg.Pool({ connectionString: database.url, max: 8 });
+  // An idle client whose server went away must fail the scenario's next query, which says why,
+  // not end the whole bench process with an unhandled 'error' event.
+  pool.on('error', () => {});
   const nc = await connect({ servers: nats.url });
   const rabbit = new Connection({ url: vhost.clientUrl });
   rabbit.on('error', () => {});

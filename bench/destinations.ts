@@ -177,6 +177,9 @@ export async function destinationsScenario(
 ): Promise<DestinationsReport> {
   const sink = await startSink();
   const pool = new pg.Pool({ connectionString: database.url, max: options.destinations * 2 + 4 });
+  // An idle client whose server went away must fail the scenario's next query, which says why,
+  // not end the whole bench process with an unhandled 'error' event.
+  pool.on('error', () => {});
   try {
     const client = await pool.connect();
     const postmaster = await postmasterPid(client).finally(() => client.release());

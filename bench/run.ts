@@ -1,6 +1,6 @@
 // `make bench`: every figure is a ratio against a baseline measured in this same run, on this
 // same machine, with the same load generator. Absolute numbers are printed for context only.
-// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api picks scenarios (default: all) and
+// BENCH_SCENARIOS=ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api,capacity picks scenarios (default: all) and
 // BENCH_MAJORS=18,15 the PostgreSQL majors each runs on (default both: the embedded 18 and a throwaway
 // cluster of Debian's 15). Each writes bench/results/<scenario>.json on 18 and <scenario>-pg15.json on 15
 // (every figure), and the matching .md (the printed summary).
@@ -12,6 +12,7 @@ import { apiListsScenario, renderApiLists } from './api-lists.ts';
 import { type ApplyReport, applyScenario, renderApply } from './apply.ts';
 import { busesScenario, renderBuses } from './buses.ts';
 import { type BytesReport, bytesScenario, renderBytes } from './bytes.ts';
+import { capacityScenario, renderCapacity } from './capacity.ts';
 import { claimScenario, renderClaim } from './claim.ts';
 import { consoleSearchScenario, renderConsoleSearch } from './console-search.ts';
 import { destinationsScenario, renderDestinations } from './destinations.ts';
@@ -42,7 +43,7 @@ const settings = z
     BENCH_SCENARIOS: z
       .string()
       .default(
-        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api',
+        'ingest,apply,claim,pgbench,bytes,layout,wal,prune,partitions,soak,longrun,console,destinations,buses,api,capacity',
       ),
     BENCH_MAJORS: z
       .string()
@@ -128,13 +129,25 @@ const settings = z
     /** buses: messages published to each bus (by the relay and by the bare client), and in flight. */
     BENCH_BUS_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
     BENCH_BUS_CONCURRENCY: z.coerce.number().int().min(1).max(64).default(16),
+    /** capacity (docs/performance.md): each phase's length; a target rate of 0 skips the target run. */
+    BENCH_CAPACITY_INGEST_SECONDS: z.coerce.number().int().min(2).max(300).default(10),
+    BENCH_CAPACITY_APPLY_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(5_000),
+    BENCH_CAPACITY_OVERLOAD_RATE: z.coerce.number().int().min(10).max(100_000).default(3_000),
+    BENCH_CAPACITY_OVERLOAD_SECONDS: z.coerce.number().int().min(2).max(600).default(30),
+    BENCH_CAPACITY_LEVEL_SECONDS: z.coerce.number().int().min(2).max(3_600).default(15),
+    BENCH_CAPACITY_TARGET_RATE: z.coerce.number().int().min(0).max(100_000).default(2_000),
+    BENCH_CAPACITY_TARGET_SECONDS: z.coerce.number().int().min(2).max(3_600).default(60),
+    BENCH_CAPACITY_WAL_RATE: z.coerce.number().int().min(10).max(10_000).default(300),
+    BENCH_CAPACITY_WAL_SECONDS: z.coerce.number().int().min(5).max(3_600).default(20),
+    BENCH_CAPACITY_BYTES_ARRIVALS: z.coerce.number().int().min(100).max(1_000_000).default(3_000),
+    BENCH_CAPACITY_DEST_EVENTS: z.coerce.number().int().min(100).max(1_000_000).default(2_000),
   })
   .parse(process.env);
 
 export interface Scenario {
   readonly name: string;
-  /** Runs against a fresh migrated database; returns the lines to print and the JSON to keep. */
-  run(database: BenchDatabase): Promise<{ lines: string[]; report: unknown }>;
+  /** Runs against a fresh migrated database of that major; returns the lines to print and the JSON to keep. */
+  run(database: BenchDatabase, major: 15 | 18): Promise<{ lines: string[]; report: unknown }>;
 }
 
 const scenarios: Scenario[] = [
@@ -326,6 +339,26 @@ const scenarios: Scenario[] = [
       return { lines: renderLongrun(report), report };
     },
   },
+  {
+    name: 'capacity',
+    run: async (database, major) => {
+      const report = await capacityScenario(database, major, {
+        connections: settings.BENCH_CONNECTIONS,
+        ingestSeconds: settings.BENCH_CAPACITY_INGEST_SECONDS,
+        applyEvents: settings.BENCH_CAPACITY_APPLY_EVENTS,
+        overloadRate: settings.BENCH_CAPACITY_OVERLOAD_RATE,
+        overloadSeconds: settings.BENCH_CAPACITY_OVERLOAD_SECONDS,
+        levelSeconds: settings.BENCH_CAPACITY_LEVEL_SECONDS,
+        targetRate: settings.BENCH_CAPACITY_TARGET_RATE,
+        targetSeconds: settings.BENCH_CAPACITY_TARGET_SECONDS,
+        walRate: settings.BENCH_CAPACITY_WAL_RATE,
+        walSeconds: settings.BENCH_CAPACITY_WAL_SECONDS,
+        bytesArrivals: settings.BENCH_CAPACITY_BYTES_ARRIVALS,
+        destinationEvents: settings.BENCH_CAPACITY_DEST_EVENTS,
+      });
+      return { lines: renderCapacity(report), report };
+    },
+  },
 ];
 
 function markdown(name: string, lines: readonly string[], startLoad: number): string {
@@ -353,7 +386,7 @@ for (const major of settings.BENCH_MAJORS) {
     const database = await benchDatabase(major);
     const startLoad = loadavg()[0]!;
     try {
-      const { lines, report } = await scenario.run(database);
+      const { lines, report } = await scenario.run(database, major);
       reports.set(`${scenario.name}${suffix}`, report);
       const titled = [`[PostgreSQL ${major}]`, ...lines];
       process.stdout.write(`${titled.join('\n')}\n`);
