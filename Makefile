@@ -226,7 +226,7 @@ image: $(DEPS) container-tools
 
 ## cluster-up: a one-node Kubernetes on this machine for the chart's tests: the Kubernetes
 ## binaries, CoreDNS and a pause image built once from the Go module proxy into .tools/ (about 35
-## CPU-minutes, under `nice -n 19`), metrics-server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
+## CPU-minutes, under `nice -n 19`), metrics-server and KEDA's operator and metrics server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
 ## Its kubeconfig is .k8s/pki/admin.kubeconfig. cluster-down removes every workload, stops every
 ## daemon and undoes what they changed (mounts, network namespaces, iptables, bridge, cgroups,
 ## sysctls); test/k8s/cluster/cluster.sh says how
@@ -300,7 +300,7 @@ cluster-down:
 ## test-k8s: the image (make image), then the chart on a real one-node Kubernetes (make cluster-up):
 ## every ci/ scenario validated by the API server, the core ones installed and `helm test`ed,
 ## upgrades, a rollback and pods deleted under 200 signed deliveries/s with `hookgate verify`, a
-## refused configuration, autoscaling; then make cluster-down, pass or fail. Not part of `make test`
+## refused configuration, autoscaling (the gateway's HPA; the workers by KEDA on the backlog); then make cluster-down, pass or fail. Not part of `make test`
 test-k8s: image chart-tools
 	@$(MAKE) --no-print-directory cluster-up
 	status=0; HOOKGATE_IMAGE=$(IMAGE) KUBECONFIG=$(CLUSTER_STATE)/pki/admin.kubeconfig \
