@@ -231,7 +231,7 @@ image: $(DEPS) container-tools
 
 ## cluster-up: a one-node Kubernetes on this machine for the chart's tests: the Kubernetes
 ## binaries, CoreDNS and a pause image built once from the Go module proxy into .tools/ (about 35
-## CPU-minutes, under `nice -n 19`), metrics-server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
+## CPU-minutes, under `nice -n 19`), metrics-server and KEDA's operator and metrics server likewise, Debian's etcd, containerd, runc and CNI plugins; idempotent.
 ## Its kubeconfig is .k8s/pki/admin.kubeconfig. cluster-down removes every workload, stops every
 ## daemon and undoes what they changed (mounts, network namespaces, iptables, bridge, cgroups,
 ## sysctls); test/k8s/cluster/cluster.sh says how
@@ -242,6 +242,10 @@ KUBE_BINARIES := kube-apiserver kube-controller-manager kube-scheduler kubelet k
 COREDNS := $(TOOLS)/coredns-$(COREDNS_VERSION)/coredns
 METRICS_SERVER_VERSION := v0.8.1
 METRICS_SERVER := $(TOOLS)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
+# KEDA's operator and metrics API server (keda.test.ts), in a copy of the module: its go.mod has
+# replace directives, which `go install` refuses (test/k8s/tools/build-keda.sh)
+KEDA_VERSION := v2.21.1
+KEDA_DIR := $(TOOLS)/keda-$(KEDA_VERSION)
 # The pause binary is the project's own (test/k8s/tools/pause/main.go): named by its source's hash.
 PAUSE = $(TOOLS)/pause-$(shell sha256sum test/k8s/tools/pause/main.go | cut -c1-12)/pause
 CLUSTER_STATE := $(CURDIR)/.k8s
@@ -269,10 +273,14 @@ $(METRICS_SERVER):
 	nice -n 19 test/k8s/tools/build-go-module.sh sigs.k8s.io/metrics-server $(METRICS_SERVER_VERSION) $(@D) \
 	  sigs.k8s.io/metrics-server/cmd/metrics-server
 
+# keda is written last: its presence means keda-adapter and crd/ are there too.
+$(KEDA_DIR)/keda:
+	nice -n 19 test/k8s/tools/build-keda.sh $(KEDA_VERSION) $(@D)
+
 $(TOOLS)/pause-%/pause:
 	nice -n 19 test/k8s/tools/build-go-main.sh test/k8s/tools/pause $(@D) pause
 
-cluster-tools: $(addprefix $(KUBE_DIR)/,$(KUBE_BINARIES)) $(COREDNS) $(METRICS_SERVER)
+cluster-tools: $(addprefix $(KUBE_DIR)/,$(KUBE_BINARIES)) $(COREDNS) $(METRICS_SERVER) $(KEDA_DIR)/keda
 	@$(MAKE) --no-print-directory $(PAUSE)
 	@mkdir -p $(TOOLS)/bin && ln -sfn $(KUBE_DIR)/kubectl $(TOOLS)/bin/kubectl
 
@@ -283,6 +291,10 @@ cluster-images: container-tools cluster-tools
 	test/k8s/cluster/binary-image.sh $(COREDNS) $(COREDNS_IMAGE) 65532 $(CLUSTER_IMAGES)/coredns.tar
 	test/k8s/cluster/binary-image.sh $(METRICS_SERVER) localhost/hookgate-test/metrics-server:$(METRICS_SERVER_VERSION) \
 	  65534 $(CLUSTER_IMAGES)/metrics-server.tar
+	test/k8s/cluster/binary-image.sh $(KEDA_DIR)/keda localhost/hookgate-test/keda:$(KEDA_VERSION) \
+	  1000 $(CLUSTER_IMAGES)/keda.tar
+	test/k8s/cluster/binary-image.sh $(KEDA_DIR)/keda-adapter localhost/hookgate-test/keda-adapter:$(KEDA_VERSION) \
+	  1000 $(CLUSTER_IMAGES)/keda-adapter.tar
 
 cluster-up: cluster-packages cluster-images
 	IMAGES="$$(ls $(CLUSTER_IMAGES)/*.tar)" $(CLUSTER) up
@@ -293,11 +305,11 @@ cluster-down:
 ## test-k8s: the image (make image), then the chart on a real one-node Kubernetes (make cluster-up):
 ## every ci/ scenario validated by the API server, the core ones installed and `helm test`ed,
 ## upgrades, a rollback and pods deleted under 200 signed deliveries/s with `hookgate verify`, a
-## refused configuration, autoscaling; then make cluster-down, pass or fail. Not part of `make test`
+## refused configuration, autoscaling (the gateway's HPA; the workers by KEDA on the backlog); then make cluster-down, pass or fail. Not part of `make test`
 test-k8s: image chart-tools
 	@$(MAKE) --no-print-directory cluster-up
 	status=0; HOOKGATE_IMAGE=$(IMAGE) KUBECONFIG=$(CLUSTER_STATE)/pki/admin.kubeconfig \
-	  CLUSTER_STATE=$(CLUSTER_STATE) KUBE_BIN=$(KUBE_DIR) \
+	  CLUSTER_STATE=$(CLUSTER_STATE) KUBE_BIN=$(KUBE_DIR) KEDA_VERSION=$(KEDA_VERSION) KEDA_DIR=$(KEDA_DIR) \
 	  vitest run --config test/k8s/vitest.config.ts --exclude test/k8s/image.test.ts || status=$$?; \
 	$(MAKE) --no-print-directory cluster-down; exit $$status
 

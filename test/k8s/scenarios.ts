@@ -10,7 +10,7 @@ export const SCENARIOS = {
   'console-values.yaml': 'installed: install.test.ts',
   'hpa-values.yaml': 'server-validated; the gateway HPA is installed and scaled by autoscaling.test.ts',
   'keda-values.yaml':
-    'server-validated only: KEDA is not built here (docs/kubernetes.md, "Tested on", says why)',
+    'server-validated; installed with KEDA running, its ScaledObject scaling the workers up and down on the backlog (keda.test.ts)',
   'ingress-values.yaml': 'server-validated (no ingress controller runs on the test cluster)',
   'monitoring-values.yaml': 'server-validated (no prometheus-operator runs on the test cluster)',
   'network-policy-values.yaml': 'server-validated (the bridge CNI does not enforce NetworkPolicy)',

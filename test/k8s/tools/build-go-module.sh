@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds commands of a Go module from the Go module proxy into DIR, for modules `go install`
-# refuses because their go.mod has `replace` directives (KEDA): a throwaway wrapper module
+# refuses because their go.mod has `replace` directives: a throwaway wrapper module
 # requires MODULE@VERSION with the go, godebug, replace and exclude lines of its own go.mod, so
 # the build resolves every dependency as the release's own build does.
 #   build-go-module.sh MODULE VERSION DIR PACKAGE...   (LDFLAGS in the environment, optional)
