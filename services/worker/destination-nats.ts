@@ -2,11 +2,10 @@ import { readFileSync } from 'node:fs';
 import { type JetStreamClient, jetstream } from '@nats-io/jetstream';
 import { connect, type NatsConnection, headers as natsHeaders, RequestError } from '@nats-io/transport-node';
 import type { BusTls, NatsSettings } from '../core/config/bus-schema.ts';
-import { storableError } from '../core/destinations/answer.ts';
 import type { Logger } from '../core/logging.ts';
 import { fillTemplate } from './bus-address.ts';
 import type { DestinationSend } from './destination-http.ts';
-import type { OutgoingMessage, Transport } from './destination-transport.ts';
+import { failedSend, type OutgoingMessage, type Transport } from './destination-transport.ts';
 
 // `type: nats`: each delivery published to a JetStream stream, `delivered` only once the stream's
 // publish acknowledgement came back. `Nats-Msg-Id` is the delivery's webhook-id, so a re-send
@@ -85,12 +84,7 @@ export function natsTransport(settings: NatsSettings, name: string, logger: Logg
   return {
     async send(message: OutgoingMessage): Promise<DestinationSend> {
       const subject = fillTemplate(settings.subject, message.values);
-      const fail = (outcome: 'retry' | 'dead', error: string): DestinationSend => ({
-        outcome,
-        status: null,
-        error: storableError(message.redactor.text(error)),
-        answer: null,
-      });
+      const fail = (outcome: 'retry' | 'dead', error: string) => failedSend(message, outcome, error);
       if (closed) return fail('retry', 'aborted: the relay stopped');
       try {
         const { js } = await open(message.timeoutMs);

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { Connection, type Publisher } from 'rabbitmq-client';
 import { type BusTls, type RabbitmqSettings, rabbitmqBrokerKey } from '../core/config/bus-schema.ts';
-import { storableError } from '../core/destinations/answer.ts';
 import type { Logger } from '../core/logging.ts';
 import { fillTemplate } from './bus-address.ts';
 import type { DestinationSend } from './destination-http.ts';
-import type { OutgoingMessage, Transport } from './destination-transport.ts';
+import { failedSend, type OutgoingMessage, type Transport } from './destination-transport.ts';
 
 // `type: rabbitmq` (AMQP 0-9-1): each delivery published persistent, `mandatory`, with
 // `message_id` = its webhook-id, on a channel in confirm mode: `delivered` only once the broker
@@ -112,12 +111,7 @@ export function rabbitmqBrokers(logger: Logger): RabbitmqBrokers & { close(): Pr
         async send(message: OutgoingMessage): Promise<DestinationSend> {
           const routingKey = fillTemplate(settings.routingKey, message.values);
           const where = `exchange ${settings.exchange === '' ? '(default)' : settings.exchange} with routing key ${routingKey}`;
-          const fail = (outcome: 'retry' | 'dead', error: string): DestinationSend => ({
-            outcome,
-            status: null,
-            error: storableError(message.redactor.text(error)),
-            answer: null,
-          });
+          const fail = (outcome: 'retry' | 'dead', error: string) => failedSend(message, outcome, error);
           if (closed) return fail('retry', 'aborted: the relay stopped');
           // Not connected (yet, or any more): wait for the connection up to the timeout, and then
           // fail rather than queue a publish in the client that would go out, late and unasked,

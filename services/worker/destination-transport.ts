@@ -1,3 +1,4 @@
+import { storableError } from '../core/destinations/answer.ts';
 import type { Redactor } from '../core/destinations/redact.ts';
 import type { TemplateValues } from './bus-address.ts';
 import type { DestinationSend } from './destination-http.ts';
@@ -27,4 +28,13 @@ export interface Transport {
   /** Never throws: every ending is a DestinationSend, its texts redacted and storable. */
   send(message: OutgoingMessage): Promise<DestinationSend>;
   close(): Promise<void>;
+}
+
+/** An attempt that ended without the broker's acknowledgement: its error redacted and storable. */
+export function failedSend(
+  message: OutgoingMessage,
+  outcome: 'retry' | 'dead',
+  error: string,
+): DestinationSend {
+  return { outcome, status: null, error: storableError(message.redactor.text(error)), answer: null };
 }
